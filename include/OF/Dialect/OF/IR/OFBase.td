@@ -1,0 +1,82 @@
+//===- OFBase.td - The of dialect and its shared constraints -*- tablegen -*-===//
+//
+// Defines the `of` dialect (global programs whose tensors carry SBP
+// distributions) and the type constraints that every op of the dialect shares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_DIALECT_OF_IR_OFBASE_TD
+#define OF_DIALECT_OF_IR_OFBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def OF_Dialect : Dialect {
+  let name = "of";
+  let cppNamespace = "::mlir::of";
+  let summary = "Global tensor programs with SBP distributions over device placements";
+  let description = [{
+    The `of` dialect describes a deep learning program written once against
+    *global* (logical) tensors. Every tensor may carry, as the `encoding` of its
+    ranked tensor type, an `#of.sbp` distribution over an `of.placement` of
+    devices. A tensor without an encoding has no distribution yet; SBP
+    propagation or the auto-parallel search gives it one. A change of
+    distribution is always an explicit `of.boxing` op.
+
+    ```mlir
+    of.placement @mesh {device = "cpu", shape = [2, 2]}
+
+    func.func @mlp(%x: tensor<64x128xf32, #of.sbp<@mesh, [S(0), B]>>,
+                   %w: tensor<128x256xf32, #of.sbp<@mesh, [B, S(1)]>>)
+        -> tensor<64x256xf32, #of.sbp<@mesh, [S(0), S(1)]>> {
+      %y = of.matmul %x, %w : (tensor<64x128xf32, #of.sbp<@mesh, [S(0), B]>>,
+                               tensor<128x256xf32, #of.sbp<@mesh, [B, S(1)]>>)
+                              -> tensor<64x256xf32, #of.sbp<@mesh, [S(0), S(1)]>>
+      return %y : tensor<64x256xf32, #of.sbp<@mesh, [S(0), S(1)]>>
+    }
+    ```
+
+    Shapes are static: OF compiles one program per input signature and plans
+    every buffer of it ahead of time, so a dynamic dimension has no meaning in
+    a global program.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  // `of.name` and `of.param` on function arguments and results.
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
+}
+
+class OF_Op<string mnemonic, list<Trait> traits = []>
+    : Op<OF_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// A tensor of an OF program: ranked, static shape, and an encoding that is
+// either absent or an `#of.sbp` distribution.
+class OF_TensorOf<list<Type> allowedTypes, string desc>
+    : Type<And<[TensorOf<allowedTypes>.predicate,
+                CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">,
+                CPred<"::mlir::of::hasSbpOrNoEncoding($_self)">]>,
+           "statically shaped tensor of " # desc # " values without an encoding or with an #of.sbp encoding",
+           "::mlir::TensorType">;
+
+def OF_FloatElement : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def OF_IntElement : AnyTypeOf<[I8, I32, I64], "integer">;
+def OF_IndexElement : AnyTypeOf<[I32, I64], "index integer">;
+
+def OF_AnyTensor : OF_TensorOf<[F16, BF16, F32, F64, I1, I8, I32, I64], "any">;
+def OF_FloatTensor : OF_TensorOf<[F16, BF16, F32, F64], "floating-point">;
+def OF_NumericTensor : OF_TensorOf<[F16, BF16, F32, F64, I8, I32, I64], "numeric">;
+def OF_IndexTensor : OF_TensorOf<[I32, I64], "i32 or i64">;
+def OF_BoolTensor : OF_TensorOf<[I1], "i1">;
+def OF_SeedTensor : Type<And<[OF_TensorOf<[I64], "i64">.predicate,
+                              CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+                         "0-d tensor<i64> seed", "::mlir::TensorType">;
+
+#endif // OF_DIALECT_OF_IR_OFBASE_TD

@@ -1,0 +1,548 @@
+//===- OFOps.td - Operations of the of dialect -------------*- tablegen -*-===//
+//
+// The ops of global `of` programs. Result shapes and element types are
+// inferred where they are a function of the operands and attributes; result
+// encodings (SBP) are never inferred here: they are the business of SBP
+// propagation, so inferred types are compared with the declared ones ignoring
+// the #of.sbp encoding.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_DIALECT_OF_IR_OFOPS_TD
+#define OF_DIALECT_OF_IR_OFOPS_TD
+
+include "OF/Dialect/OF/IR/OFBase.td"
+include "OF/Dialect/OF/IR/OFAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Result shapes and element types are inferred; encodings are left to SBP
+// propagation, so compatibility ignores them.
+def OF_InferShapes : InferTypeOpAdaptorBase<[{
+  static bool isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+    return ::mlir::of::areCompatibleIgnoringSbp(l, r);
+  }
+}]>;
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+def OF_PlacementOp : OF_Op<"placement", [Symbol]> {
+  let summary = "A named grid of devices that SBP distributions refer to";
+  let description = [{
+    Declares a placement: `shape` is the (possibly multi-dimensional) grid of
+    devices, `ranks` lists the process ranks in row-major order over it. When
+    `ranks` is absent the placement covers ranks `0 .. product(shape) - 1`.
+
+    ```mlir
+    of.placement @mesh {device = "cpu", shape = [2, 2]}               // ranks 0..3
+    of.placement @stage1 {device = "cuda", shape = [4], ranks = [4, 5, 6, 7]}
+    ```
+
+    A device sits at grid coordinate `c`; its rank is
+    `ranks[linearize(c, shape)]`.
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    StrAttr:$device,
+    I64ArrayAttr:$shape,
+    OptionalAttr<I64ArrayAttr>:$ranks);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The grid shape, one entry per placement axis.
+    ::llvm::SmallVector<int64_t> getGridShape();
+    /// The ranks in row-major order over the grid (explicit or 0..N-1).
+    ::llvm::SmallVector<int64_t> getRankList();
+    /// The number of devices of the placement.
+    int64_t getNumDevices();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and elementwise ops
+//===----------------------------------------------------------------------===//
+
+def OF_ConstantOp : OF_Op<"constant", [ConstantLike, Pure]> {
+  let summary = "A constant global tensor";
+  let description = [{
+    The value's type is the result's without an encoding. When the result
+    carries a distribution it follows `->`:
+
+    ```mlir
+    %c = of.constant dense<1.0> : tensor<4xf32>
+    %d = of.constant dense<0.5> : tensor<4xf32> -> tensor<4xf32, #of.sbp<@mesh, [B]>>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs OF_AnyTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::ElementsAttr":$value), [{
+      build($_builder, $_state, value.getType(), value);
+    }]>];
+}
+
+class OF_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes], traits)> {
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def OF_NegOp : OF_UnaryOp<"neg", OF_NumericTensor> {
+  let summary = "Elementwise negation: `-x`";
+}
+def OF_ExpOp : OF_UnaryOp<"exp", OF_FloatTensor> {
+  let summary = "Elementwise exponential: `e^x`";
+}
+def OF_LogOp : OF_UnaryOp<"log", OF_FloatTensor> {
+  let summary = "Elementwise natural logarithm";
+}
+def OF_SqrtOp : OF_UnaryOp<"sqrt", OF_FloatTensor> {
+  let summary = "Elementwise square root";
+}
+def OF_RsqrtOp : OF_UnaryOp<"rsqrt", OF_FloatTensor> {
+  let summary = "Elementwise reciprocal square root: `1 / sqrt(x)`";
+}
+def OF_TanhOp : OF_UnaryOp<"tanh", OF_FloatTensor> {
+  let summary = "Elementwise hyperbolic tangent";
+}
+def OF_SigmoidOp : OF_UnaryOp<"sigmoid", OF_FloatTensor> {
+  let summary = "Elementwise logistic sigmoid: `1 / (1 + e^-x)`";
+}
+def OF_ReluOp : OF_UnaryOp<"relu", OF_NumericTensor> {
+  let summary = "Elementwise rectifier: `max(x, 0)`";
+}
+def OF_SiluOp : OF_UnaryOp<"silu", OF_FloatTensor> {
+  let summary = "Elementwise SiLU (swish): `x * sigmoid(x)`";
+}
+def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes]> {
+  let summary = "Elementwise GELU, exact or with the tanh approximation";
+  let description = [{
+    `approximate = "none"` (the default) computes `x * Phi(x)` with the normal
+    CDF; `approximate = "tanh"` computes
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as GPT-2 does. The
+    names follow `torch.nn.GELU(approximate=...)`.
+  }];
+  let arguments = (ins OF_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class OF_BinaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes], traits)> {
+  let description = [{
+    Operands broadcast as in NumPy: shapes are aligned at the trailing
+    dimension, and a dimension of size 1 stretches to the other's size. Both
+    operands have the same element type.
+  }];
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def OF_AddOp : OF_BinaryOp<"add", OF_NumericTensor, [Commutative]> {
+  let summary = "Elementwise addition with broadcasting";
+}
+def OF_SubOp : OF_BinaryOp<"sub", OF_NumericTensor> {
+  let summary = "Elementwise subtraction with broadcasting";
+}
+def OF_MulOp : OF_BinaryOp<"mul", OF_NumericTensor, [Commutative]> {
+  let summary = "Elementwise multiplication with broadcasting";
+}
+def OF_DivOp : OF_BinaryOp<"div", OF_NumericTensor> {
+  let summary = "Elementwise division with broadcasting (integers round toward zero)";
+}
+def OF_PowOp : OF_BinaryOp<"pow", OF_FloatTensor> {
+  let summary = "Elementwise power `lhs ^ rhs` with broadcasting";
+}
+def OF_MaximumOp : OF_BinaryOp<"maximum", OF_NumericTensor, [Commutative]> {
+  let summary = "Elementwise maximum with broadcasting";
+}
+def OF_MinimumOp : OF_BinaryOp<"minimum", OF_NumericTensor, [Commutative]> {
+  let summary = "Elementwise minimum with broadcasting";
+}
+
+def OF_CompareOp : OF_Op<"compare", [Pure, OF_InferShapes]> {
+  let summary = "Elementwise comparison with broadcasting, giving i1";
+  let description = [{
+    ```mlir
+    %m = of.compare lt, %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = (ins OF_CompareDirection:$direction,
+                       OF_NumericTensor:$lhs, OF_NumericTensor:$rhs);
+  let results = (outs OF_BoolTensor:$result);
+  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes]> {
+  let summary = "Elementwise `condition ? on_true : on_false` with broadcasting";
+  let arguments = (ins OF_BoolTensor:$condition, OF_AnyTensor:$on_true,
+                       OF_AnyTensor:$on_false);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_CastOp : OF_Op<"cast", [Pure]> {
+  let summary = "Elementwise conversion of the element type";
+  let description = [{
+    Converts between f64, f32, bf16, f16, i64, i32, i8 and i1. Float to
+    integer rounds toward zero; to i1 tests `!= 0`; from i1 gives 0 or 1.
+
+    ```mlir
+    %h = of.cast %x : tensor<4xf32> to tensor<4xbf16>
+    ```
+  }];
+  let arguments = (ins OF_AnyTensor:$input);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure]> {
+  let summary = "Broadcast a tensor to the result's shape (NumPy rules)";
+  let description = [{
+    ```mlir
+    %b = of.broadcast_to %x : (tensor<1x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins OF_AnyTensor:$input);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def OF_ReshapeOp : OF_Op<"reshape", [Pure]> {
+  let summary = "Reinterpret a tensor (row-major) with the result's shape";
+  let arguments = (ins OF_AnyTensor:$input);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes]> {
+  let summary = "Permute the dimensions: result dim i is input dim permutation[i]";
+  let arguments = (ins OF_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input `,` $permutation attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes]> {
+  let summary = "Strided slice `input[starts : limits : strides]`";
+  let description = [{
+    One entry per dimension; `strides` defaults to all ones. Result dimension
+    `i` has `ceil((limits[i] - starts[i]) / strides[i])` elements.
+
+    ```mlir
+    %s = of.slice %x {starts = array<i64: 0, 2>, limits = array<i64: 4, 8>}
+        : (tensor<4x8xf32>) -> tensor<4x6xf32>
+    ```
+  }];
+  let arguments = (ins OF_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes]> {
+  let summary = "Concatenate tensors along `axis`";
+  let arguments = (ins Variadic<OF_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class OF_ReduceOp<string mnemonic, Type tensorType>
+    : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+  let description = [{
+    Reduces over `axes` (negative axes count from the end). With
+    `keepdims = true` the reduced dimensions stay with size 1.
+
+    ```mlir
+    %s = of.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = false}
+        : (tensor<4x8xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_ReduceSumOp : OF_ReduceOp<"reduce_sum", OF_NumericTensor> {
+  let summary = "Sum over axes";
+}
+def OF_ReduceMeanOp : OF_ReduceOp<"reduce_mean", OF_FloatTensor> {
+  let summary = "Arithmetic mean over axes";
+}
+def OF_ReduceMaxOp : OF_ReduceOp<"reduce_max", OF_NumericTensor> {
+  let summary = "Maximum over axes";
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and normalisation
+//===----------------------------------------------------------------------===//
+
+def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes]> {
+  let summary = "Matrix product, batched over leading dimensions";
+  let description = [{
+    Both operands have rank >= 2. The last two dimensions are the matrices
+    (transposed first where `transpose_a` / `transpose_b` is set); the
+    leading (batch) dimensions broadcast as in NumPy, so
+    `tensor<8x16x32xf32> x tensor<32x64xf32> -> tensor<8x16x64xf32>`.
+
+    ```mlir
+    %y = of.matmul %x, %w {transpose_b = true}
+        : (tensor<16x32xf32>, tensor<64x32xf32>) -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins OF_NumericTensor:$lhs, OF_NumericTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs OF_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+class OF_SoftmaxLikeOp<string mnemonic> : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+  let arguments = (ins OF_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_SoftmaxOp : OF_SoftmaxLikeOp<"softmax"> {
+  let summary = "Softmax along `axis` (negative counts from the end)";
+}
+def OF_LogSoftmaxOp : OF_SoftmaxLikeOp<"log_softmax"> {
+  let summary = "Log-softmax along `axis` (negative counts from the end)";
+}
+
+def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
+                                          AttrSizedOperandSegments]> {
+  let summary = "Layer normalisation over the dimensions from `axis` on";
+  let description = [{
+    Normalises over dimensions `[axis, rank)` (`axis` may be negative), then
+    scales by `weight` and shifts by `bias` when given; both have the shape
+    of the normalised dimensions.
+
+    ```mlir
+    %y = of.layer_norm %x weight %g bias %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input,
+                       Optional<OF_FloatTensor>:$weight,
+                       Optional<OF_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes]> {
+  let summary = "RMS normalisation over the dimensions from `axis` on";
+  let description = [{
+    `y = x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * weight`.
+  }];
+  let arguments = (ins OF_FloatTensor:$input,
+                       Optional<OF_FloatTensor>:$weight,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes]> {
+  let summary = "Gather rows of a `[vocab, dim]` table by integer indices";
+  let description = [{
+    The result has shape `indices.shape + [dim]`. An index outside
+    `[0, vocab)` is an error at run time.
+
+    ```mlir
+    %e = of.embedding %ids, %table : (tensor<4x16xi64>, tensor<1000x64xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins OF_IndexTensor:$indices, OF_FloatTensor:$weight);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$indices `,` $weight attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutional ops (NCHW)
+//===----------------------------------------------------------------------===//
+
+def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes]> {
+  let summary = "2-D convolution, NCHW input and OIHW weight";
+  let description = [{
+    `input : [N, C, H, W]`, `weight : [O, C / groups, KH, KW]`, optional
+    `bias : [O]`. `padding` is `[top, bottom, left, right]`. The output is
+    `[N, O, OH, OW]` with
+    `OH = (H + top + bottom - dilation[0] * (KH - 1) - 1) / strides[0] + 1`
+    (and likewise for `OW`).
+
+    ```mlir
+    %y = of.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}
+        : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<8x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_FloatTensor:$weight,
+                       Optional<OF_FloatTensor>:$bias,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class OF_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
+    : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+  let description = [{
+    NCHW pooling over `kernel_size` windows. `strides` defaults to
+    `kernel_size`; `padding` is `[top, bottom, left, right]`. Output sizes
+    round down, as PyTorch's `ceil_mode=False`.
+  }];
+  let arguments = !con((ins OF_FloatTensor:$input,
+                            DenseI64ArrayAttr:$kernel_size,
+                            OptionalAttr<DenseI64ArrayAttr>:$strides,
+                            DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding),
+                       extraArgs);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_MaxPool2DOp : OF_Pool2DOp<"max_pool2d"> {
+  let summary = "2-D max pooling (padding counts as -inf)";
+}
+def OF_AvgPool2DOp : OF_Pool2DOp<"avg_pool2d",
+    (ins DefaultValuedAttr<BoolAttr, "true">:$count_include_pad)> {
+  let summary = "2-D average pooling";
+}
+
+def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes]> {
+  let summary = "Batch normalisation over dimension 1, with running statistics";
+  let description = [{
+    `input : [N, C, ...]`; `weight`, `bias`, `running_mean`, `running_var`
+    are `[C]`. With `training = true` the op normalises with the batch
+    statistics and returns running statistics updated with `momentum`
+    (`new = (1 - momentum) * old + momentum * batch`, the variance unbiased,
+    as PyTorch); with `training = false` it normalises with the running
+    statistics and returns them unchanged.
+
+    ```mlir
+    %y, %m, %v = of.batch_norm %x, %g, %b, %rm, %rv {training = true}
+        : (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>)
+        -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_FloatTensor:$weight,
+                       OF_FloatTensor:$bias, OF_FloatTensor:$running_mean,
+                       OF_FloatTensor:$running_var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.1">:$momentum,
+                       DefaultValuedAttr<BoolAttr, "false">:$training);
+  let results = (outs OF_FloatTensor:$result, OF_FloatTensor:$new_running_mean,
+                      OF_FloatTensor:$new_running_var);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `,` $running_mean `,` $running_var attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes]> {
+  let summary = "Zero elements with probability `p`, scale the rest by 1/(1-p)";
+  let description = [{
+    The mask is a pure function of `seed` and the element's global index, so
+    the op is deterministic, has no hidden state, and its gradient can
+    recompute the same mask from the same seed.
+
+    ```mlir
+    %y = of.dropout %x, %seed {p = 1.0e-01 : f64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_SeedTensor:$seed,
+                       F64Attr:$p);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes]> {
+  let summary = "Per-example softmax cross-entropy with integer labels";
+  let description = [{
+    `logits : [..., C]`, `labels : [...]` (class indices). The result has the
+    labels' shape: `loss[i] = logsumexp(logits[i, :]) - logits[i, labels[i]]`.
+    The mean loss is `of.reduce_mean` of it.
+
+    ```mlir
+    %l = of.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$logits, OF_IndexTensor:$labels);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
+def OF_BoxingOp : OF_Op<"boxing", [Pure]> {
+  let summary = "Convert a tensor to another SBP distribution";
+  let description = [{
+    The logical value is unchanged; only its distribution (and possibly its
+    placement) changes. On a source without a distribution it is a
+    constraint, as `to_global`: whatever distribution propagation picks for
+    the source, the result has the target's.
+
+    ```mlir
+    %b = of.boxing %p : tensor<64x256xf32, #of.sbp<@mesh, [P]>>
+                     -> tensor<64x256xf32, #of.sbp<@mesh, [B]>>
+    ```
+  }];
+  let arguments = (ins OF_AnyTensor:$input);
+  let results = (outs OF_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+#endif // OF_DIALECT_OF_IR_OFOPS_TD

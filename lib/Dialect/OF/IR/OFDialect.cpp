@@ -1,0 +1,337 @@
+//===- OFDialect.cpp - The of dialect and the #of.sbp attribute -----------===//
+//
+// Dialect registration, the #of.sbp attribute (parser, printer, verifiers),
+// and the symbol checks that tie SBP encodings to of.placement ops: every op
+// of the dialect, and every func.func signature, verifies that the placements
+// its tensor types name exist and have one axis per SBP entry.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/IR/OFDialect.h"
+#include "OF/Dialect/OF/IR/OFOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::of;
+
+#include "OF/Dialect/OF/IR/OFDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "OF/Dialect/OF/IR/OFAttrs.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// SbpEntry and balanced splits
+//===----------------------------------------------------------------------===//
+
+llvm::raw_ostream &mlir::of::operator<<(llvm::raw_ostream &os,
+                                        const SbpEntry &entry) {
+  switch (entry.kind) {
+  case SbpKind::Split:
+    return os << "S(" << entry.dim << ")";
+  case SbpKind::Broadcast:
+    return os << "B";
+  case SbpKind::PartialSum:
+    return os << "P";
+  case SbpKind::PartialMax:
+    return os << "P(max)";
+  }
+  llvm_unreachable("unknown SbpKind");
+}
+
+std::string SbpEntry::str() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << *this;
+  return text;
+}
+
+BalancedRange mlir::of::getBalancedRange(int64_t length, int64_t parts,
+                                         int64_t index) {
+  int64_t base = length / parts, extra = length % parts;
+  int64_t first = index * base + std::min(index, extra);
+  return {first, base + (index < extra ? 1 : 0)};
+}
+
+//===----------------------------------------------------------------------===//
+// #of.sbp
+//===----------------------------------------------------------------------===//
+
+/// Parses one entry: `S(<dim>)`, `B`, `P`, `P(sum)` or `P(max)`.
+static ParseResult parseSbpEntry(AsmParser &parser, SbpEntry &entry) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (failed(parser.parseOptionalKeyword(&keyword)))
+    return parser.emitError(loc,
+                            "expected an SBP entry: S(<dim>), B, P or P(max)");
+  if (keyword == "B") {
+    entry = SbpEntry::broadcast();
+    return success();
+  }
+  if (keyword == "S") {
+    int64_t dim;
+    if (parser.parseLParen() || parser.parseInteger(dim) ||
+        parser.parseRParen())
+      return failure();
+    entry = SbpEntry::split(dim);
+    return success();
+  }
+  if (keyword == "P") {
+    entry = SbpEntry::partialSum();
+    if (failed(parser.parseOptionalLParen()))
+      return success();
+    SMLoc reductionLoc = parser.getCurrentLocation();
+    StringRef reduction;
+    if (parser.parseKeyword(&reduction))
+      return failure();
+    if (reduction == "max")
+      entry = SbpEntry::partialMax();
+    else if (reduction != "sum")
+      return parser.emitError(reductionLoc, "unknown partial reduction '")
+             << reduction << "'; expected P, P(sum) or P(max)";
+    return parser.parseRParen();
+  }
+  return parser.emitError(loc, "unknown SBP entry '")
+         << keyword << "'; expected S(<dim>), B, P or P(max)";
+}
+
+Attribute SbpAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  SMLoc symbolLoc = parser.getCurrentLocation();
+  StringAttr placement;
+  if (failed(parser.parseOptionalSymbolName(placement))) {
+    parser.emitError(symbolLoc,
+                     "expected the placement symbol (e.g. @mesh) first in #of.sbp");
+    return {};
+  }
+  SmallVector<SbpEntry> entries;
+  if (parser.parseComma() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parseSbpEntry(parser, entries.emplace_back());
+      }) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(symbolLoc); },
+                    parser.getContext(), FlatSymbolRefAttr::get(placement),
+                    entries);
+}
+
+void SbpAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getPlacement() << ", [";
+  llvm::interleaveComma(getEntries(), printer.getStream());
+  printer << "]>";
+}
+
+LogicalResult SbpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              FlatSymbolRefAttr placement,
+                              ArrayRef<SbpEntry> entries) {
+  if (!placement)
+    return emitError() << "#of.sbp needs a placement symbol";
+  if (entries.empty())
+    return emitError() << "#of.sbp needs one entry per placement axis, got none";
+  for (const SbpEntry &entry : entries)
+    if (entry.isSplit() && entry.dim < 0)
+      return emitError() << "S(" << entry.dim
+                         << ") splits a negative dimension";
+  return success();
+}
+
+LogicalResult
+SbpAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                        function_ref<InFlightDiagnostic()> emitError) const {
+  for (const SbpEntry &entry : getEntries())
+    if (entry.isSplit() && entry.dim >= static_cast<int64_t>(shape.size()))
+      return emitError() << entry.str() << " is out of range for a rank-"
+                         << shape.size() << " tensor";
+  return success();
+}
+
+bool SbpAttr::hasPartial() const {
+  return llvm::any_of(getEntries(),
+                      [](const SbpEntry &e) { return e.isPartial(); });
+}
+
+bool SbpAttr::isFullyBroadcast() const {
+  return llvm::all_of(getEntries(),
+                      [](const SbpEntry &e) { return e.isBroadcast(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Type helpers
+//===----------------------------------------------------------------------===//
+
+bool mlir::of::hasSbpOrNoEncoding(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return !tensor || !tensor.getEncoding() ||
+         isa<SbpAttr>(tensor.getEncoding());
+}
+
+SbpAttr mlir::of::getSbp(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor ? dyn_cast_or_null<SbpAttr>(tensor.getEncoding()) : SbpAttr();
+}
+
+Type mlir::of::stripSbp(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !isa_and_nonnull<SbpAttr>(tensor.getEncoding()))
+    return type;
+  return RankedTensorType::get(tensor.getShape(), tensor.getElementType());
+}
+
+bool mlir::of::areCompatibleIgnoringSbp(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != rhs.size())
+    return false;
+  for (auto [l, r] : llvm::zip_equal(lhs, rhs))
+    if (stripSbp(l) != stripSbp(r))
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Placement symbol checks
+//===----------------------------------------------------------------------===//
+
+/// Checks that every #of.sbp in `types` names an of.placement visible from
+/// `op` with as many axes as the SBP has entries. With `samePlacement`, also
+/// that all of them name the same placement (a compute op runs on one
+/// placement; only of.boxing moves data between placements).
+static LogicalResult verifySbpPlacements(Operation *op, TypeRange types,
+                                         SymbolTableCollection &tables,
+                                         bool samePlacement) {
+  FlatSymbolRefAttr common;
+  for (Type type : types) {
+    SbpAttr sbp = getSbp(type);
+    if (!sbp)
+      continue;
+    auto placement = tables.lookupNearestSymbolFrom<PlacementOp>(
+        op, sbp.getPlacement());
+    if (!placement)
+      return op->emitOpError("#of.sbp refers to ")
+             << sbp.getPlacement() << ", which is not an of.placement";
+    int64_t axes = placement.getShape().size();
+    if (static_cast<int64_t>(sbp.getNumAxes()) != axes)
+      return op->emitOpError("#of.sbp on ")
+             << sbp.getPlacement() << " has " << sbp.getNumAxes()
+             << " entries, but the placement has " << axes
+             << (axes == 1 ? " axis" : " axes") << " (one entry per axis)";
+    if (samePlacement && common && common != sbp.getPlacement())
+      return op->emitOpError("mixes placements ")
+             << common << " and " << sbp.getPlacement()
+             << "; move tensors between placements with of.boxing";
+    common = sbp.getPlacement();
+  }
+  return success();
+}
+
+namespace {
+/// SymbolUserOpInterface for the ops of the dialect: their operand and result
+/// types refer to placements by symbol.
+template <typename ConcreteOp>
+struct SbpSymbolUser
+    : public SymbolUserOpInterface::ExternalModel<SbpSymbolUser<ConcreteOp>,
+                                                  ConcreteOp> {
+  LogicalResult verifySymbolUses(Operation *op,
+                                 SymbolTableCollection &tables) const {
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    return verifySbpPlacements(op, types, tables,
+                               /*samePlacement=*/!isa<BoxingOp>(op));
+  }
+};
+
+/// The same check for func.func signatures, so that an argument passed
+/// straight to func.return is checked too.
+struct FuncSbpSymbolUser
+    : public SymbolUserOpInterface::ExternalModel<FuncSbpSymbolUser,
+                                                  func::FuncOp> {
+  LogicalResult verifySymbolUses(Operation *op,
+                                 SymbolTableCollection &tables) const {
+    FunctionType type = cast<func::FuncOp>(op).getFunctionType();
+    SmallVector<Type> types(type.getInputs());
+    llvm::append_range(types, type.getResults());
+    return verifySbpPlacements(op, types, tables, /*samePlacement=*/false);
+  }
+};
+
+template <typename... Ops>
+void attachSbpSymbolUsers(MLIRContext *context) {
+  (Ops::template attachInterface<SbpSymbolUser<Ops>>(*context), ...);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+void OFDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "OF/Dialect/OF/IR/OFAttrs.cpp.inc"
+      >();
+}
+
+void OFDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "OF/Dialect/OF/IR/OFOps.cpp.inc"
+      >();
+  // Every op but the placement itself refers to placements through types.
+  attachSbpSymbolUsers<
+#define GET_OP_LIST
+#include "OF/Dialect/OF/IR/OFOps.cpp.inc"
+      >(getContext());
+}
+
+Operation *OFDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || stripSbp(elements.getType()) != stripSbp(type))
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+/// Checks an `of.*` attribute on a function argument (`isArg`) or result.
+static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
+                                        NamedAttribute attr, bool isArg) {
+  StringRef kind = isArg ? "argument" : "result";
+  if (attr.getName() == "of.name") {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitError("of.name of ")
+             << kind << " " << index << " must be a non-empty string";
+    return success();
+  }
+  if (isArg && attr.getName() == "of.param") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("of.param of argument ")
+             << index << " takes no value";
+    return success();
+  }
+  return op->emitError("unknown ")
+         << kind << " attribute '" << attr.getName() << "'; known: of.name"
+         << (isArg ? ", of.param" : "");
+}
+
+LogicalResult OFDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  return verifyFunctionAttr(op, argIndex, attr, /*isArg=*/true);
+}
+
+LogicalResult OFDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  return verifyFunctionAttr(op, resultIndex, attr, /*isArg=*/false);
+}
+
+void mlir::of::registerOFDialect(DialectRegistry &registry) {
+  registry.insert<OFDialect, func::FuncDialect>();
+  registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
+    func::FuncOp::attachInterface<FuncSbpSymbolUser>(*context);
+  });
+}

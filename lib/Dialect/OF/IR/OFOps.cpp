@@ -1,0 +1,1057 @@
+//===- OFOps.cpp - Operations of the of dialect ---------------------------===//
+//
+// Verifiers, result-type inference, folders and canonicalization patterns of
+// the of ops. Inference computes shapes and element types only: the SBP
+// encoding of a result is decided by SBP propagation, never here, so every
+// comparison between inferred and declared types ignores #of.sbp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/IR/OFOps.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::of;
+
+#include "OF/Dialect/OF/IR/OFEnums.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// Non-splat constants larger than this are not folded: folding would copy
+/// large weights into attributes for no run-time gain.
+static constexpr int64_t kMaxFoldElements = 1024;
+
+static RankedTensorType asTensor(Value value) {
+  return dyn_cast<RankedTensorType>(value.getType());
+}
+
+/// A result type with `shape` and `elementType` and no encoding.
+static RankedTensorType plainTensor(ArrayRef<int64_t> shape, Type elementType) {
+  return RankedTensorType::get(shape, elementType);
+}
+
+/// Formats a shape as `[a, b, c]` for diagnostics.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+/// Maps `axis` (negative counts from the end) into [0, rank), or fails with
+/// a diagnostic naming `what`.
+static FailureOr<int64_t> normalizeAxis(std::optional<Location> loc,
+                                        StringRef what, int64_t axis,
+                                        int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank) {
+    (void)emitOptionalError(loc, what, " ", axis,
+                            " is out of range for a rank-", rank, " tensor");
+    return failure();
+  }
+  return normalized;
+}
+
+/// Fails unless every value in `values` has the element type of the first.
+static LogicalResult verifySameElementType(std::optional<Location> loc,
+                                           ArrayRef<Type> types) {
+  for (Type type : types.drop_front())
+    if (getElementTypeOrSelf(type) != getElementTypeOrSelf(types.front()))
+      return emitOptionalError(loc, "operands have different element types ",
+                               getElementTypeOrSelf(types.front()), " and ",
+                               getElementTypeOrSelf(type),
+                               "; convert one with of.cast");
+  return success();
+}
+
+/// NumPy broadcasting of several shapes.
+static FailureOr<SmallVector<int64_t>>
+broadcastShapes(std::optional<Location> loc, ArrayRef<RankedTensorType> types) {
+  SmallVector<int64_t> shape(types.front().getShape());
+  for (RankedTensorType type : types.drop_front()) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(shape, type.getShape(), next)) {
+      (void)emitOptionalError(loc, "shapes ", formatShape(shape), " and ",
+                              formatShape(type.getShape()),
+                              " do not broadcast");
+      return failure();
+    }
+    shape = std::move(next);
+  }
+  return shape;
+}
+
+/// Checks that `values` are all non-negative (`positive` = strictly).
+static LogicalResult verifyArray(std::optional<Location> loc, StringRef name,
+                                 ArrayRef<int64_t> values, size_t size,
+                                 bool positive) {
+  if (values.size() != size)
+    return emitOptionalError(loc, name, " must have ", size,
+                             " entries, got ", values.size());
+  for (auto [i, v] : llvm::enumerate(values))
+    if (positive ? v <= 0 : v < 0)
+      return emitOptionalError(loc, name, "[", i, "] = ", v, " must be ",
+                               positive ? "positive" : "non-negative");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding helpers
+//===----------------------------------------------------------------------===//
+
+static bool isFoldable(Attribute attr) {
+  auto elements = dyn_cast_or_null<DenseElementsAttr>(attr);
+  return elements &&
+         (elements.isSplat() || elements.getNumElements() <= kMaxFoldElements);
+}
+
+/// Evaluates `fn` in double precision and rounds back to `semantics`.
+static APFloat applyInDouble(const APFloat &value,
+                             llvm::function_ref<double(double)> fn) {
+  bool losesInfo;
+  APFloat wide = value;
+  wide.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+  APFloat result(fn(wide.convertToDouble()));
+  result.convert(value.getSemantics(), APFloat::rmNearestTiesToEven,
+                 &losesInfo);
+  return result;
+}
+
+/// Folds a float elementwise unary op on a small constant.
+static OpFoldResult foldFloatUnary(Attribute operand, Type resultType,
+                                   llvm::function_ref<double(double)> fn) {
+  if (!isFoldable(operand) ||
+      !isa<FloatType>(cast<DenseElementsAttr>(operand).getElementType()))
+    return {};
+  return constFoldUnaryOp<FloatAttr, APFloat, void>(
+      {operand}, stripSbp(resultType),
+      [&](const APFloat &v) { return applyInDouble(v, fn); });
+}
+
+/// Folds a float or integer binary op on two small constants of equal shape.
+template <typename FloatFn, typename IntFn>
+static OpFoldResult foldBinary(ArrayRef<Attribute> operands, Type resultType,
+                               FloatFn floatFn, IntFn intFn) {
+  if (!isFoldable(operands[0]) || !isFoldable(operands[1]))
+    return {};
+  Type type = stripSbp(resultType);
+  if (Attribute folded =
+          constFoldBinaryOpConditional<FloatAttr, APFloat, void>(operands, type,
+                                                                 floatFn))
+    return folded;
+  return constFoldBinaryOpConditional<IntegerAttr, APInt, void>(operands, type,
+                                                                intFn);
+}
+
+//===----------------------------------------------------------------------===//
+// PlacementOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> PlacementOp::getGridShape() {
+  return llvm::to_vector(llvm::map_range(getShape(), [](Attribute a) {
+    return cast<IntegerAttr>(a).getInt();
+  }));
+}
+
+int64_t PlacementOp::getNumDevices() {
+  SmallVector<int64_t> shape = getGridShape();
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+SmallVector<int64_t> PlacementOp::getRankList() {
+  if (std::optional<ArrayAttr> ranks = getRanks())
+    return llvm::to_vector(llvm::map_range(
+        *ranks, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); }));
+  SmallVector<int64_t> ranks(getNumDevices());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
+}
+
+LogicalResult PlacementOp::verify() {
+  if (getDevice() != "cpu" && getDevice() != "cuda")
+    return emitOpError("device must be \"cpu\" or \"cuda\", got \"")
+           << getDevice() << "\"";
+  SmallVector<int64_t> shape = getGridShape();
+  if (shape.empty())
+    return emitOpError("shape must have at least one axis");
+  int64_t devices = 1;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    if (size <= 0)
+      return emitOpError("shape[") << i << "] = " << size
+                                   << " must be positive";
+    devices *= size;
+  }
+  std::optional<ArrayAttr> ranks = getRanks();
+  if (!ranks)
+    return success();
+  if (static_cast<int64_t>(ranks->size()) != devices)
+    return emitOpError("has ")
+           << ranks->size() << " ranks, but shape " << formatShape(shape)
+           << " holds " << devices << " devices";
+  llvm::SmallSet<int64_t, 8> seen;
+  for (auto [i, rank] : llvm::enumerate(getRankList())) {
+    if (rank < 0)
+      return emitOpError("ranks[") << i << "] = " << rank << " is negative";
+    if (!seen.insert(rank).second)
+      return emitOpError("rank ") << rank << " appears more than once";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+ParseResult ConstantOp::parse(OpAsmParser &parser, OperationState &result) {
+  if (parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  auto value = dyn_cast<ElementsAttr>(attr);
+  if (!value)
+    return parser.emitError(loc, "expected a tensor value such as dense<...>");
+  Type type = value.getType();
+  if (succeeded(parser.parseOptionalArrow()) && parser.parseType(type))
+    return failure();
+  result.addAttribute(getValueAttrName(result.name), value);
+  result.addTypes(type);
+  return success();
+}
+
+void ConstantOp::print(OpAsmPrinter &printer) {
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"value"});
+  printer << " ";
+  printer.printAttribute(getValue());
+  if (getType() != getValue().getType())
+    printer << " -> " << getType();
+}
+
+LogicalResult ConstantOp::verify() {
+  auto valueType = dyn_cast<RankedTensorType>(getValue().getType());
+  if (!valueType)
+    return emitOpError("value must be a ranked tensor, got ")
+           << getValue().getType();
+  if (valueType.getEncoding())
+    return emitOpError("value type must not carry an encoding; write the "
+                       "distribution on the result type after `->`");
+  if (valueType != stripSbp(getType()))
+    return emitOpError("value of type ")
+           << valueType << " does not match the result type " << getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Unary elementwise ops keep the operand's shape and element type.
+#define OF_SAME_TYPE_INFERENCE(OP)                                             \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    inferred.push_back(stripSbp(adaptor.getInput().getType()));                \
+    return success();                                                          \
+  }
+OF_SAME_TYPE_INFERENCE(NegOp)
+OF_SAME_TYPE_INFERENCE(ExpOp)
+OF_SAME_TYPE_INFERENCE(LogOp)
+OF_SAME_TYPE_INFERENCE(SqrtOp)
+OF_SAME_TYPE_INFERENCE(RsqrtOp)
+OF_SAME_TYPE_INFERENCE(TanhOp)
+OF_SAME_TYPE_INFERENCE(SigmoidOp)
+OF_SAME_TYPE_INFERENCE(ReluOp)
+OF_SAME_TYPE_INFERENCE(SiluOp)
+OF_SAME_TYPE_INFERENCE(GeluOp)
+OF_SAME_TYPE_INFERENCE(SoftmaxOp)
+OF_SAME_TYPE_INFERENCE(LogSoftmaxOp)
+OF_SAME_TYPE_INFERENCE(DropoutOp)
+#undef OF_SAME_TYPE_INFERENCE
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  if (!isFoldable(adaptor.getInput()))
+    return {};
+  Type type = stripSbp(getType());
+  if (Attribute folded = constFoldUnaryOp<FloatAttr, APFloat, void>(
+          {adaptor.getInput()}, type, [](const APFloat &v) { return -v; }))
+    return folded;
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(
+      {adaptor.getInput()}, type, [](const APInt &v) { return -v; });
+}
+
+OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
+  if (!isFoldable(adaptor.getInput()))
+    return {};
+  Type type = stripSbp(getType());
+  if (Attribute folded = constFoldUnaryOp<FloatAttr, APFloat, void>(
+          {adaptor.getInput()}, type, [](const APFloat &v) {
+            return v.isNegative() && !v.isNaN() ? APFloat::getZero(v.getSemantics())
+                                                : v;
+          }))
+    return folded;
+  return constFoldUnaryOp<IntegerAttr, APInt, void>(
+      {adaptor.getInput()}, type, [](const APInt &v) {
+        return v.isNegative() ? APInt::getZero(v.getBitWidth()) : v;
+      });
+}
+
+OpFoldResult ExpOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::exp(x); });
+}
+OpFoldResult LogOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::log(x); });
+}
+OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::sqrt(x); });
+}
+OpFoldResult RsqrtOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return 1.0 / std::sqrt(x); });
+}
+OpFoldResult TanhOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::tanh(x); });
+}
+OpFoldResult SigmoidOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+}
+OpFoldResult SiluOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return x / (1.0 + std::exp(-x)); });
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+/// Binary elementwise ops: same element type, NumPy-broadcast shapes.
+static LogicalResult inferBroadcast(std::optional<Location> loc,
+                                    ArrayRef<Value> operands, Type elementType,
+                                    SmallVectorImpl<Type> &inferred) {
+  SmallVector<RankedTensorType> types;
+  for (Value operand : operands) {
+    RankedTensorType type = asTensor(operand);
+    if (!type)
+      return emitOptionalError(loc, "operands must be ranked tensors");
+    types.push_back(type);
+  }
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(loc, types);
+  if (failed(shape))
+    return failure();
+  inferred.push_back(plainTensor(*shape, elementType));
+  return success();
+}
+
+#define OF_BINARY_INFERENCE(OP)                                                \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();                      \
+    if (failed(verifySameElementType(loc, {lhs.getType(), rhs.getType()})))    \
+      return failure();                                                        \
+    return inferBroadcast(loc, {lhs, rhs},                                     \
+                          getElementTypeOrSelf(lhs.getType()), inferred);      \
+  }
+OF_BINARY_INFERENCE(AddOp)
+OF_BINARY_INFERENCE(SubOp)
+OF_BINARY_INFERENCE(MulOp)
+OF_BINARY_INFERENCE(DivOp)
+OF_BINARY_INFERENCE(PowOp)
+OF_BINARY_INFERENCE(MaximumOp)
+OF_BINARY_INFERENCE(MinimumOp)
+#undef OF_BINARY_INFERENCE
+
+using OptAPFloat = std::optional<APFloat>;
+using OptAPInt = std::optional<APInt>;
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat { return a + b; },
+      [](const APInt &a, const APInt &b) -> OptAPInt { return a + b; });
+}
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat { return a - b; },
+      [](const APInt &a, const APInt &b) -> OptAPInt { return a - b; });
+}
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat { return a * b; },
+      [](const APInt &a, const APInt &b) -> OptAPInt { return a * b; });
+}
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat { return a / b; },
+      [](const APInt &a, const APInt &b) -> OptAPInt {
+        // Division by zero and INT_MIN / -1 are left to run time.
+        if (b.isZero() || (a.isMinSignedValue() && b.isAllOnes()))
+          return std::nullopt;
+        return a.sdiv(b);
+      });
+}
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat {
+        double exponent = 0;
+        (void)applyInDouble(b, [&](double e) { return exponent = e; });
+        return applyInDouble(a, [=](double x) { return std::pow(x, exponent); });
+      },
+      [](const APInt &, const APInt &) -> OptAPInt { return std::nullopt; });
+}
+OpFoldResult MaximumOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat {
+        return llvm::maximum(a, b);
+      },
+      [](const APInt &a, const APInt &b) -> OptAPInt {
+        return a.sge(b) ? a : b;
+      });
+}
+OpFoldResult MinimumOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      adaptor.getOperands(), getType(),
+      [](const APFloat &a, const APFloat &b) -> OptAPFloat {
+        return llvm::minimum(a, b);
+      },
+      [](const APInt &a, const APInt &b) -> OptAPInt {
+        return a.sle(b) ? a : b;
+      });
+}
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+  if (failed(verifySameElementType(loc, {lhs.getType(), rhs.getType()})))
+    return failure();
+  return inferBroadcast(loc, {lhs, rhs}, IntegerType::get(context, 1),
+                        inferred);
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Value onTrue = adaptor.getOnTrue(), onFalse = adaptor.getOnFalse();
+  if (failed(verifySameElementType(loc, {onTrue.getType(), onFalse.getType()})))
+    return failure();
+  return inferBroadcast(loc, {adaptor.getCondition(), onTrue, onFalse},
+                        getElementTypeOrSelf(onTrue.getType()), inferred);
+}
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("changes the shape from ")
+           << formatShape(getInput().getType().getShape()) << " to "
+           << formatShape(getType().getShape())
+           << "; of.cast only converts the element type";
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastToOp::verify() {
+  auto input = getInput().getType(), result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type from ")
+           << input.getElementType() << " to " << result.getElementType();
+  ArrayRef<int64_t> from = input.getShape(), to = result.getShape();
+  if (from.size() > to.size())
+    return emitOpError("cannot broadcast rank ")
+           << from.size() << " to the lower rank " << to.size();
+  size_t offset = to.size() - from.size();
+  for (auto [i, size] : llvm::enumerate(from))
+    if (size != 1 && size != to[offset + i])
+      return emitOpError("cannot broadcast shape ")
+             << formatShape(from) << " to " << formatShape(to)
+             << ": dimension " << i << " has size " << size;
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto input = getInput().getType(), result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type from ")
+           << input.getElementType() << " to " << result.getElementType();
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError("cannot reshape ")
+           << formatShape(input.getShape()) << " (" << input.getNumElements()
+           << " elements) to " << formatShape(result.getShape()) << " ("
+           << result.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto elements = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (isFoldable(elements))
+      return elements.reshape(cast<ShapedType>(stripSbp(getType())));
+  return {};
+}
+
+namespace {
+/// reshape(reshape(x)) -> reshape(x): only the last shape matters.
+struct FoldReshapeOfReshape : public OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<ReshapeOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "input is not an of.reshape");
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                            MLIRContext *context) {
+  patterns.add<FoldReshapeOfReshape>(context);
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = input.getRank();
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  SmallVector<int64_t> identity(rank);
+  std::iota(identity.begin(), identity.end(), 0);
+  if (sorted != identity)
+    return emitOptionalError(loc, "permutation ", formatShape(perm),
+                             " is not a permutation of 0..", rank - 1);
+  SmallVector<int64_t> shape;
+  for (int64_t dim : perm)
+    shape.push_back(input.getDimSize(dim));
+  inferred.push_back(plainTensor(shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType() &&
+      llvm::equal(getPermutation(), llvm::seq<int64_t>(0, getType().getRank())))
+    return getInput();
+  return {};
+}
+
+namespace {
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1[p2[i]]).
+struct ComposeTransposes : public OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "input is not an of.transpose");
+    ArrayRef<int64_t> first = inner.getPermutation();
+    SmallVector<int64_t> composed;
+    for (int64_t dim : op.getPermutation())
+      composed.push_back(first[dim]);
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, op.getType(), inner.getInput(),
+                                             composed);
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<ComposeTransposes>(context);
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  size_t rank = input.getRank();
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits();
+  SmallVector<int64_t> strides(rank, 1);
+  if (std::optional<ArrayRef<int64_t>> given = adaptor.getStrides())
+    strides.assign(given->begin(), given->end());
+  if (failed(verifyArray(loc, "starts", starts, rank, /*positive=*/false)) ||
+      failed(verifyArray(loc, "limits", limits, rank, /*positive=*/false)) ||
+      failed(verifyArray(loc, "strides", strides, rank, /*positive=*/true)))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (size_t i = 0; i < rank; ++i) {
+    if (starts[i] > limits[i] || limits[i] > input.getDimSize(i))
+      return emitOptionalError(loc, "slice [", starts[i], ", ", limits[i],
+                               ") of dimension ", i, " is out of bounds [0, ",
+                               input.getDimSize(i), "]");
+    shape.push_back(llvm::divideCeil(limits[i] - starts[i], strides[i]));
+  }
+  inferred.push_back(plainTensor(shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitOptionalError(loc, "needs at least one input");
+  RankedTensorType first = asTensor(inputs.front());
+  if (!first)
+    return emitOptionalError(loc, "inputs must be ranked tensors");
+  FailureOr<int64_t> axis =
+      normalizeAxis(loc, "axis", adaptor.getAxis(), first.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, value] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType type = asTensor(value);
+    if (!type || type.getRank() != first.getRank())
+      return emitOptionalError(loc, "input ", i + 1, " has a different rank");
+    if (type.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "input ", i + 1, " has element type ",
+                               type.getElementType(), ", expected ",
+                               first.getElementType());
+    for (int64_t d = 0; d < first.getRank(); ++d) {
+      if (d == *axis)
+        continue;
+      if (type.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(loc, "input ", i + 1, " has shape ",
+                                 formatShape(type.getShape()),
+                                 ", which differs from ",
+                                 formatShape(first.getShape()),
+                                 " outside the concatenation axis");
+    }
+    shape[*axis] += type.getDimSize(*axis);
+  }
+  inferred.push_back(plainTensor(shape, first.getElementType()));
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduction(std::optional<Location> loc, Value input,
+                                    ArrayRef<int64_t> axes, bool keepdims,
+                                    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType type = asTensor(input);
+  if (!type)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  if (axes.empty())
+    return emitOptionalError(loc, "axes must name at least one dimension");
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t axis : axes) {
+    FailureOr<int64_t> dim = normalizeAxis(loc, "axis", axis, type.getRank());
+    if (failed(dim))
+      return failure();
+    if (!reduced.insert(*dim).second)
+      return emitOptionalError(loc, "axis ", axis, " is reduced twice");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!reduced.contains(d))
+      shape.push_back(type.getDimSize(d));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  inferred.push_back(plainTensor(shape, type.getElementType()));
+  return success();
+}
+
+#define OF_REDUCE_INFERENCE(OP)                                                \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduction(loc, adaptor.getInput(), adaptor.getAxes(),          \
+                          adaptor.getKeepdims(), inferred);                    \
+  }
+OF_REDUCE_INFERENCE(ReduceSumOp)
+OF_REDUCE_INFERENCE(ReduceMeanOp)
+OF_REDUCE_INFERENCE(ReduceMaxOp)
+#undef OF_REDUCE_INFERENCE
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and normalisation
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhs = asTensor(adaptor.getLhs());
+  RankedTensorType rhs = asTensor(adaptor.getRhs());
+  if (!lhs || !rhs)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOptionalError(loc, "operands must have rank >= 2, got ranks ",
+                             lhs.getRank(), " and ", rhs.getRank());
+  if (failed(verifySameElementType(loc, {lhs, rhs})))
+    return failure();
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  int64_t ra = a.size(), rb = b.size();
+  bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
+  int64_t m = ta ? a[ra - 1] : a[ra - 2], ka = ta ? a[ra - 2] : a[ra - 1];
+  int64_t kb = tb ? b[rb - 1] : b[rb - 2], n = tb ? b[rb - 2] : b[rb - 1];
+  if (ka != kb)
+    return emitOptionalError(loc, "contracting dimensions differ: lhs has ", ka,
+                             ", rhs has ", kb);
+  SmallVector<int64_t> batch;
+  if (!OpTrait::util::getBroadcastedShape(a.drop_back(2), b.drop_back(2),
+                                          batch))
+    return emitOptionalError(loc, "batch dimensions ",
+                             formatShape(a.drop_back(2)), " and ",
+                             formatShape(b.drop_back(2)), " do not broadcast");
+  batch.append({m, n});
+  inferred.push_back(plainTensor(batch, lhs.getElementType()));
+  return success();
+}
+
+/// Checks an optional affine parameter of a normalisation over the trailing
+/// dimensions from `axis`.
+static LogicalResult verifyNormParameter(std::optional<Location> loc,
+                                         StringRef name, Value param,
+                                         RankedTensorType input, int64_t axis) {
+  if (!param)
+    return success();
+  RankedTensorType type = asTensor(param);
+  ArrayRef<int64_t> expected = input.getShape().drop_front(axis);
+  if (!type || type.getShape() != expected)
+    return emitOptionalError(loc, name, " must have the normalised shape ",
+                             formatShape(expected), ", got ", param.getType());
+  if (type.getElementType() != input.getElementType())
+    return emitOptionalError(loc, name, " has element type ",
+                             type.getElementType(), ", expected ",
+                             input.getElementType());
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  FailureOr<int64_t> axis =
+      normalizeAxis(loc, "axis", adaptor.getAxis(), input.getRank());
+  if (failed(axis) ||
+      failed(verifyNormParameter(loc, "weight", adaptor.getWeight(), input,
+                                 *axis)) ||
+      failed(verifyNormParameter(loc, "bias", adaptor.getBias(), input, *axis)))
+    return failure();
+  if (adaptor.getEpsilon().convertToDouble() <= 0)
+    return emitOptionalError(loc, "epsilon must be positive");
+  inferred.push_back(stripSbp(input));
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  FailureOr<int64_t> axis =
+      normalizeAxis(loc, "axis", adaptor.getAxis(), input.getRank());
+  if (failed(axis) || failed(verifyNormParameter(loc, "weight",
+                                                 adaptor.getWeight(), input,
+                                                 *axis)))
+    return failure();
+  if (adaptor.getEpsilon().convertToDouble() <= 0)
+    return emitOptionalError(loc, "epsilon must be positive");
+  inferred.push_back(stripSbp(input));
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType indices = asTensor(adaptor.getIndices());
+  RankedTensorType weight = asTensor(adaptor.getWeight());
+  if (!indices || !weight)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (weight.getRank() != 2)
+    return emitOptionalError(loc, "weight must be a [vocab, dim] matrix, got ",
+                             weight);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(weight.getDimSize(1));
+  inferred.push_back(plainTensor(shape, weight.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutional ops
+//===----------------------------------------------------------------------===//
+
+/// Output length of a window of `kernel` taps (spaced `dilation`) sliding
+/// with `stride` over `length` elements padded by `padBegin`/`padEnd`.
+static int64_t windowOutputSize(int64_t length, int64_t padBegin,
+                                int64_t padEnd, int64_t kernel,
+                                int64_t stride, int64_t dilation) {
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t padded = length + padBegin + padEnd;
+  return padded < span ? 0 : (padded - span) / stride + 1;
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  RankedTensorType weight = asTensor(adaptor.getWeight());
+  if (!input || !weight)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (input.getRank() != 4 || weight.getRank() != 4)
+    return emitOptionalError(loc, "input must be NCHW and weight OIHW (rank 4), "
+                             "got ranks ", input.getRank(), " and ",
+                             weight.getRank());
+  if (failed(verifySameElementType(loc, {input, weight})))
+    return failure();
+  ArrayRef<int64_t> strides = adaptor.getStrides(),
+                    padding = adaptor.getPadding(),
+                    dilation = adaptor.getDilation();
+  if (failed(verifyArray(loc, "strides", strides, 2, true)) ||
+      failed(verifyArray(loc, "padding", padding, 4, false)) ||
+      failed(verifyArray(loc, "dilation", dilation, 2, true)))
+    return failure();
+  int64_t groups = adaptor.getGroups();
+  int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
+  if (groups <= 0 || channels % groups || outChannels % groups)
+    return emitOptionalError(loc, "groups = ", groups,
+                             " must be positive and divide the input (",
+                             channels, ") and output (", outChannels,
+                             ") channels");
+  if (weight.getDimSize(1) * groups != channels)
+    return emitOptionalError(loc, "weight has ", weight.getDimSize(1),
+                             " input channels per group, expected ",
+                             channels / groups);
+  if (Value bias = adaptor.getBias()) {
+    RankedTensorType biasType = asTensor(bias);
+    if (!biasType || biasType.getShape() != ArrayRef<int64_t>{outChannels} ||
+        biasType.getElementType() != input.getElementType())
+      return emitOptionalError(loc, "bias must be tensor<", outChannels, "x",
+                               input.getElementType(), ">, got ",
+                               bias.getType());
+  }
+  int64_t oh = windowOutputSize(input.getDimSize(2), padding[0], padding[1],
+                                weight.getDimSize(2), strides[0], dilation[0]);
+  int64_t ow = windowOutputSize(input.getDimSize(3), padding[2], padding[3],
+                                weight.getDimSize(3), strides[1], dilation[1]);
+  if (oh <= 0 || ow <= 0)
+    return emitOptionalError(loc, "the kernel does not fit the padded input");
+  inferred.push_back(plainTensor({input.getDimSize(0), outChannels, oh, ow},
+                                 input.getElementType()));
+  return success();
+}
+
+static LogicalResult inferPool2D(std::optional<Location> loc, Value inputValue,
+                                 ArrayRef<int64_t> kernel,
+                                 std::optional<ArrayRef<int64_t>> givenStrides,
+                                 ArrayRef<int64_t> padding,
+                                 SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(inputValue);
+  if (!input || input.getRank() != 4)
+    return emitOptionalError(loc, "input must be an NCHW (rank-4) tensor");
+  ArrayRef<int64_t> strides = givenStrides ? *givenStrides : kernel;
+  if (failed(verifyArray(loc, "kernel_size", kernel, 2, true)) ||
+      failed(verifyArray(loc, "strides", strides, 2, true)) ||
+      failed(verifyArray(loc, "padding", padding, 4, false)))
+    return failure();
+  int64_t oh = windowOutputSize(input.getDimSize(2), padding[0], padding[1],
+                                kernel[0], strides[0], 1);
+  int64_t ow = windowOutputSize(input.getDimSize(3), padding[2], padding[3],
+                                kernel[1], strides[1], 1);
+  if (oh <= 0 || ow <= 0)
+    return emitOptionalError(loc, "the window does not fit the padded input");
+  inferred.push_back(plainTensor(
+      {input.getDimSize(0), input.getDimSize(1), oh, ow},
+      input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferPool2D(loc, adaptor.getInput(), adaptor.getKernelSize(),
+                     adaptor.getStrides(), adaptor.getPadding(), inferred);
+}
+
+LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferPool2D(loc, adaptor.getInput(), adaptor.getKernelSize(),
+                     adaptor.getStrides(), adaptor.getPadding(), inferred);
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input || input.getRank() < 2)
+    return emitOptionalError(loc, "input must be [N, C, ...] with rank >= 2");
+  RankedTensorType channelType =
+      plainTensor({input.getDimSize(1)}, input.getElementType());
+  std::pair<StringRef, Value> params[] = {
+      {"weight", adaptor.getWeight()},
+      {"bias", adaptor.getBias()},
+      {"running_mean", adaptor.getRunningMean()},
+      {"running_var", adaptor.getRunningVar()}};
+  for (auto [name, value] : params)
+    if (stripSbp(value.getType()) != channelType)
+      return emitOptionalError(loc, name, " must be ", channelType, ", got ",
+                               value.getType());
+  if (adaptor.getEpsilon().convertToDouble() <= 0)
+    return emitOptionalError(loc, "epsilon must be positive");
+  double momentum = adaptor.getMomentum().convertToDouble();
+  if (momentum < 0 || momentum > 1)
+    return emitOptionalError(loc, "momentum = ", momentum,
+                             " must be in [0, 1]");
+  inferred.append({stripSbp(input), channelType, channelType});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return emitOpError("p = ") << p << " must be in [0, 1)";
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  RankedTensorType logits = asTensor(adaptor.getLogits());
+  RankedTensorType labels = asTensor(adaptor.getLabels());
+  if (!logits || !labels)
+    return emitOptionalError(loc, "operands must be ranked tensors");
+  if (logits.getRank() < 1 ||
+      labels.getShape() != logits.getShape().drop_back())
+    return emitOptionalError(loc, "labels of shape ",
+                             formatShape(labels.getShape()),
+                             " must have the logits' shape ",
+                             formatShape(logits.getShape()),
+                             " without its last (class) dimension");
+  inferred.push_back(plainTensor(labels.getShape(), logits.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BoxingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BoxingOp::verify() {
+  if (stripSbp(getInput().getType()) != stripSbp(getType()))
+    return emitOpError("changes the tensor from ")
+           << stripSbp(getInput().getType()) << " to " << stripSbp(getType())
+           << "; of.boxing changes only the distribution";
+  if (!getSbp(getType()))
+    return emitOpError("result must carry an #of.sbp distribution");
+  return success();
+}
+
+OpFoldResult BoxingOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+namespace {
+/// boxing(boxing(x)) -> boxing(x): the logical value is unchanged by either,
+/// so only the final distribution matters; lowering picks the path.
+struct FoldBoxingOfBoxing : public OpRewritePattern<BoxingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BoxingOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<BoxingOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "input is not an of.boxing");
+    rewriter.replaceOpWithNewOp<BoxingOp>(op, op.getType(), inner.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void BoxingOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<FoldBoxingOfBoxing>(context);
+}
+
+#define GET_OP_CLASSES
+#include "OF/Dialect/OF/IR/OFOps.cpp.inc"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything OF needs from Debian's packages and PyPI. Idempotent:
+# a package that is already installed is not fetched again, so a second run
+# takes a second.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(
+  # compiler
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # build
+  cmake ninja-build ccache g++ pkg-config
+  # plan format, runtime collectives, Python bindings, BLAS
+  libflatbuffers-dev flatbuffers-compiler
+  libopenmpi-dev openmpi-bin
+  pybind11-dev python3-dev
+  libopenblas-dev
+)
+PYTHON_PACKAGES=(pytest numpy)
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "[setup] installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "[setup] Debian packages present"
+fi
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c "import pytest, numpy" >/dev/null 2>&1; then
+  echo "[setup] installing Python packages: ${PYTHON_PACKAGES[*]}"
+  "$PYTHON" -m pip install -q "${PYTHON_PACKAGES[@]}"
+else
+  echo "[setup] Python packages present"
+fi

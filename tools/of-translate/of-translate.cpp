@@ -1,0 +1,22 @@
+//===- of-translate.cpp - The OF translation driver -----------------------===//
+//
+// mlir-translate with the upstream translations plus OF's (the binary plan
+// translations arrive with the plan format).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Version.h"
+
+#include "mlir/InitAllTranslations.h"
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/CommandLine.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllTranslations();
+  llvm::cl::AddExtraVersionPrinter(mlir::of::printVersion);
+  return mlir::failed(mlir::mlirTranslateMain(
+             argc, argv, "OF translation driver: of modules to and from files\n"))
+             ? 1
+             : 0;
+}
