@@ -313,7 +313,7 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
     return success();
   }
   return op->emitError("unknown ")
-         << kind << " attribute '" << attr.getName() << "'; known: of.name"
+         << kind << " attribute '" << attr.getName().getValue() << "'; known: of.name"
          << (isArg ? ", of.param" : "");
 }
 

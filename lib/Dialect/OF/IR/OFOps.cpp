@@ -111,6 +111,25 @@ static LogicalResult verifyArray(std::optional<Location> loc, StringRef name,
   return success();
 }
 
+LogicalResult mlir::of::verifyInferredShapes(Operation *op) {
+  auto inference = cast<InferTypeOpInterface>(op);
+  SmallVector<Type> inferred;
+  if (failed(inference.inferReturnTypes(
+          op->getContext(), op->getLoc(), op->getOperands(),
+          op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+          op->getRegions(), inferred)))
+    return failure();
+  if (areCompatibleIgnoringSbp(inferred, op->getResultTypes()))
+    return success();
+  InFlightDiagnostic diag = op->emitOpError("result type");
+  diag << (op->getNumResults() == 1 ? " " : "s ");
+  llvm::interleaveComma(op->getResultTypes(), diag);
+  diag << " " << (op->getNumResults() == 1 ? "does" : "do")
+       << " not match the inferred ";
+  llvm::interleaveComma(inferred, diag);
+  return diag;
+}
+
 //===----------------------------------------------------------------------===//
 // Constant folding helpers
 //===----------------------------------------------------------------------===//
@@ -283,10 +302,35 @@ OF_SAME_TYPE_INFERENCE(SigmoidOp)
 OF_SAME_TYPE_INFERENCE(ReluOp)
 OF_SAME_TYPE_INFERENCE(SiluOp)
 OF_SAME_TYPE_INFERENCE(GeluOp)
-OF_SAME_TYPE_INFERENCE(SoftmaxOp)
-OF_SAME_TYPE_INFERENCE(LogSoftmaxOp)
 OF_SAME_TYPE_INFERENCE(DropoutOp)
 #undef OF_SAME_TYPE_INFERENCE
+
+/// Softmax-like ops keep the type and check their axis.
+static LogicalResult inferSoftmaxLike(std::optional<Location> loc, Value input,
+                                      int64_t axis,
+                                      SmallVectorImpl<Type> &inferred) {
+  RankedTensorType type = asTensor(input);
+  if (!type)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  if (failed(normalizeAxis(loc, "axis", axis, type.getRank())))
+    return failure();
+  inferred.push_back(stripSbp(type));
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferSoftmaxLike(loc, adaptor.getInput(), adaptor.getAxis(), inferred);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  return inferSoftmaxLike(loc, adaptor.getInput(), adaptor.getAxis(), inferred);
+}
 
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   if (!isFoldable(adaptor.getInput()))
@@ -895,11 +939,10 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                              " input channels per group, expected ",
                              channels / groups);
   if (Value bias = adaptor.getBias()) {
-    RankedTensorType biasType = asTensor(bias);
-    if (!biasType || biasType.getShape() != ArrayRef<int64_t>{outChannels} ||
-        biasType.getElementType() != input.getElementType())
-      return emitOptionalError(loc, "bias must be tensor<", outChannels, "x",
-                               input.getElementType(), ">, got ",
+    RankedTensorType expected =
+        plainTensor({outChannels}, input.getElementType());
+    if (stripSbp(bias.getType()) != expected)
+      return emitOptionalError(loc, "bias must be ", expected, ", got ",
                                bias.getType());
   }
   int64_t oh = windowOutputSize(input.getDimSize(2), padding[0], padding[1],

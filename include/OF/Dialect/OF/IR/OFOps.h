@@ -19,6 +19,25 @@
 
 #include "OF/Dialect/OF/IR/OFEnums.h.inc"
 
+namespace mlir {
+namespace of {
+/// Runs the op's result-type inference and checks the declared result types
+/// against it (ignoring #of.sbp), emitting one diagnostic on failure.
+LogicalResult verifyInferredShapes(Operation *op);
+
+/// Verifies inferred result shapes before InferTypeOpInterface does, so a
+/// bad op gets exactly one diagnostic naming the problem.
+template <typename ConcreteType>
+class VerifyInferredShapes
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, VerifyInferredShapes> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyInferredShapes(op);
+  }
+};
+} // namespace of
+} // namespace mlir
+
 #define GET_OP_CLASSES
 #include "OF/Dialect/OF/IR/OFOps.h.inc"
 

@@ -19,12 +19,18 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // Result shapes and element types are inferred; encodings are left to SBP
-// propagation, so compatibility ignores them.
-def OF_InferShapes : InferTypeOpAdaptorBase<[{
+// propagation, so compatibility ignores them. OF_VerifyInferredShapes runs
+// first and reports a bad operand or a mismatching result type as one
+// diagnostic (the interface's own verifier would add "failed to infer").
+def OF_VerifyInferredShapes : NativeOpTrait<"VerifyInferredShapes"> {
+  let cppNamespace = "::mlir::of";
+}
+def OF_InferShapes : TraitList<!listconcat([OF_VerifyInferredShapes],
+    InferTypeOpAdaptorBase<[{
   static bool isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
     return ::mlir::of::areCompatibleIgnoringSbp(l, r);
   }
-}]>;
+}]>.traits)>;
 
 //===----------------------------------------------------------------------===//
 // Placement
