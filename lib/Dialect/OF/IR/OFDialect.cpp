@@ -24,7 +24,7 @@ using namespace mlir::of;
 #include "OF/Dialect/OF/IR/OFAttrs.cpp.inc"
 
 //===----------------------------------------------------------------------===//
-// SbpEntry and balanced splits
+// SbpEntry
 //===----------------------------------------------------------------------===//
 
 llvm::raw_ostream &mlir::of::operator<<(llvm::raw_ostream &os,
@@ -47,13 +47,6 @@ std::string SbpEntry::str() const {
   llvm::raw_string_ostream os(text);
   os << *this;
   return text;
-}
-
-BalancedRange mlir::of::getBalancedRange(int64_t length, int64_t parts,
-                                         int64_t index) {
-  int64_t base = length / parts, extra = length % parts;
-  int64_t first = index * base + std::min(index, extra);
-  return {first, base + (index < extra ? 1 : 0)};
 }
 
 //===----------------------------------------------------------------------===//

@@ -60,13 +60,6 @@ inline llvm::hash_code hash_value(const SbpEntry &entry) {
 /// Prints `S(d)`, `B`, `P` or `P(max)`.
 llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const SbpEntry &entry);
 
-/// The balanced split of `length` into `parts` shards: shard `index` covers
-/// [first, first + size). The first `length % parts` shards are one longer.
-struct BalancedRange {
-  int64_t first;
-  int64_t size;
-};
-BalancedRange getBalancedRange(int64_t length, int64_t parts, int64_t index);
 
 } // namespace of
 } // namespace mlir
