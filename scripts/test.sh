@@ -7,4 +7,18 @@ BUILD_DIR=${OF_BUILD_DIR:-$ROOT/build}
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh"
 cd "$BUILD_DIR"
-ctest --output-on-failure -j "${JOBS:-2}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+ctest --output-on-failure -j "${JOBS:-2}" 2>&1 | tee "$log" || status=$?
+# Close on ctest's own summary line, restated plainly as the last line.
+summary=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -n 1)
+if [[ -z "$summary" ]]; then
+  echo "ctest printed no summary" >&2
+  exit 1
+fi
+total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
+failed=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+echo "$summary"
+echo "$((total - failed)) passed, $failed failed"
+exit "$status"
