@@ -1,6 +1,8 @@
 // RUN: of-opt %s | FileCheck %s
 // Round trip: the printed form parses back to the same module.
 // RUN: of-opt %s | of-opt | FileCheck %s
+// Printing is a fixed point: print(parse(print(x))) == print(x).
+// RUN: of-opt %s -o %t.1.mlir && of-opt %t.1.mlir -o %t.2.mlir && diff %t.1.mlir %t.2.mlir
 // The generic form round-trips too.
 // RUN: of-opt %s --mlir-print-op-generic | of-opt | FileCheck %s
 
