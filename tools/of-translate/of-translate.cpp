@@ -16,7 +16,8 @@ int main(int argc, char **argv) {
   mlir::registerAllTranslations();
   llvm::cl::AddExtraVersionPrinter(mlir::of::printVersion);
   return mlir::failed(mlir::mlirTranslateMain(
-             argc, argv, "OF translation driver: of modules to and from files\n"))
+             argc, argv,
+             "OF translation driver: of modules to and from files\n"))
              ? 1
              : 0;
 }

@@ -97,15 +97,16 @@ Attribute SbpAttr::parse(AsmParser &parser, Type) {
   SMLoc symbolLoc = parser.getCurrentLocation();
   StringAttr placement;
   if (failed(parser.parseOptionalSymbolName(placement))) {
-    parser.emitError(symbolLoc,
-                     "expected the placement symbol (e.g. @mesh) first in #of.sbp");
+    parser.emitError(
+        symbolLoc,
+        "expected the placement symbol (e.g. @mesh) first in #of.sbp");
     return {};
   }
   SmallVector<SbpEntry> entries;
   if (parser.parseComma() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        return parseSbpEntry(parser, entries.emplace_back());
-      }) ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&] { return parseSbpEntry(parser, entries.emplace_back()); }) ||
       parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(symbolLoc); },
@@ -125,7 +126,8 @@ LogicalResult SbpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!placement)
     return emitError() << "#of.sbp needs a placement symbol";
   if (entries.empty())
-    return emitError() << "#of.sbp needs one entry per placement axis, got none";
+    return emitError()
+           << "#of.sbp needs one entry per placement axis, got none";
   for (const SbpEntry &entry : entries)
     if (entry.isSplit() && entry.dim < 0)
       return emitError() << "S(" << entry.dim
@@ -159,8 +161,7 @@ bool SbpAttr::isFullyBroadcast() const {
 
 bool mlir::of::hasSbpOrNoEncoding(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  return !tensor || !tensor.getEncoding() ||
-         isa<SbpAttr>(tensor.getEncoding());
+  return !tensor || !tensor.getEncoding() || isa<SbpAttr>(tensor.getEncoding());
 }
 
 SbpAttr mlir::of::getSbp(Type type) {
@@ -200,8 +201,8 @@ static LogicalResult verifySbpPlacements(Operation *op, TypeRange types,
     SbpAttr sbp = getSbp(type);
     if (!sbp)
       continue;
-    auto placement = tables.lookupNearestSymbolFrom<PlacementOp>(
-        op, sbp.getPlacement());
+    auto placement =
+        tables.lookupNearestSymbolFrom<PlacementOp>(op, sbp.getPlacement());
     if (!placement)
       return op->emitOpError("#of.sbp refers to ")
              << sbp.getPlacement() << ", which is not an of.placement";
@@ -250,8 +251,7 @@ struct FuncSbpSymbolUser
   }
 };
 
-template <typename... Ops>
-void attachSbpSymbolUsers(MLIRContext *context) {
+template <typename... Ops> void attachSbpSymbolUsers(MLIRContext *context) {
   (Ops::template attachInterface<SbpSymbolUser<Ops>>(*context), ...);
 }
 } // namespace
@@ -306,8 +306,8 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
     return success();
   }
   return op->emitError("unknown ")
-         << kind << " attribute '" << attr.getName().getValue() << "'; known: of.name"
-         << (isArg ? ", of.param" : "");
+         << kind << " attribute '" << attr.getName().getValue()
+         << "'; known: of.name" << (isArg ? ", of.param" : "");
 }
 
 LogicalResult OFDialect::verifyRegionArgAttribute(Operation *op, unsigned,

@@ -102,8 +102,8 @@ static LogicalResult verifyArray(std::optional<Location> loc, StringRef name,
                                  ArrayRef<int64_t> values, size_t size,
                                  bool positive) {
   if (values.size() != size)
-    return emitOptionalError(loc, name, " must have ", size,
-                             " entries, got ", values.size());
+    return emitOptionalError(loc, name, " must have ", size, " entries, got ",
+                             values.size());
   for (auto [i, v] : llvm::enumerate(values))
     if (positive ? v <= 0 : v < 0)
       return emitOptionalError(loc, name, "[", i, "] = ", v, " must be ",
@@ -170,9 +170,8 @@ static OpFoldResult foldBinary(ArrayRef<Attribute> operands, Type resultType,
   if (!isFoldable(operands[0]) || !isFoldable(operands[1]))
     return {};
   Type type = stripSbp(resultType);
-  if (Attribute folded =
-          constFoldBinaryOpConditional<FloatAttr, APFloat, void>(operands, type,
-                                                                 floatFn))
+  if (Attribute folded = constFoldBinaryOpConditional<FloatAttr, APFloat, void>(
+          operands, type, floatFn))
     return folded;
   return constFoldBinaryOpConditional<IntegerAttr, APInt, void>(operands, type,
                                                                 intFn);
@@ -183,9 +182,8 @@ static OpFoldResult foldBinary(ArrayRef<Attribute> operands, Type resultType,
 //===----------------------------------------------------------------------===//
 
 SmallVector<int64_t> PlacementOp::getGridShape() {
-  return llvm::to_vector(llvm::map_range(getShape(), [](Attribute a) {
-    return cast<IntegerAttr>(a).getInt();
-  }));
+  return llvm::to_vector(llvm::map_range(
+      getShape(), [](Attribute a) { return cast<IntegerAttr>(a).getInt(); }));
 }
 
 int64_t PlacementOp::getNumDevices() {
@@ -213,8 +211,8 @@ LogicalResult PlacementOp::verify() {
   int64_t devices = 1;
   for (auto [i, size] : llvm::enumerate(shape)) {
     if (size <= 0)
-      return emitOpError("shape[") << i << "] = " << size
-                                   << " must be positive";
+      return emitOpError("shape[")
+             << i << "] = " << size << " must be positive";
     devices *= size;
   }
   std::optional<ArrayAttr> ranks = getRanks();
@@ -349,8 +347,9 @@ OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
   Type type = stripSbp(getType());
   if (Attribute folded = constFoldUnaryOp<FloatAttr, APFloat, void>(
           {adaptor.getInput()}, type, [](const APFloat &v) {
-            return v.isNegative() && !v.isNaN() ? APFloat::getZero(v.getSemantics())
-                                                : v;
+            return v.isNegative() && !v.isNaN()
+                       ? APFloat::getZero(v.getSemantics())
+                       : v;
           }))
     return folded;
   return constFoldUnaryOp<IntegerAttr, APInt, void>(
@@ -414,10 +413,9 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
 }
 
 #define OF_BINARY_INFERENCE(OP)                                                \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();                      \
     if (failed(verifySameElementType(loc, {lhs.getType(), rhs.getType()})))    \
       return failure();                                                        \
@@ -471,7 +469,8 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
       [](const APFloat &a, const APFloat &b) -> OptAPFloat {
         double exponent = 0;
         (void)applyInDouble(b, [&](double e) { return exponent = e; });
-        return applyInDouble(a, [=](double x) { return std::pow(x, exponent); });
+        return applyInDouble(a,
+                             [=](double x) { return std::pow(x, exponent); });
       },
       [](const APInt &, const APInt &) -> OptAPInt { return std::nullopt; });
 }
@@ -550,8 +549,8 @@ LogicalResult BroadcastToOp::verify() {
   for (auto [i, size] : llvm::enumerate(from))
     if (size != 1 && size != to[offset + i])
       return emitOpError("cannot broadcast shape ")
-             << formatShape(from) << " to " << formatShape(to)
-             << ": dimension " << i << " has size " << size;
+             << formatShape(from) << " to " << formatShape(to) << ": dimension "
+             << i << " has size " << size;
   return success();
 }
 
@@ -719,11 +718,10 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       if (d == *axis)
         continue;
       if (type.getDimSize(d) != first.getDimSize(d))
-        return emitOptionalError(loc, "input ", i + 1, " has shape ",
-                                 formatShape(type.getShape()),
-                                 ", which differs from ",
-                                 formatShape(first.getShape()),
-                                 " outside the concatenation axis");
+        return emitOptionalError(
+            loc, "input ", i + 1, " has shape ", formatShape(type.getShape()),
+            ", which differs from ", formatShape(first.getShape()),
+            " outside the concatenation axis");
     }
     shape[*axis] += type.getDimSize(*axis);
   }
@@ -769,10 +767,9 @@ static LogicalResult inferReduction(std::optional<Location> loc, Value input,
 }
 
 #define OF_REDUCE_INFERENCE(OP)                                                \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferReduction(loc, adaptor.getInput(), adaptor.getAxes(),          \
                           adaptor.getKeepdims(), inferred);                    \
   }
@@ -865,9 +862,8 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "input must be a ranked tensor");
   FailureOr<int64_t> axis =
       normalizeAxis(loc, "axis", adaptor.getAxis(), input.getRank());
-  if (failed(axis) || failed(verifyNormParameter(loc, "weight",
-                                                 adaptor.getWeight(), input,
-                                                 *axis)))
+  if (failed(axis) || failed(verifyNormParameter(
+                          loc, "weight", adaptor.getWeight(), input, *axis)))
     return failure();
   if (adaptor.getEpsilon().convertToDouble() <= 0)
     return emitOptionalError(loc, "epsilon must be positive");
@@ -899,8 +895,8 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
 /// Output length of a window of `kernel` taps (spaced `dilation`) sliding
 /// with `stride` over `length` elements padded by `padBegin`/`padEnd`.
 static int64_t windowOutputSize(int64_t length, int64_t padBegin,
-                                int64_t padEnd, int64_t kernel,
-                                int64_t stride, int64_t dilation) {
+                                int64_t padEnd, int64_t kernel, int64_t stride,
+                                int64_t dilation) {
   int64_t span = dilation * (kernel - 1) + 1;
   int64_t padded = length + padBegin + padEnd;
   return padded < span ? 0 : (padded - span) / stride + 1;
@@ -915,9 +911,10 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   if (!input || !weight)
     return emitOptionalError(loc, "operands must be ranked tensors");
   if (input.getRank() != 4 || weight.getRank() != 4)
-    return emitOptionalError(loc, "input must be NCHW and weight OIHW (rank 4), "
-                             "got ranks ", input.getRank(), " and ",
-                             weight.getRank());
+    return emitOptionalError(loc,
+                             "input must be NCHW and weight OIHW (rank 4), "
+                             "got ranks ",
+                             input.getRank(), " and ", weight.getRank());
   if (failed(verifySameElementType(loc, {input, weight})))
     return failure();
   ArrayRef<int64_t> strides = adaptor.getStrides(),
@@ -930,10 +927,9 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   int64_t groups = adaptor.getGroups();
   int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
   if (groups <= 0 || channels % groups || outChannels % groups)
-    return emitOptionalError(loc, "groups = ", groups,
-                             " must be positive and divide the input (",
-                             channels, ") and output (", outChannels,
-                             ") channels");
+    return emitOptionalError(
+        loc, "groups = ", groups, " must be positive and divide the input (",
+        channels, ") and output (", outChannels, ") channels");
   if (weight.getDimSize(1) * groups != channels)
     return emitOptionalError(loc, "weight has ", weight.getDimSize(1),
                              " input channels per group, expected ",
@@ -975,9 +971,9 @@ static LogicalResult inferPool2D(std::optional<Location> loc, Value inputValue,
                                 kernel[1], strides[1], 1);
   if (oh <= 0 || ow <= 0)
     return emitOptionalError(loc, "the window does not fit the padded input");
-  inferred.push_back(plainTensor(
-      {input.getDimSize(0), input.getDimSize(1), oh, ow},
-      input.getElementType()));
+  inferred.push_back(
+      plainTensor({input.getDimSize(0), input.getDimSize(1), oh, ow},
+                  input.getElementType()));
   return success();
 }
 
@@ -1036,21 +1032,20 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &inferred) {
+LogicalResult
+CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                 Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   RankedTensorType logits = asTensor(adaptor.getLogits());
   RankedTensorType labels = asTensor(adaptor.getLabels());
   if (!logits || !labels)
     return emitOptionalError(loc, "operands must be ranked tensors");
   if (logits.getRank() < 1 ||
       labels.getShape() != logits.getShape().drop_back())
-    return emitOptionalError(loc, "labels of shape ",
-                             formatShape(labels.getShape()),
-                             " must have the logits' shape ",
-                             formatShape(logits.getShape()),
-                             " without its last (class) dimension");
+    return emitOptionalError(
+        loc, "labels of shape ", formatShape(labels.getShape()),
+        " must have the logits' shape ", formatShape(logits.getShape()),
+        " without its last (class) dimension");
   inferred.push_back(plainTensor(labels.getShape(), logits.getElementType()));
   return success();
 }

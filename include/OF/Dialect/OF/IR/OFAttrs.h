@@ -60,7 +60,6 @@ inline llvm::hash_code hash_value(const SbpEntry &entry) {
 /// Prints `S(d)`, `B`, `P` or `P(max)`.
 llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const SbpEntry &entry);
 
-
 } // namespace of
 } // namespace mlir
 
