@@ -145,16 +145,6 @@ SbpAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
   return success();
 }
 
-bool SbpAttr::hasPartial() const {
-  return llvm::any_of(getEntries(),
-                      [](const SbpEntry &e) { return e.isPartial(); });
-}
-
-bool SbpAttr::isFullyBroadcast() const {
-  return llvm::all_of(getEntries(),
-                      [](const SbpEntry &e) { return e.isBroadcast(); });
-}
-
 //===----------------------------------------------------------------------===//
 // Type helpers
 //===----------------------------------------------------------------------===//

@@ -12,7 +12,6 @@
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -140,13 +139,19 @@ static bool isFoldable(Attribute attr) {
          (elements.isSplat() || elements.getNumElements() <= kMaxFoldElements);
 }
 
-/// Evaluates `fn` in double precision and rounds back to `semantics`.
+/// `value` widened to double (exact for every supported float type).
+static double toDouble(APFloat value) {
+  bool losesInfo;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+  return value.convertToDouble();
+}
+
+/// Evaluates `fn` in double precision and rounds back to `value`'s type.
 static APFloat applyInDouble(const APFloat &value,
                              llvm::function_ref<double(double)> fn) {
   bool losesInfo;
-  APFloat wide = value;
-  wide.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
-  APFloat result(fn(wide.convertToDouble()));
+  APFloat result(fn(toDouble(value)));
   result.convert(value.getSemantics(), APFloat::rmNearestTiesToEven,
                  &losesInfo);
   return result;
@@ -467,8 +472,7 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
       adaptor.getOperands(), getType(),
       [](const APFloat &a, const APFloat &b) -> OptAPFloat {
-        double exponent = 0;
-        (void)applyInDouble(b, [&](double e) { return exponent = e; });
+        double exponent = toDouble(b);
         return applyInDouble(a,
                              [=](double x) { return std::pow(x, exponent); });
       },

@@ -88,10 +88,6 @@ def OF_SbpAttr : AttrDef<OF_Dialect, "Sbp", [
   let extraClassDeclaration = [{
     /// The number of placement axes the distribution covers.
     unsigned getNumAxes() const { return getEntries().size(); }
-    /// Whether any axis holds a partial value (`P` or `P(max)`).
-    bool hasPartial() const;
-    /// Whether every axis is `B`.
-    bool isFullyBroadcast() const;
   }];
 }
 

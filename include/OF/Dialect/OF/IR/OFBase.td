@@ -66,10 +66,6 @@ class OF_TensorOf<list<Type> allowedTypes, string desc>
            "statically shaped tensor of " # desc # " values without an encoding or with an #of.sbp encoding",
            "::mlir::TensorType">;
 
-def OF_FloatElement : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
-def OF_IntElement : AnyTypeOf<[I8, I32, I64], "integer">;
-def OF_IndexElement : AnyTypeOf<[I32, I64], "index integer">;
-
 def OF_AnyTensor : OF_TensorOf<[F16, BF16, F32, F64, I1, I8, I32, I64], "any">;
 def OF_FloatTensor : OF_TensorOf<[F16, BF16, F32, F64], "floating-point">;
 def OF_NumericTensor : OF_TensorOf<[F16, BF16, F32, F64, I8, I32, I64], "numeric">;
