@@ -837,42 +837,44 @@ static LogicalResult verifyNormParameter(std::optional<Location> loc,
   return success();
 }
 
+/// Normalisations over the dimensions from `axis` on, with optional affine
+/// parameters of the normalised shape.
+static LogicalResult
+inferNormalization(std::optional<Location> loc, Value inputValue, int64_t axis,
+                   const APFloat &epsilon,
+                   ArrayRef<std::pair<StringRef, Value>> params,
+                   SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(inputValue);
+  if (!input)
+    return emitOptionalError(loc, "input must be a ranked tensor");
+  FailureOr<int64_t> dim = normalizeAxis(loc, "axis", axis, input.getRank());
+  if (failed(dim))
+    return failure();
+  for (auto [name, param] : params)
+    if (failed(verifyNormParameter(loc, name, param, input, *dim)))
+      return failure();
+  if (epsilon.convertToDouble() <= 0)
+    return emitOptionalError(loc, "epsilon must be positive");
+  inferred.push_back(stripSbp(input));
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = asTensor(adaptor.getInput());
-  if (!input)
-    return emitOptionalError(loc, "input must be a ranked tensor");
-  FailureOr<int64_t> axis =
-      normalizeAxis(loc, "axis", adaptor.getAxis(), input.getRank());
-  if (failed(axis) ||
-      failed(verifyNormParameter(loc, "weight", adaptor.getWeight(), input,
-                                 *axis)) ||
-      failed(verifyNormParameter(loc, "bias", adaptor.getBias(), input, *axis)))
-    return failure();
-  if (adaptor.getEpsilon().convertToDouble() <= 0)
-    return emitOptionalError(loc, "epsilon must be positive");
-  inferred.push_back(stripSbp(input));
-  return success();
+  return inferNormalization(
+      loc, adaptor.getInput(), adaptor.getAxis(), adaptor.getEpsilon(),
+      {{"weight", adaptor.getWeight()}, {"bias", adaptor.getBias()}}, inferred);
 }
 
 LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = asTensor(adaptor.getInput());
-  if (!input)
-    return emitOptionalError(loc, "input must be a ranked tensor");
-  FailureOr<int64_t> axis =
-      normalizeAxis(loc, "axis", adaptor.getAxis(), input.getRank());
-  if (failed(axis) || failed(verifyNormParameter(
-                          loc, "weight", adaptor.getWeight(), input, *axis)))
-    return failure();
-  if (adaptor.getEpsilon().convertToDouble() <= 0)
-    return emitOptionalError(loc, "epsilon must be positive");
-  inferred.push_back(stripSbp(input));
-  return success();
+  return inferNormalization(loc, adaptor.getInput(), adaptor.getAxis(),
+                            adaptor.getEpsilon(),
+                            {{"weight", adaptor.getWeight()}}, inferred);
 }
 
 LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
