@@ -177,3 +177,18 @@ func.func @fold_reshape_constant() -> tensor<2x2xi64> {
   %0 = of.reshape %a : (tensor<4xi64>) -> tensor<2x2xi64>
   return %0 : tensor<2x2xi64>
 }
+
+// -----
+
+// Integer neg and relu fold too.
+// CHECK-LABEL: func.func @fold_integer_unary
+// CHECK-DAG: of.constant dense<[3, -4]> : tensor<2xi32>
+// CHECK-DAG: of.constant dense<[0, 4]> : tensor<2xi32>
+// CHECK-NOT: of.neg
+// CHECK-NOT: of.relu
+func.func @fold_integer_unary() -> (tensor<2xi32>, tensor<2xi32>) {
+  %i = of.constant dense<[-3, 4]> : tensor<2xi32>
+  %0 = of.neg %i : (tensor<2xi32>) -> tensor<2xi32>
+  %1 = of.relu %i : (tensor<2xi32>) -> tensor<2xi32>
+  return %0, %1 : tensor<2xi32>, tensor<2xi32>
+}

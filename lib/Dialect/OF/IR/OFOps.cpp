@@ -157,15 +157,30 @@ static APFloat applyInDouble(const APFloat &value,
   return result;
 }
 
-/// Folds a float elementwise unary op on a small constant.
+using OptAPFloat = std::optional<APFloat>;
+using OptAPInt = std::optional<APInt>;
+
+/// Folds a float or integer unary op on a small constant.
+template <typename FloatFn, typename IntFn>
+static OpFoldResult foldUnary(Attribute operand, Type resultType,
+                              FloatFn floatFn, IntFn intFn) {
+  if (!isFoldable(operand))
+    return {};
+  Type type = stripSbp(resultType);
+  if (Attribute folded = constFoldUnaryOpConditional<FloatAttr, APFloat, void>(
+          {operand}, type, floatFn))
+    return folded;
+  return constFoldUnaryOpConditional<IntegerAttr, APInt, void>({operand}, type,
+                                                               intFn);
+}
+
+/// Folds a float-only unary op, evaluating `fn` in double precision.
 static OpFoldResult foldFloatUnary(Attribute operand, Type resultType,
                                    llvm::function_ref<double(double)> fn) {
-  if (!isFoldable(operand) ||
-      !isa<FloatType>(cast<DenseElementsAttr>(operand).getElementType()))
-    return {};
-  return constFoldUnaryOp<FloatAttr, APFloat, void>(
-      {operand}, stripSbp(resultType),
-      [&](const APFloat &v) { return applyInDouble(v, fn); });
+  return foldUnary(
+      operand, resultType,
+      [&](const APFloat &v) -> OptAPFloat { return applyInDouble(v, fn); },
+      [](const APInt &) -> OptAPInt { return std::nullopt; });
 }
 
 /// Folds a float or integer binary op on two small constants of equal shape.
@@ -336,29 +351,20 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
 }
 
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
-  if (!isFoldable(adaptor.getInput()))
-    return {};
-  Type type = stripSbp(getType());
-  if (Attribute folded = constFoldUnaryOp<FloatAttr, APFloat, void>(
-          {adaptor.getInput()}, type, [](const APFloat &v) { return -v; }))
-    return folded;
-  return constFoldUnaryOp<IntegerAttr, APInt, void>(
-      {adaptor.getInput()}, type, [](const APInt &v) { return -v; });
+  return foldUnary(
+      adaptor.getInput(), getType(),
+      [](const APFloat &v) -> OptAPFloat { return -v; },
+      [](const APInt &v) -> OptAPInt { return -v; });
 }
 
 OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
-  if (!isFoldable(adaptor.getInput()))
-    return {};
-  Type type = stripSbp(getType());
-  if (Attribute folded = constFoldUnaryOp<FloatAttr, APFloat, void>(
-          {adaptor.getInput()}, type, [](const APFloat &v) {
-            return v.isNegative() && !v.isNaN()
-                       ? APFloat::getZero(v.getSemantics())
-                       : v;
-          }))
-    return folded;
-  return constFoldUnaryOp<IntegerAttr, APInt, void>(
-      {adaptor.getInput()}, type, [](const APInt &v) {
+  return foldUnary(
+      adaptor.getInput(), getType(),
+      [](const APFloat &v) -> OptAPFloat {
+        return v.isNegative() && !v.isNaN() ? APFloat::getZero(v.getSemantics())
+                                            : v;
+      },
+      [](const APInt &v) -> OptAPInt {
         return v.isNegative() ? APInt::getZero(v.getBitWidth()) : v;
       });
 }
@@ -435,9 +441,6 @@ OF_BINARY_INFERENCE(PowOp)
 OF_BINARY_INFERENCE(MaximumOp)
 OF_BINARY_INFERENCE(MinimumOp)
 #undef OF_BINARY_INFERENCE
-
-using OptAPFloat = std::optional<APFloat>;
-using OptAPInt = std::optional<APInt>;
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return foldBinary(
