@@ -1,0 +1,184 @@
+//===- PlanOps.td - The ofrt (plan) dialect ----------------*- tablegen -*-===//
+//
+// The `ofrt` dialect is the plan that the runtime executes: buffers with
+// their arena offsets, compiled kernels, and for each group of ranks an
+// ordered list of steps. It is what `--of-build-plan` produces and what
+// `of-translate --of-plan-to-binary` serialises; every decision (lifetimes,
+// offsets, schedule) is already taken, so the runtime only follows it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_DIALECT_PLAN_IR_PLANOPS_TD
+#define OF_DIALECT_PLAN_IR_PLANOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+
+def Plan_Dialect : Dialect {
+  let name = "ofrt";
+  let cppNamespace = "::mlir::ofrt";
+  let summary = "Execution plans: buffers, kernels and ordered steps per rank";
+  let description = [{
+    A plan module holds `ofrt.executable`s (compiled kernels) and
+    `ofrt.program`s. A program is one entry function for a group of ranks
+    that run the same code: its buffers (in one arena, bound inputs, or
+    constants) and its steps in execution order.
+
+    ```mlir
+    ofrt.executable @kernels {target = "x86_64-unknown-linux-gnu"} {
+      module { llvm.func @k0(%args: !llvm.ptr) { ... } }
+    }
+    ofrt.program "main" {arena_size = 512 : i64, device = "cpu", ranks = array<i64: 0>} {
+      ofrt.buffer @x input binding "x" size 256 : tensor<8x8xf32>
+      ofrt.buffer @t0 arena offset 0 size 256 : tensor<8x8xf32>
+      ofrt.launch @kernels "k0" [@x, @t0]
+      ofrt.output "y" = @t0
+    }
+    ```
+  }];
+}
+
+class Plan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Plan_Dialect, mnemonic, traits>;
+
+def Plan_BufferKind : I32EnumAttr<"BufferKind", "where a buffer's memory comes from", [
+    I32EnumAttrCase<"Arena", 0, "arena">,
+    I32EnumAttrCase<"Input", 1, "input">,
+    I32EnumAttrCase<"Constant", 2, "constant">]> {
+  let cppNamespace = "::mlir::ofrt";
+}
+
+def Plan_ExecutableOp : Plan_Op<"executable", [Symbol, IsolatedFromAbove,
+    NoTerminator, SingleBlock]> {
+  let summary = "Compiled kernels for one target";
+  let description = [{
+    In source form the body holds one `builtin.module` with the kernels (one
+    function per kernel with the packed signature `void k(void **args)`,
+    `args[i]` the data pointer of the launch's i-th buffer). In binary form,
+    read back from a `.ofp`, the body is empty and `object` holds the
+    compiled shared object, `kernels` the entry points it exports.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$target,
+                       OptionalAttr<StrAttr>:$format,
+                       OptionalAttr<StrArrayAttr>:$kernels,
+                       OptionalAttr<ElementsAttr>:$object);
+  let regions = (region AnyRegion:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The kernel module of the source form, or null.
+    ::mlir::ModuleOp getKernelModule();
+  }];
+}
+
+def Plan_ProgramOp : Plan_Op<"program", [SymbolTable, IsolatedFromAbove,
+    NoTerminator, SingleBlock]> {
+  let summary = "The buffers and ordered steps of one entry for a group of ranks";
+  let description = [{
+    `entry` names the compiled function; `ranks` lists the ranks that run
+    this program; `arena_size` is the bytes of the one arena that every
+    `arena` buffer is placed in. Steps run in order on their `stream`;
+    across streams only `ofrt.event_record`/`ofrt.event_wait` order them.
+  }];
+  let arguments = (ins StrAttr:$entry, DenseI64ArrayAttr:$ranks,
+                       StrAttr:$device, I64Attr:$arena_size,
+                       DefaultValuedAttr<I64Attr, "1">:$num_streams,
+                       DefaultValuedAttr<I64Attr, "0">:$num_events);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$entry attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Plan_BufferOp : Plan_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
+  let summary = "A buffer of a program: in the arena, a bound input, or a constant";
+  let description = [{
+    `type` gives the element type and shape; `size` the bytes. An `arena`
+    buffer sits at `offset` in the arena; an `input` buffer is bound by the
+    caller under the name `binding`; a `constant` buffer holds `value`.
+    Buffers whose lifetimes do not overlap may share arena bytes.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Plan_BufferKind:$kind,
+                       OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<StrAttr>:$binding, I64Attr:$size,
+                       OptionalAttr<ElementsAttr>:$value, TypeAttr:$type);
+  let assemblyFormat = [{
+    $sym_name $kind (`binding` $binding^)? (`offset` $offset^)? `size` $size
+    (`value` $value^)? attr-dict `:` $type
+  }];
+  let hasVerifier = 1;
+}
+
+class Plan_StepOp<string mnemonic, list<Trait> traits = []>
+    : Plan_Op<mnemonic, !listconcat([HasParent<"ProgramOp">], traits)> {
+}
+
+def Plan_LaunchOp : Plan_StepOp<"launch"> {
+  let summary = "Run a kernel of an executable on buffers";
+  let arguments = (ins FlatSymbolRefAttr:$executable, StrAttr:$kernel,
+                       SymbolRefArrayAttr:$buffers,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$executable $kernel $buffers attr-dict";
+}
+
+def Plan_LibraryCallOp : Plan_StepOp<"library"> {
+  let summary = "Call a runtime library function (BLAS, ...) on buffers";
+  let description = [{
+    `"blas.gemm"` takes buffers `[A, B, C]` and params `[batch, m, n, k,
+    a_batch_stride, a_m_stride, a_k_stride, b_batch_stride, b_k_stride,
+    b_n_stride, c_batch_stride, c_m_stride]` (element strides) and computes
+    `C[b] = A[b] x B[b]`. `"check.index_range"` takes `[I]` and params
+    `[lo, hi]` and fails the run unless every element is in `[lo, hi)`.
+  }];
+  let arguments = (ins StrAttr:$function, SymbolRefArrayAttr:$buffers,
+                       DenseI64ArrayAttr:$params,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$function $buffers `params` $params attr-dict";
+}
+
+def Plan_CopyOp : Plan_StepOp<"copy"> {
+  let summary = "Copy bytes between buffers";
+  let arguments = (ins FlatSymbolRefAttr:$source, FlatSymbolRefAttr:$target,
+                       DefaultValuedAttr<I64Attr, "0">:$source_offset,
+                       DefaultValuedAttr<I64Attr, "0">:$target_offset,
+                       I64Attr:$bytes,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$source `to` $target attr-dict";
+}
+
+def Plan_CollectiveOp : Plan_StepOp<"collective"> {
+  let summary = "A collective over a group of ranks";
+  let description = [{
+    `kind` is one of `all_reduce`, `all_gather`, `reduce_scatter`,
+    `all_to_all`, `broadcast`, `send`, `recv`; `reduce` is `sum` or `max`.
+  }];
+  let arguments = (ins StrAttr:$kind, FlatSymbolRefAttr:$source,
+                       FlatSymbolRefAttr:$target, DenseI64ArrayAttr:$group,
+                       DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce,
+                       DefaultValuedAttr<I64Attr, "-1">:$peer,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$kind $source `to` $target `group` $group attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_EventRecordOp : Plan_StepOp<"event_record"> {
+  let summary = "Mark a point of a stream that other streams can wait for";
+  let arguments = (ins I64Attr:$event, DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$event attr-dict";
+}
+
+def Plan_EventWaitOp : Plan_StepOp<"event_wait"> {
+  let summary = "Wait on a stream until an event is recorded";
+  let arguments = (ins I64Attr:$event, DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$event attr-dict";
+}
+
+def Plan_OutputOp : Plan_StepOp<"output"> {
+  let summary = "Hand a buffer's content to the caller as a named output";
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let assemblyFormat = "$name `=` $buffer attr-dict";
+}
+
+#endif // OF_DIALECT_PLAN_IR_PLANOPS_TD

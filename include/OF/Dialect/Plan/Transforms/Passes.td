@@ -1,0 +1,77 @@
+//===- Passes.td - Passes that build and lower ofrt plans --*- tablegen -*-===//
+
+#ifndef OF_DIALECT_PLAN_TRANSFORMS_PASSES_TD
+#define OF_DIALECT_PLAN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
+  let summary = "Turn bufferized functions into ofrt programs with a static arena";
+  let description = [{
+    Takes a module of bufferized functions (memrefs with static shapes, as
+    one-shot bufferization leaves them) and builds one `ofrt.program` per
+    public function, for rank 0 on the CPU:
+
+    - every `memref.alloc` becomes an `arena` buffer, every
+      `memref.get_global` a `constant` buffer, every argument an `input`
+      buffer named by its `of.name` (else `argN`);
+    - view ops (reshape, subview, ...) are not steps: a step reads the root
+      buffer and the view is rebuilt inside its kernel;
+    - `linalg.contract` ops that are matrix products with a BLAS layout
+      (and whose output was just zero-filled) become `blas.gemm` library
+      calls; whole-buffer `memref.copy` ops become copy steps; every other
+      op becomes a kernel in the `@cpu_kernels` executable;
+    - a liveness analysis over the steps places the arena buffers (greedy
+      by size, best-fit gap, 64-byte aligned); an elementwise kernel writes
+      in place over an input that dies at it;
+    - returned buffers become `ofrt.output` steps named by the result's
+      `of.name` (else `outN`).
+
+    ```mlir
+    func.func @f(%x: memref<4xf32> {of.name = "x"}) -> memref<4xf32> {
+      %a = memref.alloc() : memref<4xf32>
+      linalg.generic ... ins(%x) outs(%a)
+      return %a : memref<4xf32>
+    }
+    // becomes
+    ofrt.executable @cpu_kernels {target = "..."} {
+      module { func.func @k0(%x: memref<4xf32>, %a: memref<4xf32>) {...} }
+    }
+    ofrt.program "f" {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+      ofrt.buffer @x input binding "x" size 16 : tensor<4xf32>
+      ofrt.buffer @b0 arena offset 0 size 16 : tensor<4xf32>
+      ofrt.launch @cpu_kernels "k0" [@x, @b0]
+      ofrt.output "out0" = @b0
+    }
+    ```
+  }];
+  let options = [
+    Option<"inPlace", "in-place", "bool", "true",
+           "Let elementwise kernels overwrite an input buffer that dies at them">,
+    Option<"useBlas", "use-blas", "bool", "true",
+           "Call BLAS for matrix products with a BLAS layout">,
+    Option<"target", "target", "std::string", "\"\"",
+           "Target triple of the CPU kernels (default: the host's)">
+  ];
+  let dependentDialects = ["::mlir::ofrt::PlanDialect", "::mlir::func::FuncDialect"];
+}
+
+def LowerCpuKernelsPass : Pass<"of-lower-cpu-kernels", "ModuleOp"> {
+  let summary = "Lower the kernels of CPU executables to the LLVM dialect";
+  let description = [{
+    Lowers each kernel module inside an `ofrt.executable` from linalg/memref
+    to the LLVM dialect: linalg to loops, math functions to polynomial
+    approximations (so loops vectorise), memrefs with the bare-pointer
+    calling convention, and adds for each kernel `kN` the packed entry point
+    `void kN(void **args)` that the runtime calls.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+#endif // OF_DIALECT_PLAN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,264 @@
+//===- PlanDialect.cpp - The ofrt (plan) dialect
+//---------------------------===//
+//
+// Implements the ofrt dialect's ops and verifiers. The verifiers check what
+// the runtime would otherwise find out only at load time (buffer references,
+// arena bounds, sizes), so a bad plan is caught where it is produced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ofrt;
+
+#include "OF/Dialect/Plan/IR/PlanDialect.cpp.inc"
+#include "OF/Dialect/Plan/IR/PlanEnums.cpp.inc"
+
+void PlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "OF/Dialect/Plan/IR/PlanOps.cpp.inc"
+      >();
+}
+
+int64_t mlir::ofrt::getElementByteSize(Type type) {
+  if (type.isInteger(1))
+    return 1;
+  if (type.isF32() || type.isF64() || type.isF16() || type.isBF16() ||
+      type.isInteger(8) || type.isInteger(32) || type.isInteger(64))
+    return type.getIntOrFloatBitWidth() / 8;
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// ExecutableOp
+//===----------------------------------------------------------------------===//
+
+ModuleOp ExecutableOp::getKernelModule() {
+  if (getBody().empty())
+    return nullptr;
+  for (Operation &op : getBody().front())
+    if (auto module = dyn_cast<ModuleOp>(op))
+      return module;
+  return nullptr;
+}
+
+LogicalResult ExecutableOp::verify() {
+  bool hasSource = !getBody().empty() && !getBody().front().empty();
+  if (hasSource == static_cast<bool>(getObject()))
+    return emitOpError("needs exactly one of a kernel module (source form) "
+                       "or an `object` (binary form)");
+  if (hasSource && !getKernelModule())
+    return emitOpError("body must hold a builtin.module of kernels");
+  if (getObject() && !getKernels())
+    return emitOpError("binary form must list its `kernels`");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+/// Returns the buffer that `ref` names in `program`, or emits an error on
+/// `user`.
+static BufferOp lookupBuffer(ProgramOp program, Operation *user,
+                             Attribute ref) {
+  auto symbol = dyn_cast<FlatSymbolRefAttr>(ref);
+  if (!symbol) {
+    user->emitOpError("expects flat buffer references, got ") << ref;
+    return nullptr;
+  }
+  auto buffer = SymbolTable::lookupSymbolIn(program, symbol.getAttr());
+  auto result = dyn_cast_or_null<BufferOp>(buffer);
+  if (!result)
+    user->emitOpError("references unknown buffer ") << symbol;
+  return result;
+}
+
+LogicalResult ProgramOp::verify() {
+  const int64_t arenaSize = getArenaSize();
+  const int64_t numStreams = getNumStreams();
+  const int64_t numEvents = getNumEvents();
+  if (arenaSize < 0)
+    return emitOpError("arena_size must be non-negative");
+  if (numStreams < 1)
+    return emitOpError("needs at least one stream");
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  llvm::SmallDenseSet<int64_t> recorded;
+  for (Operation &op : getBody().front()) {
+    auto checkStream = [&](int64_t stream) -> LogicalResult {
+      if (stream < 0 || stream >= numStreams)
+        return op.emitOpError("stream ")
+               << stream << " is outside the program's " << getNumStreams()
+               << " stream(s)";
+      return success();
+    };
+    auto checkBuffers = [&](ArrayRef<Attribute> refs) -> LogicalResult {
+      for (Attribute ref : refs)
+        if (!lookupBuffer(*this, &op, ref))
+          return failure();
+      return success();
+    };
+    auto checkEvent = [&](int64_t event) -> LogicalResult {
+      if (event < 0 || event >= numEvents)
+        return op.emitOpError("event ") << event << " is outside the program's "
+                                        << getNumEvents() << " event(s)";
+      return success();
+    };
+    LogicalResult result =
+        TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](BufferOp buffer) -> LogicalResult {
+              if (buffer.getKind() == BufferKind::Arena && buffer.getOffset() &&
+                  static_cast<int64_t>(*buffer.getOffset() + buffer.getSize()) >
+                      arenaSize)
+                return buffer.emitOpError("bytes [")
+                       << *buffer.getOffset() << ", "
+                       << *buffer.getOffset() + buffer.getSize()
+                       << ") exceed the arena of " << getArenaSize()
+                       << " bytes";
+              return success();
+            })
+            .Case([&](LaunchOp launch) -> LogicalResult {
+              if (failed(checkStream(launch.getStream())) ||
+                  failed(checkBuffers(launch.getBuffers().getValue())))
+                return failure();
+              auto exe = module ? module.lookupSymbol<ExecutableOp>(
+                                      launch.getExecutableAttr())
+                                : nullptr;
+              if (!exe)
+                return launch.emitOpError("references unknown executable ")
+                       << launch.getExecutableAttr();
+              return success();
+            })
+            .Case([&](LibraryCallOp call) -> LogicalResult {
+              if (failed(checkStream(call.getStream())))
+                return failure();
+              return checkBuffers(call.getBuffers().getValue());
+            })
+            .Case([&](CopyOp copy) -> LogicalResult {
+              if (failed(checkStream(copy.getStream())))
+                return failure();
+              BufferOp src = lookupBuffer(*this, copy, copy.getSourceAttr());
+              BufferOp dst = lookupBuffer(*this, copy, copy.getTargetAttr());
+              if (!src || !dst)
+                return failure();
+              int64_t bytes = copy.getBytes();
+              int64_t srcOffset = copy.getSourceOffset();
+              int64_t dstOffset = copy.getTargetOffset();
+              if (bytes < 0 || srcOffset < 0 || dstOffset < 0 ||
+                  srcOffset + bytes > static_cast<int64_t>(src.getSize()) ||
+                  dstOffset + bytes > static_cast<int64_t>(dst.getSize()))
+                return copy.emitOpError("copies outside its buffers");
+              return success();
+            })
+            .Case([&](CollectiveOp coll) -> LogicalResult {
+              if (failed(checkStream(coll.getStream())))
+                return failure();
+              if (!lookupBuffer(*this, coll, coll.getSourceAttr()) ||
+                  !lookupBuffer(*this, coll, coll.getTargetAttr()))
+                return failure();
+              return success();
+            })
+            .Case([&](EventRecordOp record) -> LogicalResult {
+              if (failed(checkStream(record.getStream())) ||
+                  failed(checkEvent(record.getEvent())))
+                return failure();
+              recorded.insert(record.getEvent());
+              return success();
+            })
+            .Case([&](EventWaitOp wait) -> LogicalResult {
+              if (failed(checkStream(wait.getStream())) ||
+                  failed(checkEvent(wait.getEvent())))
+                return failure();
+              if (!recorded.contains(wait.getEvent()))
+                return wait.emitOpError("waits on event ")
+                       << wait.getEvent()
+                       << ", which no earlier step records (it would hang)";
+              return success();
+            })
+            .Case([&](OutputOp output) -> LogicalResult {
+              if (failed(checkStream(output.getStream())))
+                return failure();
+              return success(
+                  lookupBuffer(*this, output, output.getBufferAttr()));
+            })
+            .Default([&](Operation *other) -> LogicalResult {
+              return other->emitOpError("is not a step of an ofrt.program");
+            });
+    if (failed(result))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BufferOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BufferOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("type must be a statically shaped tensor, got ")
+           << getType();
+  int64_t elementSize = getElementByteSize(type.getElementType());
+  if (elementSize == 0)
+    return emitOpError("element type ")
+           << type.getElementType() << " has no runtime representation";
+  if (static_cast<int64_t>(getSize()) != type.getNumElements() * elementSize)
+    return emitOpError("size ")
+           << getSize() << " does not match " << type << " ("
+           << type.getNumElements() * elementSize << " bytes)";
+  switch (getKind()) {
+  case BufferKind::Arena:
+    if (!getOffset() || static_cast<int64_t>(*getOffset()) < 0)
+      return emitOpError("an arena buffer needs a non-negative offset");
+    if (getBinding() || getValue())
+      return emitOpError("an arena buffer has no binding or value");
+    break;
+  case BufferKind::Input:
+    if (!getBinding() || getBinding()->empty())
+      return emitOpError("an input buffer needs a binding name");
+    if (getOffset() || getValue())
+      return emitOpError("an input buffer has no offset or value");
+    break;
+  case BufferKind::Constant:
+    if (!getValue())
+      return emitOpError("a constant buffer needs a value");
+    if (getOffset() || getBinding())
+      return emitOpError("a constant buffer has no offset or binding");
+    if (cast<ShapedType>(getValue()->getType()).getNumElements() !=
+            type.getNumElements() ||
+        cast<ShapedType>(getValue()->getType()).getElementType() !=
+            type.getElementType())
+      return emitOpError("value type ")
+             << getValue()->getType() << " does not match " << type;
+    break;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CollectiveOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CollectiveOp::verify() {
+  static constexpr llvm::StringLiteral kinds[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+      "send",       "recv"};
+  if (!llvm::is_contained(kinds, getKind()))
+    return emitOpError("unknown collective kind '") << getKind() << "'";
+  if (getReduce() != "sum" && getReduce() != "max")
+    return emitOpError("reduce must be 'sum' or 'max'");
+  if (getGroup().empty())
+    return emitOpError("group must not be empty");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "OF/Dialect/Plan/IR/PlanOps.cpp.inc"

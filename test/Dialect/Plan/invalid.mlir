@@ -1,0 +1,81 @@
+// RUN: of-opt %s -split-input-file -verify-diagnostics
+
+ofrt.program "main" attributes {arena_size = 32 : i64, device = "cpu", ranks = array<i64: 0>} {
+  // expected-error@+1 {{bytes [32, 48) exceed the arena of 32 bytes}}
+  ofrt.buffer @t arena offset 32 size 16 : tensor<4xf32>
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  // expected-error@+1 {{size 12 does not match 'tensor<4xf32>' (16 bytes)}}
+  ofrt.buffer @t arena offset 0 size 12 : tensor<4xf32>
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  // expected-error@+1 {{an input buffer needs a binding name}}
+  ofrt.buffer @x input size 16 : tensor<4xf32>
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  // expected-error@+1 {{a constant buffer needs a value}}
+  ofrt.buffer @c constant size 16 : tensor<4xf32>
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @t arena offset 0 size 16 : tensor<4xf32>
+  // expected-error@+1 {{references unknown buffer @nope}}
+  ofrt.output "y" = @nope
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @t arena offset 0 size 16 : tensor<4xf32>
+  // expected-error@+1 {{references unknown executable @kernels}}
+  ofrt.launch @kernels "k0" [@t]
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>, num_events = 1} {
+  // expected-error@+1 {{waits on event 0, which no earlier step records (it would hang)}}
+  ofrt.event_wait 0
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @t arena offset 0 size 16 : tensor<4xf32>
+  // expected-error@+1 {{stream 1 is outside the program's 1 stream(s)}}
+  ofrt.output "y" = @t {stream = 1}
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
+  ofrt.buffer @b arena offset 16 size 16 : tensor<4xf32>
+  // expected-error@+1 {{copies outside its buffers}}
+  ofrt.copy @a to @b {bytes = 16, target_offset = 4}
+}
+
+// -----
+
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
+  // expected-error@+1 {{unknown collective kind 'gossip'}}
+  ofrt.collective "gossip" @a to @a group [0]
+}
+
+// -----
+
+// expected-error@+1 {{needs exactly one of a kernel module (source form) or an `object` (binary form)}}
+ofrt.executable @k attributes {target = "x86_64-pc-linux-gnu"} {
+}
