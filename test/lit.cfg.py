@@ -23,7 +23,10 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.of_tools_dir, config.llvm_tools_dir]
-tools = ["of-opt", "of-translate"]
+tools = ["of-opt", "of-translate", "of-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.of_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+import sys
+config.substitutions.append(("%python", sys.executable))

@@ -4,7 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Conversion/Passes.h"
 #include "OF/Dialect/OF/IR/OFDialect.h"
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/Dialect/Plan/Transforms/Passes.h"
+#include "OF/Pipelines/Pipelines.h"
+#include "OF/Transforms/Passes.h"
 #include "OF/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -16,11 +21,16 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::of::registerOFConversionPasses();
+  mlir::ofrt::registerOFPlanPasses();
+  mlir::of::registerOFPipelines();
+  mlir::of::registerOFTransformsPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::of::registerOFDialect(registry);
+  registry.insert<mlir::ofrt::PlanDialect>();
 
   llvm::cl::AddExtraVersionPrinter(mlir::of::printVersion);
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -1,10 +1,11 @@
 //===- of-translate.cpp - The OF translation driver -----------------------===//
 //
 // mlir-translate with the upstream translations plus OF's (the binary plan
-// translations arrive with the plan format).
+// translations --of-plan-to-binary and --of-binary-to-plan).
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Target/Target.h"
 #include "OF/Version.h"
 
 #include "mlir/InitAllTranslations.h"
@@ -14,6 +15,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllTranslations();
+  mlir::of::registerOFTranslations();
   llvm::cl::AddExtraVersionPrinter(mlir::of::printVersion);
   return mlir::failed(mlir::mlirTranslateMain(
              argc, argv,

@@ -1,0 +1,49 @@
+//===- Passes.td - OF conversion passes --------------------*- tablegen -*-===//
+//
+// Lowerings between dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_CONVERSION_PASSES_TD
+#define OF_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
+  let summary = "Lower a single-rank of program to linalg, tensor, arith and math";
+  let description = [{
+    Lowers every compute op of the `of` dialect to `linalg` on tensors (named
+    ops where upstream has one: `linalg.matmul`, `linalg.batch_matmul`,
+    convolutions and poolings, `linalg.transpose`, `linalg.reduce`; otherwise
+    `linalg.generic`), `tensor` shape ops and `arith`/`math` scalar bodies.
+    SBP encodings are dropped: the program runs as one rank, so a global
+    tensor is the local one and `of.boxing` is the identity. Placements are
+    erased.
+
+    ```mlir
+    %y = of.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+    // becomes
+    %e = tensor.empty() : tensor<4xf32>
+    %y = linalg.generic {indexing_maps = [#id, #id],
+                         iterator_types = ["parallel"]}
+        ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %z = arith.constant 0.0 : f32
+      %r = arith.maximumf %in, %z : f32
+      linalg.yield %r : f32
+    } -> tensor<4xf32>
+    ```
+
+    Embedding and cross-entropy kernels carry an `of.index_range`
+    attribute (`[operand, lo, hi]`) so that the plan checks their indices
+    before the kernel reads the table. Function arguments are marked
+    `bufferization.writable = false`: they are the caller's inputs.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::bufferization::BufferizationDialect"
+  ];
+}
+
+#endif // OF_CONVERSION_PASSES_TD

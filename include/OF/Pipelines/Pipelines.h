@@ -1,0 +1,40 @@
+//===- Pipelines.h - The end-to-end OF compilation pipelines ----*- C++ -*-===//
+//
+// `--of-pipeline=cpu` runs the whole chain from a global of program to an
+// ofrt plan whose kernels are in the LLVM dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_PIPELINES_PIPELINES_H
+#define OF_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::of {
+
+/// Options of a pipeline, parsed from `cpu[,key=value...]`.
+struct PipelineOptions {
+  std::string target = "cpu";
+  /// Stop after this stage: "linalg", "fusion", "bufferize", "plan" or ""
+  /// (run everything). Every stage's output can be fed back to of-opt.
+  std::string stopAfter;
+  bool fuse = true;
+  bool inPlace = true;
+  bool useBlas = true;
+};
+
+/// Parses "cpu,stop-after=plan,fuse=false" into `options`.
+LogicalResult parsePipelineOptions(
+    llvm::StringRef text, PipelineOptions &options,
+    llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler);
+
+/// Appends the passes of the pipeline to `pm` (a builtin.module manager).
+void buildPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers `--of-pipeline=<target>[,options]`.
+void registerOFPipelines();
+
+} // namespace mlir::of
+
+#endif // OF_PIPELINES_PIPELINES_H

@@ -1,0 +1,1407 @@
+//===- OFToLinalg.cpp - Lower of ops to linalg on tensors -----------------===//
+//
+// Lowers a single-rank `of` program to linalg/tensor/arith/math on tensors.
+// Assumes static shapes (the of verifiers guarantee them) and that the
+// program runs on one rank, so SBP encodings are dropped and of.boxing is the
+// identity (partitioning, issue 4, runs before this pass for many ranks).
+//
+// Elementwise ops become one linalg.generic each (NumPy broadcasting becomes
+// indexing maps), so that upstream elementwise fusion can merge chains.
+// Matrix products become linalg.contract, whose indexing maps the plan
+// builder reads to call BLAS; reductions, normalisations and softmax become
+// reductions plus elementwise generics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Conversion/Passes.h"
+#include "OF/Dialect/OF/IR/OFDialect.h"
+#include "OF/Dialect/OF/IR/OFOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+namespace mlir::of {
+#define GEN_PASS_DEF_CONVERTOFTOLINALGPASS
+#include "OF/Conversion/Passes.h.inc"
+} // namespace mlir::of
+
+using namespace mlir;
+using namespace mlir::of;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+/// The body of an elementwise generic: scalar arguments in, one scalar out.
+using ScalarFn =
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange /*args*/)>;
+
+RankedTensorType localType(Type type) {
+  return cast<RankedTensorType>(stripSbp(type));
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+/// The lowest value of an element type (-inf for floats), the identity of max.
+Value lowestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                  /*Negative=*/true)));
+  return arith::ConstantOp::create(
+      b, loc,
+      b.getIntegerAttr(type,
+                       APInt::getSignedMinValue(type.getIntOrFloatBitWidth())));
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   Value scalar) {
+  Value empty = emptyTensor(b, loc, type);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+/// The indexing map that reads an operand of `shape` broadcast (NumPy rules)
+/// into a loop nest over `resultShape`.
+AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> resultShape,
+                       MLIRContext *ctx) {
+  int64_t lead = resultShape.size() - shape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    int64_t resultDim = lead + i;
+    if (size == 1 && resultShape[resultDim] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(resultDim, ctx));
+  }
+  return AffineMap::get(resultShape.size(), 0, exprs, ctx);
+}
+
+/// A parallel linalg.generic over `resultType` that reads `inputs` with
+/// NumPy broadcasting and computes each element with `fn`.
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                  ValueRange inputs, ScalarFn fn) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(
+        broadcastMap(cast<RankedTensorType>(input.getType()).getShape(),
+                     resultType.getShape(), ctx));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, inputs, emptyTensor(b, loc, resultType), maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value result = fn(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  return generic.getResult(0);
+}
+
+/// Reduces `input` over `axes` (sorted, non-negative) into a tensor without
+/// those dimensions, starting from `init` and combining with `combine`.
+Value reduce(
+    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes, Value init,
+    llvm::function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < inputType.getRank(); ++i)
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(inputType.getDimSize(i));
+  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
+  Value acc = filledTensor(b, loc, resultType, init);
+  auto op = linalg::ReduceOp::create(
+      b, loc, input, acc, axes,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args[0], args[1]));
+      });
+  return op.getResult(0);
+}
+
+/// Re-inserts size-1 dimensions at `axes` (sorted) into a reduced tensor,
+/// giving `keptType`.
+Value keepDims(OpBuilder &b, Location loc, Value reduced,
+               RankedTensorType keptType) {
+  auto reducedType = cast<RankedTensorType>(reduced.getType());
+  if (reducedType == keptType)
+    return reduced;
+  return tensor::ReshapeOp::create(
+      b, loc, keptType, reduced,
+      arith::ConstantOp::create(
+          b, loc,
+          DenseIntElementsAttr::get(
+              RankedTensorType::get({keptType.getRank()}, b.getI64Type()),
+              keptType.getShape())));
+}
+
+/// Reshape of a row-major tensor through collapse/expand (views after
+/// bufferization); tensor.reshape when a side has rank 0.
+Value reshape(OpBuilder &b, Location loc, Value input,
+              RankedTensorType resultType) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  if (inputType == resultType)
+    return input;
+  if (inputType.getRank() == 0 || resultType.getRank() == 0)
+    return keepDims(b, loc, input, resultType);
+  Value flat = input;
+  if (inputType.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < inputType.getRank(); ++i)
+      all.push_back(i);
+    flat = tensor::CollapseShapeOp::create(b, loc, input,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+  if (resultType.getRank() == 1)
+    return flat;
+  ReassociationIndices all;
+  for (int64_t i = 0; i < resultType.getRank(); ++i)
+    all.push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, resultType, flat,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
+/// Normalises a possibly negative axis.
+int64_t normAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// The maps of a generic over `rank` dims that reads a full tensor and a
+/// tensor reduced over `axes` (as a projection).
+AffineMap projectionWithout(int64_t rank, ArrayRef<int64_t> axes,
+                            MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!llvm::is_contained(axes, i))
+      exprs.push_back(getAffineDimExpr(i, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+/// A generic over `type`'s shape reading `full` (identity) and each of
+/// `reduced` (projected over `axes`).
+Value combineWithReduced(OpBuilder &b, Location loc, RankedTensorType type,
+                         Value full, ValueRange reduced, ArrayRef<int64_t> axes,
+                         ScalarFn fn) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = type.getRank();
+  SmallVector<Value> inputs{full};
+  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  for (Value r : reduced) {
+    inputs.push_back(r);
+    maps.push_back(projectionWithout(rank, axes, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, inputs, emptyTensor(b, loc, type), maps, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc,
+                                       fn(nb, nloc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+Value addValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+
+Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MaximumFOp::create(b, loc, x, y);
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+
+/// Sum, max (and so on) of `input` over `axes`, as a tensor without them.
+Value reduceSum(OpBuilder &b, Location loc, Value input,
+                ArrayRef<int64_t> axes) {
+  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  return reduce(b, loc, input, axes, scalarConstant(b, loc, elementType, 0),
+                addValues);
+}
+
+Value reduceMax(OpBuilder &b, Location loc, Value input,
+                ArrayRef<int64_t> axes) {
+  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  return reduce(b, loc, input, axes, lowestValue(b, loc, elementType),
+                maxValues);
+}
+
+/// Axes [from, rank).
+SmallVector<int64_t> trailingAxes(int64_t from, int64_t rank) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = from; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar bodies shared by elementwise patterns
+//===----------------------------------------------------------------------===//
+
+Value sigmoidScalar(OpBuilder &b, Location loc, Value x) {
+  Value one = scalarConstant(b, loc, x.getType(), 1.0);
+  Value negX = arith::NegFOp::create(b, loc, x);
+  Value expNeg = math::ExpOp::create(b, loc, negX);
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, expNeg));
+}
+
+Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhApprox) {
+  Type t = x.getType();
+  Value half = scalarConstant(b, loc, t, 0.5);
+  Value one = scalarConstant(b, loc, t, 1.0);
+  Value inner;
+  if (tanhApprox) {
+    Value x3 =
+        arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value poly = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, scalarConstant(b, loc, t, 0.044715), x3));
+    inner = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(
+            b, loc, scalarConstant(b, loc, t, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = math::ErfOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, x,
+                              scalarConstant(b, loc, t, 1.0 / std::sqrt(2.0))));
+  }
+  return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half, x),
+                               arith::AddFOp::create(b, loc, one, inner));
+}
+
+Value compareScalar(OpBuilder &b, Location loc, CompareDirection direction,
+                    Value lhs, Value rhs) {
+  if (isa<FloatType>(lhs.getType())) {
+    // NumPy semantics: every comparison with NaN is false except `!=`.
+    arith::CmpFPredicate pred;
+    switch (direction) {
+    case CompareDirection::eq:
+      pred = arith::CmpFPredicate::OEQ;
+      break;
+    case CompareDirection::ne:
+      pred = arith::CmpFPredicate::UNE;
+      break;
+    case CompareDirection::lt:
+      pred = arith::CmpFPredicate::OLT;
+      break;
+    case CompareDirection::le:
+      pred = arith::CmpFPredicate::OLE;
+      break;
+    case CompareDirection::gt:
+      pred = arith::CmpFPredicate::OGT;
+      break;
+    case CompareDirection::ge:
+      pred = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return arith::CmpFOp::create(b, loc, pred, lhs, rhs);
+  }
+  arith::CmpIPredicate pred;
+  switch (direction) {
+  case CompareDirection::eq:
+    pred = arith::CmpIPredicate::eq;
+    break;
+  case CompareDirection::ne:
+    pred = arith::CmpIPredicate::ne;
+    break;
+  case CompareDirection::lt:
+    pred = arith::CmpIPredicate::slt;
+    break;
+  case CompareDirection::le:
+    pred = arith::CmpIPredicate::sle;
+    break;
+  case CompareDirection::gt:
+    pred = arith::CmpIPredicate::sgt;
+    break;
+  case CompareDirection::ge:
+    pred = arith::CmpIPredicate::sge;
+    break;
+  }
+  return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
+}
+
+/// Converts a scalar between the element types of of.cast.
+Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (from.isInteger(1)) {
+    if (isa<FloatType>(to))
+      return arith::UIToFPOp::create(b, loc, to, x);
+    return arith::ExtUIOp::create(b, loc, to, x);
+  }
+  auto fromFloat = dyn_cast<FloatType>(from);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (fromFloat && toFloat) {
+    if (fromFloat.getWidth() < toFloat.getWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    if (fromFloat.getWidth() > toFloat.getWidth())
+      return arith::TruncFOp::create(b, loc, to, x);
+    // f16 <-> bf16: through f32.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    return arith::TruncFOp::create(b, loc, to, wide);
+  }
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, x);
+  if (toFloat)
+    return arith::SIToFPOp::create(b, loc, to, x);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtSIOp::create(b, loc, to, x);
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+/// Elementwise unary ops.
+template <typename OpTy> struct UnaryLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = localType(op.getType());
+    Value result =
+        elementwise(rewriter, op.getLoc(), type, adaptor.getOperands(),
+                    [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                      return scalar(b, loc, args[0], op);
+                    });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+  static Value scalar(OpBuilder &b, Location loc, Value x, OpTy op);
+};
+
+template <>
+Value UnaryLowering<NegOp>::scalar(OpBuilder &b, Location loc, Value x, NegOp) {
+  if (isa<FloatType>(x.getType()))
+    return arith::NegFOp::create(b, loc, x);
+  return arith::SubIOp::create(b, loc, scalarConstant(b, loc, x.getType(), 0),
+                               x);
+}
+template <>
+Value UnaryLowering<ExpOp>::scalar(OpBuilder &b, Location loc, Value x, ExpOp) {
+  return math::ExpOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<LogOp>::scalar(OpBuilder &b, Location loc, Value x, LogOp) {
+  return math::LogOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<SqrtOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    SqrtOp) {
+  return math::SqrtOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<RsqrtOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                     RsqrtOp) {
+  return math::RsqrtOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<TanhOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    TanhOp) {
+  return math::TanhOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<SigmoidOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                       SigmoidOp) {
+  return sigmoidScalar(b, loc, x);
+}
+template <>
+Value UnaryLowering<ReluOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    ReluOp) {
+  return maxValues(b, loc, x, scalarConstant(b, loc, x.getType(), 0));
+}
+template <>
+Value UnaryLowering<SiluOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    SiluOp) {
+  return arith::MulFOp::create(b, loc, x, sigmoidScalar(b, loc, x));
+}
+template <>
+Value UnaryLowering<GeluOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    GeluOp op) {
+  return geluScalar(b, loc, x, op.getApproximate() == "tanh");
+}
+template <>
+Value UnaryLowering<CastOp>::scalar(OpBuilder &b, Location loc, Value x,
+                                    CastOp op) {
+  return castScalar(b, loc, x, localType(op.getType()).getElementType());
+}
+template <>
+Value UnaryLowering<BroadcastToOp>::scalar(OpBuilder &, Location, Value x,
+                                           BroadcastToOp) {
+  return x;
+}
+
+/// Elementwise binary ops with broadcasting.
+template <typename OpTy, typename FloatOp, typename IntOp>
+struct BinaryLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = localType(op.getType());
+    Value result =
+        elementwise(rewriter, op.getLoc(), type, adaptor.getOperands(),
+                    [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                      if (isa<FloatType>(args[0].getType()))
+                        return FloatOp::create(b, loc, args[0], args[1]);
+                      return IntOp::create(b, loc, args[0], args[1]);
+                    });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct CompareLowering : OpConversionPattern<CompareOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CompareOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = elementwise(
+        rewriter, op.getLoc(), localType(op.getType()), adaptor.getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return compareScalar(b, loc, op.getDirection(), args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SelectLowering : OpConversionPattern<SelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SelectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = elementwise(
+        rewriter, op.getLoc(), localType(op.getType()), adaptor.getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConstantLowering : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto value = dyn_cast<TypedAttr>(op.getValue());
+    if (!value)
+      return rewriter.notifyMatchFailure(op, "value is not a typed attribute");
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
+    return success();
+  }
+};
+
+/// of.boxing is the identity on one rank.
+struct BoxingLowering : OpConversionPattern<BoxingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BoxingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reshape(rewriter, op.getLoc(), adaptor.getInput(),
+                                   localType(op.getType())));
+    return success();
+  }
+};
+
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value init = emptyTensor(rewriter, loc, localType(op.getType()));
+    auto transpose = linalg::TransposeOp::create(
+        rewriter, loc, adaptor.getInput(), init, op.getPermutation());
+    rewriter.replaceOp(op, transpose.getResult());
+    return success();
+  }
+};
+
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = localType(op.getType());
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    if (op.getStrides())
+      strides.assign(op.getStrides()->begin(), op.getStrides()->end());
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getInput(), ValueRange{}, ValueRange{}, ValueRange{},
+        op.getStarts(), type.getShape(), strides);
+    return success();
+  }
+};
+
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    int64_t axis = normAxis(op.getAxis(), type.getRank());
+    Value result = emptyTensor(rewriter, loc, type);
+    int64_t offset = 0;
+    for (Value input : adaptor.getInputs()) {
+      auto inputType = cast<RankedTensorType>(input.getType());
+      SmallVector<int64_t> offsets(type.getRank(), 0);
+      offsets[axis] = offset;
+      SmallVector<int64_t> strides(type.getRank(), 1);
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, input, result, ValueRange{}, ValueRange{},
+          ValueRange{}, offsets, inputType.getShape(), strides);
+      offset += inputType.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Sorted, non-negative reduction axes of a reduce op.
+template <typename OpTy> SmallVector<int64_t> reductionAxes(OpTy op) {
+  int64_t rank = cast<RankedTensorType>(op.getInput().getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t axis : op.getAxes())
+    axes.push_back(normAxis(axis, rank));
+  llvm::sort(axes);
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+template <typename OpTy> struct ReduceLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<int64_t> axes = reductionAxes(op);
+    Value input = adaptor.getInput();
+    Value result;
+    if constexpr (std::is_same_v<OpTy, ReduceMaxOp>) {
+      result = reduceMax(rewriter, loc, input, axes);
+    } else {
+      result = reduceSum(rewriter, loc, input, axes);
+      if constexpr (std::is_same_v<OpTy, ReduceMeanOp>) {
+        auto inputType = cast<RankedTensorType>(input.getType());
+        int64_t count = 1;
+        for (int64_t axis : axes)
+          count *= inputType.getDimSize(axis);
+        auto reducedType = cast<RankedTensorType>(result.getType());
+        result = elementwise(
+            rewriter, loc, reducedType, result,
+            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+              return arith::DivFOp::create(
+                  b, l, args[0],
+                  scalarConstant(b, l, args[0].getType(), double(count)));
+            });
+      }
+    }
+    rewriter.replaceOp(
+        op, keepDims(rewriter, loc, result, localType(op.getType())));
+    return success();
+  }
+};
+
+/// Collapses the size-1 dimensions among the first `numBatch` dimensions of
+/// `value` into their neighbours, so that a contraction can leave broadcast
+/// batch dimensions out of its indexing map. Returns the kept batch
+/// dimensions' positions.
+Value dropUnitBatchDims(OpBuilder &b, Location loc, Value value,
+                        int64_t numBatch, SmallVectorImpl<int64_t> &kept) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices pending;
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    pending.push_back(i);
+    if (i < numBatch && type.getDimSize(i) == 1)
+      continue;
+    if (i < numBatch)
+      kept.push_back(i);
+    groups.push_back(pending);
+    shape.push_back(type.getDimSize(i));
+    pending.clear();
+  }
+  if (static_cast<int64_t>(groups.size()) == type.getRank())
+    return value;
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::CollapseShapeOp::create(b, loc, resultType, value, groups);
+}
+
+/// of.matmul -> linalg.contract. Loop dimensions are (batch..., m, n, k);
+/// transposes and broadcast batch dimensions are expressed by the operands'
+/// indexing maps, so the plan builder can read BLAS strides off them.
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getType());
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+
+    // A batched lhs times a matrix is one big matrix product.
+    if (lhsType.getRank() > 2 && rhsType.getRank() == 2 &&
+        !op.getTransposeA()) {
+      int64_t rows = lhsType.getNumElements() / lhsType.getShape().back();
+      auto flatType = RankedTensorType::get({rows, lhsType.getShape().back()},
+                                            lhsType.getElementType());
+      Value flatLhs = reshape(rewriter, loc, lhs, flatType);
+      auto flatResultType = RankedTensorType::get(
+          {rows, type.getShape().back()}, type.getElementType());
+      Value product = contract(rewriter, loc, flatLhs, rhs, flatResultType,
+                               false, op.getTransposeB());
+      rewriter.replaceOp(op, reshape(rewriter, loc, product, type));
+      return success();
+    }
+    // Equal batch shapes collapse into one batch dimension.
+    int64_t numBatch = type.getRank() - 2;
+    if (numBatch > 1 && lhsType.getRank() == type.getRank() &&
+        rhsType.getRank() == type.getRank() &&
+        lhsType.getShape().drop_back(2) == type.getShape().drop_back(2) &&
+        rhsType.getShape().drop_back(2) == type.getShape().drop_back(2)) {
+      auto collapse = [&](Value v, RankedTensorType t) {
+        int64_t batch = 1;
+        for (int64_t d : t.getShape().drop_back(2))
+          batch *= d;
+        return reshape(
+            rewriter, loc, v,
+            RankedTensorType::get(
+                {batch, t.getDimSize(t.getRank() - 2), t.getShape().back()},
+                t.getElementType()));
+      };
+      Value product = contract(
+          rewriter, loc, collapse(lhs, lhsType), collapse(rhs, rhsType),
+          cast<RankedTensorType>(
+              collapse(emptyTensor(rewriter, loc, type), type).getType()),
+          op.getTransposeA(), op.getTransposeB());
+      rewriter.replaceOp(op, reshape(rewriter, loc, product, type));
+      return success();
+    }
+    (void)ctx;
+    rewriter.replaceOp(op, contract(rewriter, loc, lhs, rhs, type,
+                                    op.getTransposeA(), op.getTransposeB()));
+    return success();
+  }
+
+  /// A linalg.contract of `lhs` and `rhs` into a zero-filled `type`.
+  static Value contract(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                        RankedTensorType type, bool transposeA,
+                        bool transposeB) {
+    MLIRContext *ctx = b.getContext();
+    int64_t numBatch = type.getRank() - 2;
+    int64_t numLoops = numBatch + 3;
+    AffineExpr m = getAffineDimExpr(numBatch, ctx);
+    AffineExpr n = getAffineDimExpr(numBatch + 1, ctx);
+    AffineExpr k = getAffineDimExpr(numBatch + 2, ctx);
+    auto operandMap = [&](Value &v, AffineExpr row, AffineExpr col,
+                          bool transposed) {
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      int64_t operandBatch = rank - 2;
+      SmallVector<int64_t> kept;
+      v = dropUnitBatchDims(b, loc, v, operandBatch, kept);
+      SmallVector<AffineExpr> exprs;
+      for (int64_t d : kept)
+        exprs.push_back(getAffineDimExpr(numBatch - operandBatch + d, ctx));
+      exprs.push_back(transposed ? col : row);
+      exprs.push_back(transposed ? row : col);
+      return AffineMap::get(numLoops, 0, exprs, ctx);
+    };
+    AffineMap lhsMap = operandMap(lhs, m, k, transposeA);
+    AffineMap rhsMap = operandMap(rhs, k, n, transposeB);
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < numBatch; ++d)
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    outExprs.push_back(m);
+    outExprs.push_back(n);
+    AffineMap outMap = AffineMap::get(numLoops, 0, outExprs, ctx);
+    Value init = filledTensor(b, loc, type,
+                              scalarConstant(b, loc, type.getElementType(), 0));
+    auto op = linalg::ContractOp::create(
+        b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+        b.getAffineMapArrayAttr({lhsMap, rhsMap, outMap}));
+    return op.getResult(0);
+  }
+};
+
+/// softmax / log_softmax along one axis, numerically stable.
+template <typename OpTy> struct SoftmaxLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    int64_t axis = normAxis(op.getAxis(), type.getRank());
+    Value x = adaptor.getInput();
+    Value max = reduceMax(rewriter, loc, x, {axis});
+    Value shifted = combineWithReduced(
+        rewriter, loc, type, x, max, {axis},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::SubFOp::create(b, l, args[0], args[1]);
+        });
+    Value exps =
+        elementwise(rewriter, loc, type, shifted,
+                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      return math::ExpOp::create(b, l, args[0]);
+                    });
+    Value sum = reduceSum(rewriter, loc, exps, {axis});
+    Value result;
+    if constexpr (std::is_same_v<OpTy, SoftmaxOp>) {
+      result = combineWithReduced(
+          rewriter, loc, type, exps, sum, {axis},
+          [](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::DivFOp::create(b, l, args[0], args[1]);
+          });
+    } else {
+      result = combineWithReduced(
+          rewriter, loc, type, shifted, sum, {axis},
+          [](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::SubFOp::create(b, l, args[0],
+                                         math::LogOp::create(b, l, args[1]));
+          });
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Mean over `axes` of `x` as a reduced tensor.
+Value reduceMeanOf(OpBuilder &b, Location loc, Value x,
+                   ArrayRef<int64_t> axes) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t count = 1;
+  for (int64_t axis : axes)
+    count *= type.getDimSize(axis);
+  Value sum = reduceSum(b, loc, x, axes);
+  return elementwise(
+      b, loc, cast<RankedTensorType>(sum.getType()), sum,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::DivFOp::create(
+            nb, l, args[0],
+            scalarConstant(nb, l, args[0].getType(), double(count)));
+      });
+}
+
+/// Scales `y` by `weight` and shifts by `bias` (either may be null), both of
+/// the shape of y's trailing dimensions.
+Value affineTail(OpBuilder &b, Location loc, Value y, Value weight,
+                 Value bias) {
+  auto type = cast<RankedTensorType>(y.getType());
+  if (weight)
+    y = elementwise(b, loc, type, {y, weight},
+                    [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      return arith::MulFOp::create(nb, l, args[0], args[1]);
+                    });
+  if (bias)
+    y = elementwise(b, loc, type, {y, bias},
+                    [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      return arith::AddFOp::create(nb, l, args[0], args[1]);
+                    });
+  return y;
+}
+
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    SmallVector<int64_t> axes =
+        trailingAxes(normAxis(op.getAxis(), type.getRank()), type.getRank());
+    double eps = op.getEpsilon().convertToDouble();
+    Value x = adaptor.getInput();
+    Value mean = reduceMeanOf(rewriter, loc, x, axes);
+    Value centered = combineWithReduced(
+        rewriter, loc, type, x, mean, axes,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::SubFOp::create(b, l, args[0], args[1]);
+        });
+    Value squares =
+        elementwise(rewriter, loc, type, centered,
+                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      return arith::MulFOp::create(b, l, args[0], args[0]);
+                    });
+    Value var = reduceMeanOf(rewriter, loc, squares, axes);
+    Value normed = combineWithReduced(
+        rewriter, loc, type, centered, var, axes,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value denom = arith::AddFOp::create(
+              b, l, args[1], scalarConstant(b, l, args[1].getType(), eps));
+          return arith::MulFOp::create(b, l, args[0],
+                                       math::RsqrtOp::create(b, l, denom));
+        });
+    rewriter.replaceOp(op, affineTail(rewriter, loc, normed,
+                                      adaptor.getWeight(), adaptor.getBias()));
+    return success();
+  }
+};
+
+struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    SmallVector<int64_t> axes =
+        trailingAxes(normAxis(op.getAxis(), type.getRank()), type.getRank());
+    double eps = op.getEpsilon().convertToDouble();
+    Value x = adaptor.getInput();
+    Value squares =
+        elementwise(rewriter, loc, type, x,
+                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      return arith::MulFOp::create(b, l, args[0], args[0]);
+                    });
+    Value ms = reduceMeanOf(rewriter, loc, squares, axes);
+    Value normed = combineWithReduced(
+        rewriter, loc, type, x, ms, axes,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value denom = arith::AddFOp::create(
+              b, l, args[1], scalarConstant(b, l, args[1].getType(), eps));
+          return arith::MulFOp::create(b, l, args[0],
+                                       math::RsqrtOp::create(b, l, denom));
+        });
+    rewriter.replaceOp(
+        op, affineTail(rewriter, loc, normed, adaptor.getWeight(), nullptr));
+    return success();
+  }
+};
+
+/// Marks a gather kernel so that the plan checks operand `operand` (an
+/// integer tensor) for indices in [0, hi) before the kernel runs.
+void markIndexRange(Operation *op, int64_t operand, int64_t hi) {
+  Builder b(op->getContext());
+  op->setAttr("of.index_range", b.getDenseI64ArrayAttr({operand, 0, hi}));
+}
+
+Value indexCast(OpBuilder &b, Location loc, Value v) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+
+struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getType());
+    Value table = adaptor.getWeight();
+    int64_t rank = type.getRank();
+    auto idsMap = AffineMap::get(
+        rank, 0, ArrayRef(getAffineDimExprs(rank, ctx)).drop_back(), ctx);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, adaptor.getIndices(),
+        emptyTensor(rewriter, loc, type),
+        {idsMap, AffineMap::getMultiDimIdentityMap(rank, ctx)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value row = indexCast(b, l, args[0]);
+          Value col = linalg::IndexOp::create(b, l, rank - 1);
+          Value v =
+              tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          linalg::YieldOp::create(b, l, v);
+        });
+    markIndexRange(generic, 0,
+                   cast<RankedTensorType>(table.getType()).getDimSize(0));
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+
+  static SmallVector<AffineExpr> getAffineDimExprs(int64_t n,
+                                                   MLIRContext *ctx) {
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < n; ++i)
+      exprs.push_back(getAffineDimExpr(i, ctx));
+    return exprs;
+  }
+};
+
+/// loss = logsumexp(logits[..., :]) - logits[..., label].
+struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value logits = adaptor.getLogits();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    int64_t axis = logitsType.getRank() - 1;
+    RankedTensorType type = localType(op.getType());
+    Value max = reduceMax(rewriter, loc, logits, {axis});
+    Value exps = combineWithReduced(
+        rewriter, loc, logitsType, logits, max, {axis},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return math::ExpOp::create(
+              b, l, arith::SubFOp::create(b, l, args[0], args[1]));
+        });
+    Value sum = reduceSum(rewriter, loc, exps, {axis});
+    int64_t rank = type.getRank();
+    auto id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{adaptor.getLabels(), max, sum},
+        emptyTensor(rewriter, loc, type), {id, id, id, id},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          SmallVector<Value> indices;
+          for (int64_t i = 0; i < rank; ++i)
+            indices.push_back(linalg::IndexOp::create(b, l, i));
+          indices.push_back(indexCast(b, l, args[0]));
+          Value picked = tensor::ExtractOp::create(b, l, logits, indices);
+          Value lse = arith::AddFOp::create(b, l, args[1],
+                                            math::LogOp::create(b, l, args[2]));
+          linalg::YieldOp::create(
+              b, l, Value(arith::SubFOp::create(b, l, lse, picked)));
+        });
+    markIndexRange(generic, 0, logitsType.getShape().back());
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Pads the two spatial dimensions of an NCHW tensor with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value input,
+                 ArrayRef<int64_t> padding, Value value) {
+  if (llvm::all_of(padding, [](int64_t p) { return p == 0; }))
+    return input;
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> low{0, 0, padding[0], padding[2]};
+  SmallVector<int64_t> high{0, 0, padding[1], padding[3]};
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] += padding[0] + padding[1];
+  shape[3] += padding[2] + padding[3];
+  auto padType = RankedTensorType::get(shape, type.getElementType());
+  return tensor::PadOp::create(
+      b, loc, padType, input, getAsIndexOpFoldResult(b.getContext(), low),
+      getAsIndexOpFoldResult(b.getContext(), high), value);
+}
+
+struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Conv2DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(),
+                             scalarConstant(rewriter, loc, et, 0));
+    Value weight = adaptor.getWeight();
+    // Named linalg convolutions take i64 elements attributes: an array
+    // attribute would be silently ignored (unit strides and dilations).
+    auto strides = rewriter.getI64VectorAttr(op.getStrides());
+    auto dilations = rewriter.getI64VectorAttr(op.getDilation());
+    Value init =
+        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    int64_t groups = op.getGroups();
+    Value result;
+    if (groups == 1) {
+      result = linalg::Conv2DNchwFchwOp::create(
+                   rewriter, loc, TypeRange{type}, ValueRange{input, weight},
+                   ValueRange{init}, strides, dilations)
+                   .getResult(0);
+    } else {
+      // [N, G*C, H, W] -> [N, G, C, H, W]; [G*F, C, KH, KW] -> [G, F, C, KH,
+      // KW].
+      auto split = [&](Value v, int64_t dim) {
+        auto t = cast<RankedTensorType>(v.getType());
+        SmallVector<int64_t> shape;
+        SmallVector<ReassociationIndices> groupsOf;
+        for (int64_t i = 0, j = 0; i < t.getRank(); ++i) {
+          if (i == dim) {
+            shape.push_back(groups);
+            shape.push_back(t.getDimSize(i) / groups);
+            groupsOf.push_back({j, j + 1});
+            j += 2;
+          } else {
+            shape.push_back(t.getDimSize(i));
+            groupsOf.push_back({j});
+            ++j;
+          }
+        }
+        return tensor::ExpandShapeOp::create(
+            rewriter, loc, RankedTensorType::get(shape, t.getElementType()), v,
+            groupsOf);
+      };
+      Value gInput = split(input, 1);
+      Value gWeight = split(weight, 0);
+      Value gInit = split(init, 1);
+      Value conv = linalg::Conv2DNgchwGfchwOp::create(
+                       rewriter, loc, TypeRange{gInit.getType()},
+                       ValueRange{gInput, gWeight}, ValueRange{gInit}, strides,
+                       dilations)
+                       .getResult(0);
+      result = tensor::CollapseShapeOp::create(
+          rewriter, loc, type, conv,
+          ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    }
+    if (Value bias = adaptor.getBias()) {
+      MLIRContext *ctx = rewriter.getContext();
+      auto biasMap = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      auto id = AffineMap::getMultiDimIdentityMap(4, ctx);
+      result =
+          linalg::GenericOp::create(
+              rewriter, loc, type, ValueRange{result, bias},
+              emptyTensor(rewriter, loc, type), {id, biasMap, id},
+              SmallVector<utils::IteratorType>(4,
+                                               utils::IteratorType::parallel),
+              [](OpBuilder &b, Location l, ValueRange args) {
+                linalg::YieldOp::create(
+                    b, l, Value(arith::AddFOp::create(b, l, args[0], args[1])));
+              })
+              .getResult(0);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+template <typename OpTy> SmallVector<int64_t> poolStrides(OpTy op) {
+  if (op.getStrides())
+    return SmallVector<int64_t>(op.getStrides()->begin(),
+                                op.getStrides()->end());
+  return SmallVector<int64_t>(op.getKernelSize());
+}
+
+struct MaxPool2DLowering : OpConversionPattern<MaxPool2DOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MaxPool2DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value lowest = lowestValue(rewriter, loc, et);
+    Value input =
+        padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(), lowest);
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, op.getKernelSize(), et);
+    Value init = filledTensor(rewriter, loc, type, lowest);
+    auto pool = linalg::PoolingNchwMaxOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{input, window},
+        ValueRange{init}, rewriter.getI64VectorAttr(poolStrides(op)),
+        rewriter.getI64VectorAttr({1, 1}));
+    rewriter.replaceOp(op, pool.getResult(0));
+    return success();
+  }
+};
+
+struct AvgPool2DLowering : OpConversionPattern<AvgPool2DOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AvgPool2DOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+    ArrayRef<int64_t> padding = op.getPadding();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    SmallVector<int64_t> strides = poolStrides(op);
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), padding,
+                             scalarConstant(rewriter, loc, et, 0));
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    Value init =
+        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    Value sum = linalg::PoolingNchwSumOp::create(
+                    rewriter, loc, TypeRange{type}, ValueRange{input, window},
+                    ValueRange{init}, rewriter.getI64VectorAttr(strides),
+                    rewriter.getI64VectorAttr({1, 1}))
+                    .getResult(0);
+    bool includePad = op.getCountIncludePad();
+    int64_t h = inputType.getDimSize(2), w = inputType.getDimSize(3);
+    Value result = elementwise(
+        rewriter, loc, type, sum,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          if (includePad)
+            return arith::DivFOp::create(
+                b, l, args[0],
+                scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
+          // Count the window's elements inside the unpadded input.
+          auto count = [&](int64_t dim, int64_t size, int64_t k, int64_t s,
+                           int64_t pad) -> Value {
+            Value o = linalg::IndexOp::create(b, l, dim);
+            Value start = arith::SubIOp::create(
+                b, l,
+                arith::MulIOp::create(b, l, o,
+                                      arith::ConstantIndexOp::create(b, l, s)),
+                arith::ConstantIndexOp::create(b, l, pad));
+            Value end = arith::AddIOp::create(
+                b, l, start, arith::ConstantIndexOp::create(b, l, k));
+            Value lo = arith::MaxSIOp::create(
+                b, l, start, arith::ConstantIndexOp::create(b, l, 0));
+            Value hi = arith::MinSIOp::create(
+                b, l, end, arith::ConstantIndexOp::create(b, l, size));
+            return arith::SubIOp::create(b, l, hi, lo);
+          };
+          Value n = arith::MulIOp::create(
+              b, l, count(2, h, kernel[0], strides[0], padding[0]),
+              count(3, w, kernel[1], strides[1], padding[2]));
+          Value nf = arith::SIToFPOp::create(
+              b, l, et, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
+          return arith::DivFOp::create(b, l, args[0], nf);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getResult().getType());
+    Type et = type.getElementType();
+    int64_t rank = type.getRank();
+    double eps = op.getEpsilon().convertToDouble();
+    double momentum = op.getMomentum().convertToDouble();
+    Value x = adaptor.getInput();
+    SmallVector<int64_t> axes{0};
+    for (int64_t i = 2; i < rank; ++i)
+      axes.push_back(i);
+    Value mean = adaptor.getRunningMean(), var = adaptor.getRunningVar();
+    Value newMean = mean, newVar = var;
+    if (op.getTraining()) {
+      int64_t count = type.getNumElements() / type.getDimSize(1);
+      mean = reduceMeanOf(rewriter, loc, x, axes);
+      Value centered = combineWithReduced(
+          rewriter, loc, type, x, mean, axes,
+          [](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value d = arith::SubFOp::create(b, l, args[0], args[1]);
+            return arith::MulFOp::create(b, l, d, d);
+          });
+      var = reduceMeanOf(rewriter, loc, centered, axes);
+      auto channelType = cast<RankedTensorType>(mean.getType());
+      double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
+      auto update = [&](Value old, Value batch, double scale) {
+        return elementwise(
+            rewriter, loc, channelType, {old, batch},
+            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+              Value keep = arith::MulFOp::create(
+                  b, l, args[0], scalarConstant(b, l, et, 1.0 - momentum));
+              Value add = arith::MulFOp::create(
+                  b, l, args[1], scalarConstant(b, l, et, momentum * scale));
+              return arith::AddFOp::create(b, l, keep, add);
+            });
+      };
+      newMean = update(adaptor.getRunningMean(), mean, 1.0);
+      newVar = update(adaptor.getRunningVar(), var, unbias);
+    }
+    auto channelMap = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    auto id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    Value y =
+        linalg::GenericOp::create(
+            rewriter, loc, type,
+            ValueRange{x, mean, var, adaptor.getWeight(), adaptor.getBias()},
+            emptyTensor(rewriter, loc, type),
+            {id, channelMap, channelMap, channelMap, channelMap, id},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value d = arith::SubFOp::create(b, l, args[0], args[1]);
+              Value inv = math::RsqrtOp::create(
+                  b, l,
+                  arith::AddFOp::create(b, l, args[2],
+                                        scalarConstant(b, l, et, eps)));
+              Value scaled = arith::MulFOp::create(
+                  b, l, arith::MulFOp::create(b, l, d, inv), args[3]);
+              linalg::YieldOp::create(
+                  b, l, Value(arith::AddFOp::create(b, l, scaled, args[4])));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, {y, newMean, newVar});
+    return success();
+  }
+};
+
+/// The dropout mask: element `i` (row-major global index) is kept when
+/// `splitmix64(seed + i) >> 40`, as a fraction of 2^24, is at least `p`.
+struct DropoutLowering : OpConversionPattern<DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    double p = op.getP().convertToDouble();
+    Value seedTensor = adaptor.getSeed();
+    int64_t rank = type.getRank();
+    uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 16777216.0));
+    Value result = elementwise(
+        rewriter, loc, type, adaptor.getInput(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Type i64 = b.getI64Type();
+          auto c = [&](uint64_t v) -> Value {
+            return arith::ConstantOp::create(
+                b, l, b.getIntegerAttr(i64, static_cast<int64_t>(v)));
+          };
+          // Row-major linear index.
+          Value linear = c(0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value idx = arith::IndexCastOp::create(
+                b, l, i64, linalg::IndexOp::create(b, l, d));
+            linear = arith::AddIOp::create(
+                b, l,
+                arith::MulIOp::create(b, l, linear, c(type.getDimSize(d))),
+                idx);
+          }
+          Value seed =
+              tensor::ExtractOp::create(b, l, seedTensor, ValueRange{});
+          Value z = arith::AddIOp::create(
+              b, l, arith::AddIOp::create(b, l, seed, linear),
+              c(0x9E3779B97F4A7C15ull));
+          auto mix = [&](Value v, uint64_t shift, uint64_t mul) -> Value {
+            Value s = arith::ShRUIOp::create(b, l, v, c(shift));
+            Value x = arith::XOrIOp::create(b, l, v, s);
+            return mul ? Value(arith::MulIOp::create(b, l, x, c(mul))) : x;
+          };
+          z = mix(z, 30, 0xBF58476D1CE4E5B9ull);
+          z = mix(z, 27, 0x94D049BB133111EBull);
+          z = mix(z, 31, 0);
+          Value bits = arith::ShRUIOp::create(b, l, z, c(40));
+          Value keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                             bits, c(threshold));
+          Value scaled = arith::MulFOp::create(
+              b, l, args[0],
+              scalarConstant(b, l, et, p < 1.0 ? 1.0 / (1.0 - p) : 0.0));
+          return arith::SelectOp::create(b, l, keep, scaled,
+                                         scalarConstant(b, l, et, 0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertOFToLinalgPass
+    : of::impl::ConvertOFToLinalgPassBase<ConvertOFToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return stripSbp(type); });
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<OFDialect>();
+    target.addLegalOp<PlacementOp, ModuleOp>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(ctx);
+    populateOFToLinalgPatterns(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    if (failed(applyFullConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    // Placements have no meaning on one rank; the caller's arguments are
+    // read-only to the program.
+    for (auto placement :
+         llvm::make_early_inc_range(module.getOps<PlacementOp>()))
+      placement.erase();
+    OpBuilder b(ctx);
+    module.walk([&](func::FuncOp func) {
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (isa<TensorType>(func.getArgument(i).getType()))
+          func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+    });
+  }
+};
+
+} // namespace
+
+void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
+                                          RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<
+      UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
+      UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
+      UnaryLowering<SigmoidOp>, UnaryLowering<ReluOp>, UnaryLowering<SiluOp>,
+      UnaryLowering<GeluOp>, UnaryLowering<CastOp>,
+      UnaryLowering<BroadcastToOp>,
+      BinaryLowering<AddOp, arith::AddFOp, arith::AddIOp>,
+      BinaryLowering<SubOp, arith::SubFOp, arith::SubIOp>,
+      BinaryLowering<MulOp, arith::MulFOp, arith::MulIOp>,
+      BinaryLowering<DivOp, arith::DivFOp, arith::DivSIOp>,
+      BinaryLowering<PowOp, math::PowFOp, math::PowFOp>,
+      BinaryLowering<MaximumOp, arith::MaximumFOp, arith::MaxSIOp>,
+      BinaryLowering<MinimumOp, arith::MinimumFOp, arith::MinSIOp>,
+      CompareLowering, SelectLowering, ConstantLowering, BoxingLowering,
+      ReshapeLowering, TransposeLowering, SliceLowering, ConcatLowering,
+      ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
+      ReduceLowering<ReduceMaxOp>, MatmulLowering, SoftmaxLowering<SoftmaxOp>,
+      SoftmaxLowering<LogSoftmaxOp>, LayerNormLowering, RmsNormLowering,
+      EmbeddingLowering, CrossEntropyLowering, Conv2DLowering,
+      MaxPool2DLowering, AvgPool2DLowering, BatchNormLowering, DropoutLowering>(
+      converter, ctx);
+}

@@ -1,0 +1,628 @@
+//===- BuildPlan.cpp - Bufferized functions to ofrt programs --------------===//
+//
+// Implements --of-build-plan: turns each public bufferized function into an
+// ofrt.program (buffers, steps, a static arena) and outlines its compute ops
+// into kernels of one CPU executable. Assumes static shapes, identity-layout
+// function boundaries and no calls (the pipeline inlines first).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/Dialect/Plan/Transforms/ArenaPlanner.h"
+#include "OF/Dialect/Plan/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace mlir::ofrt {
+#define GEN_PASS_DEF_BUILDPLANPASS
+#include "OF/Dialect/Plan/Transforms/Passes.h.inc"
+} // namespace mlir::ofrt
+
+using namespace mlir;
+using namespace mlir::ofrt;
+
+namespace {
+
+/// A buffer of the program: the value that owns memory (an alloc, an
+/// argument or a global's get), before any view.
+struct Root {
+  BufferKind kind;
+  Value value;
+  MemRefType type;
+  std::string symbol;
+  std::string binding; // inputs
+  Attribute constant;  // constants
+  int64_t first = -1, last = -1;
+};
+
+struct Step {
+  enum Kind { Launch, Library, Copy, Output } kind;
+  std::string name;              // kernel, library function, output name
+  SmallVector<unsigned> buffers; // root indices
+  SmallVector<int64_t> params;   // library params
+  int64_t srcOffset = 0, dstOffset = 0, bytes = 0; // copies
+  bool dead = false;
+  /// The outlined kernel of a launch.
+  func::FuncOp kernel;
+  /// In-place candidates of an elementwise kernel: (input root, output root).
+  SmallVector<std::pair<unsigned, unsigned>> inPlace;
+};
+
+/// Follows view ops (reshape, subview, ...) back to the value owning memory.
+Value traceRoot(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether a memref type is row-major contiguous; sets its element offset.
+bool isContiguous(MemRefType type, int64_t &offset) {
+  SmallVector<int64_t> strides;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset))
+    return false;
+  int64_t expected = 1;
+  for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+    if (type.getDimSize(i) != 1 && strides[i] != expected)
+      return false;
+    expected *= type.getDimSize(i);
+  }
+  return true;
+}
+
+int64_t byteSize(MemRefType type) {
+  return type.getNumElements() * getElementByteSize(type.getElementType());
+}
+
+class ProgramBuilder {
+public:
+  ProgramBuilder(func::FuncOp func, ModuleOp kernels, SymbolTable &symbols,
+                 unsigned &kernelCounter, bool inPlace, bool useBlas)
+      : func(func), kernels(kernels), symbols(symbols),
+        kernelCounter(kernelCounter), inPlace(inPlace), useBlas(useBlas) {}
+
+  LogicalResult build(OpBuilder &planBuilder);
+
+private:
+  LogicalResult visit(Operation *op);
+  unsigned rootOf(Value value);
+  LogicalResult outline(Operation *op, Step &step);
+  std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
+  void use(unsigned root) { pendingZeroFill.erase(root); }
+
+  func::FuncOp func;
+  ModuleOp kernels;
+  SymbolTable &symbols;
+  unsigned &kernelCounter;
+  bool inPlace, useBlas;
+
+  std::vector<Root> roots;
+  DenseMap<Value, unsigned> rootIndex;
+  llvm::StringMap<unsigned> globalRoots;
+  std::vector<Step> steps;
+  /// Roots whose last writer is a zero fill (step index), for gemm.
+  DenseMap<unsigned, size_t> pendingZeroFill;
+};
+
+unsigned ProgramBuilder::rootOf(Value value) {
+  return rootIndex.lookup(traceRoot(value));
+}
+
+LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
+  Location loc = func.getLoc();
+  Block &body = func.getBody().front();
+
+  // Inputs, named by of.name or argN.
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+      return func.emitError("argument ")
+             << arg.getArgNumber() << " has type " << arg.getType()
+             << "; the plan needs statically shaped identity-layout memrefs";
+    Root root{BufferKind::Input, arg, type};
+    root.symbol = "arg" + std::to_string(arg.getArgNumber());
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "of.name");
+    root.binding = name ? name.str() : root.symbol;
+    rootIndex[arg] = roots.size();
+    roots.push_back(root);
+  }
+
+  // An output is its root buffer, with the root's shape: a returned view
+  // that is not the whole of its root, or has another shape (a reshape), is
+  // copied out first.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(ret);
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Value v = operand.get();
+    auto type = cast<MemRefType>(v.getType());
+    int64_t offset;
+    Value root = traceRoot(v);
+    if (root == v ||
+        (isContiguous(type, offset) && offset == 0 &&
+         cast<MemRefType>(root.getType()).getShape() == type.getShape()))
+      continue;
+    auto copyType = MemRefType::get(type.getShape(), type.getElementType());
+    Value copy = memref::AllocOp::create(b, loc, copyType);
+    memref::CopyOp::create(b, loc, v, copy);
+    operand.set(copy);
+  }
+
+  for (Operation &op : body.without_terminator())
+    if (failed(visit(&op)))
+      return failure();
+
+  // Outputs.
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Step step{Step::Output};
+    auto name = func.getResultAttrOfType<StringAttr>(i, "of.name");
+    step.name = name ? name.str() : "out" + std::to_string(i);
+    step.buffers.push_back(rootOf(v));
+    steps.push_back(step);
+  }
+
+  // Liveness over the live steps; outputs stay alive to the end.
+  int64_t index = 0;
+  for (Step &step : steps) {
+    if (step.dead)
+      continue;
+    for (unsigned r : step.buffers) {
+      if (roots[r].first < 0)
+        roots[r].first = index;
+      roots[r].last = index;
+    }
+    ++index;
+  }
+  int64_t end = index;
+  for (Step &step : steps)
+    if (step.kind == Step::Output)
+      roots[step.buffers[0]].last = end;
+
+  // In place: an elementwise kernel's output takes the slot of an input
+  // that dies at it. Groups of roots share one placement.
+  std::vector<unsigned> group(roots.size());
+  std::iota(group.begin(), group.end(), 0);
+  std::function<unsigned(unsigned)> find = [&](unsigned r) {
+    return group[r] == r ? r : group[r] = find(group[r]);
+  };
+  std::vector<int64_t> groupFirst, groupLast;
+  for (const Root &r : roots) {
+    groupFirst.push_back(r.first);
+    groupLast.push_back(r.last);
+  }
+  if (inPlace) {
+    index = 0;
+    for (Step &step : steps) {
+      if (step.dead)
+        continue;
+      for (auto [in, out] : step.inPlace) {
+        unsigned gin = find(in), gout = find(out);
+        if (gin == gout || groupLast[gin] != index ||
+            roots[out].first != index || find(out) != out)
+          continue;
+        group[gout] = gin;
+        groupLast[gin] = std::max(groupLast[gin], groupLast[gout]);
+        break;
+      }
+      ++index;
+    }
+  }
+
+  // Place the arena groups.
+  std::vector<ArenaRequest> requests;
+  DenseMap<unsigned, size_t> requestOf;
+  for (unsigned r = 0; r < roots.size(); ++r) {
+    if (roots[r].kind != BufferKind::Arena || roots[r].first < 0 ||
+        find(r) != r)
+      continue;
+    uint64_t bytes = 0;
+    for (unsigned m = 0; m < roots.size(); ++m)
+      if (find(m) == r)
+        bytes = std::max<uint64_t>(bytes, byteSize(roots[m].type));
+    requestOf[r] = requests.size();
+    requests.push_back({bytes, groupFirst[r], groupLast[r]});
+  }
+  ArenaPlan arena = planArena(requests);
+
+  // Emit the program.
+  MLIRContext *ctx = func.getContext();
+  auto program = ProgramOp::create(
+      planBuilder, loc, planBuilder.getStringAttr(func.getSymName()),
+      planBuilder.getDenseI64ArrayAttr({0}), planBuilder.getStringAttr("cpu"),
+      planBuilder.getI64IntegerAttr(arena.size), IntegerAttr(), IntegerAttr());
+  Block *block = new Block();
+  program.getBody().push_back(block);
+  OpBuilder pb = OpBuilder::atBlockEnd(block);
+  auto tensorType = [](MemRefType t) {
+    return RankedTensorType::get(t.getShape(), t.getElementType());
+  };
+  SmallVector<FlatSymbolRefAttr> refs;
+  for (unsigned r = 0; r < roots.size(); ++r) {
+    Root &root = roots[r];
+    refs.push_back(FlatSymbolRefAttr::get(ctx, root.symbol));
+    if (root.kind == BufferKind::Arena && root.first < 0)
+      continue; // never used
+    IntegerAttr offset;
+    if (root.kind == BufferKind::Arena)
+      offset = pb.getI64IntegerAttr(arena.offsets[requestOf.lookup(find(r))]);
+    BufferOp::create(pb, loc, pb.getStringAttr(root.symbol),
+                     BufferKindAttr::get(ctx, root.kind), offset,
+                     root.kind == BufferKind::Input
+                         ? pb.getStringAttr(root.binding)
+                         : StringAttr(),
+                     pb.getI64IntegerAttr(byteSize(root.type)),
+                     cast_or_null<ElementsAttr>(root.constant),
+                     TypeAttr::get(tensorType(root.type)));
+  }
+  auto bufferRefs = [&](const Step &step) {
+    SmallVector<Attribute> attrs;
+    for (unsigned r : step.buffers)
+      attrs.push_back(refs[r]);
+    return pb.getArrayAttr(attrs);
+  };
+  for (const Step &step : steps) {
+    if (step.dead)
+      continue;
+    switch (step.kind) {
+    case Step::Launch:
+      LaunchOp::create(pb, loc, FlatSymbolRefAttr::get(ctx, "cpu_kernels"),
+                       pb.getStringAttr(step.name), bufferRefs(step));
+      break;
+    case Step::Library:
+      LibraryCallOp::create(pb, loc, pb.getStringAttr(step.name),
+                            bufferRefs(step),
+                            pb.getDenseI64ArrayAttr(step.params));
+      break;
+    case Step::Copy:
+      CopyOp::create(pb, loc, refs[step.buffers[0]], refs[step.buffers[1]],
+                     pb.getI64IntegerAttr(step.srcOffset),
+                     pb.getI64IntegerAttr(step.dstOffset),
+                     pb.getI64IntegerAttr(step.bytes));
+      break;
+    case Step::Output:
+      OutputOp::create(pb, loc, pb.getStringAttr(step.name),
+                       refs[step.buffers[0]]);
+      break;
+    }
+  }
+  return success();
+}
+
+LogicalResult ProgramBuilder::visit(Operation *op) {
+  // Memory owners.
+  if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
+    auto type = cast<MemRefType>(op->getResult(0).getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return op->emitError("the plan needs static identity-layout allocations");
+    Root root{BufferKind::Arena, op->getResult(0), type};
+    root.symbol = "buf" + std::to_string(roots.size());
+    rootIndex[op->getResult(0)] = roots.size();
+    roots.push_back(root);
+    return success();
+  }
+  if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+    auto global = symbols.lookup<memref::GlobalOp>(get.getName());
+    if (!global || !global.getInitialValue() || !global.getConstant())
+      return op->emitError("only constant globals with a value are supported");
+    auto it = globalRoots.find(get.getName());
+    if (it != globalRoots.end()) {
+      rootIndex[get.getResult()] = it->second;
+      return success();
+    }
+    Root root{BufferKind::Constant, get.getResult(), get.getType()};
+    root.symbol = "cst" + std::to_string(roots.size());
+    auto value = cast<ElementsAttr>(*global.getInitialValue());
+    // The plan stores constants as tensors of the buffer's shape.
+    auto type = RankedTensorType::get(get.getType().getShape(),
+                                      get.getType().getElementType());
+    if (auto dense = dyn_cast<DenseElementsAttr>(value))
+      root.constant = dense.reshape(type);
+    else
+      root.constant = value;
+    globalRoots[get.getName()] = roots.size();
+    rootIndex[get.getResult()] = roots.size();
+    roots.push_back(root);
+    return success();
+  }
+  if (isa<ViewLikeOpInterface, memref::DeallocOp>(op))
+    return success();
+  if (isa<func::CallOp>(op))
+    return op->emitError("the plan builder needs inlined calls");
+  // Pure scalar ops are cloned into the kernels that use them.
+  if (isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
+      llvm::none_of(op->getOperandTypes(), llvm::IsaPred<MemRefType>) &&
+      llvm::none_of(op->getResultTypes(), llvm::IsaPred<MemRefType>))
+    return success();
+
+  // Matrix products with a BLAS layout, on a zero-filled output.
+  if (auto contract = dyn_cast<linalg::ContractOp>(op); contract && useBlas) {
+    if (auto params = gemmParams(contract)) {
+      Value out = contract.getOutputs()[0];
+      unsigned c = rootOf(out);
+      auto fill = pendingZeroFill.find(c);
+      if (traceRoot(out) == out && fill != pendingZeroFill.end()) {
+        // BLAS overwrites C (beta = 0): the zero fill is not needed.
+        steps[fill->second].dead = true;
+        steps[fill->second].kernel.erase();
+        Step step{Step::Library};
+        step.name = "blas.gemm";
+        for (Value v : contract->getOperands()) {
+          step.buffers.push_back(rootOf(v));
+          use(rootOf(v));
+        }
+        step.params = *params;
+        steps.push_back(step);
+        return success();
+      }
+    }
+  }
+
+  // Whole contiguous copies are memcpys.
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    auto srcType = cast<MemRefType>(copy.getSource().getType());
+    auto dstType = cast<MemRefType>(copy.getTarget().getType());
+    int64_t srcOffset, dstOffset;
+    if (isContiguous(srcType, srcOffset) && isContiguous(dstType, dstOffset)) {
+      int64_t elementSize = getElementByteSize(srcType.getElementType());
+      Step step{Step::Copy};
+      step.buffers = {rootOf(copy.getSource()), rootOf(copy.getTarget())};
+      step.srcOffset = srcOffset * elementSize;
+      step.dstOffset = dstOffset * elementSize;
+      step.bytes = byteSize(srcType);
+      use(step.buffers[0]);
+      use(step.buffers[1]);
+      steps.push_back(step);
+      return success();
+    }
+  }
+
+  Step step{Step::Launch};
+  if (failed(outline(op, step)))
+    return failure();
+
+  // Indices that a gather reads are checked before the kernel runs.
+  if (auto range = op->getAttrOfType<DenseI64ArrayAttr>("of.index_range")) {
+    Value indices = op->getOperand(range[0]);
+    Step check{Step::Library};
+    check.name = "check.index_range";
+    check.buffers.push_back(rootOf(indices));
+    check.params = {range[1], range[2]};
+    use(check.buffers[0]);
+    steps.push_back(check);
+  }
+
+  for (unsigned r : step.buffers)
+    use(r);
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    Value out = fill.getOutputs()[0];
+    if (traceRoot(out) == out &&
+        (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+         matchPattern(fill.getInputs()[0], m_Zero())))
+      pendingZeroFill[rootOf(out)] = steps.size();
+  }
+  steps.push_back(step);
+  return success();
+}
+
+/// BLAS parameters of a contraction, when it is C[b] = A[b] x B[b] over
+/// contiguous operands with at most one batch dimension.
+std::optional<SmallVector<int64_t>>
+ProgramBuilder::gemmParams(linalg::ContractOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return std::nullopt;
+  Type elementType;
+  SmallVector<SmallVector<int64_t>> strides(3);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type)
+      return std::nullopt;
+    Type et = type.getElementType();
+    if (!(et.isF32() || et.isF64()) || (elementType && et != elementType))
+      return std::nullopt;
+    elementType = et;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides[i], offset)) || offset != 0 ||
+        llvm::any_of(strides[i], ShapedType::isDynamic))
+      return std::nullopt;
+    for (AffineExpr e : maps[i].getResults())
+      if (!isa<AffineDimExpr>(e))
+        return std::nullopt;
+  }
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto strideOf = [&](unsigned operand, unsigned dim) -> int64_t {
+    for (auto [pos, e] : llvm::enumerate(maps[operand].getResults()))
+      if (cast<AffineDimExpr>(e).getPosition() == dim)
+        return strides[operand][pos];
+    return 0;
+  };
+  auto uses = [&](unsigned operand, unsigned dim) {
+    return maps[operand].isFunctionOfDim(dim);
+  };
+  int64_t mDim = -1, nDim = -1, kDim = -1, bDim = -1;
+  for (unsigned d = 0; d < maps[0].getNumDims(); ++d) {
+    bool a = uses(0, d), bb = uses(1, d), c = uses(2, d);
+    int64_t *slot = nullptr;
+    if (a && bb && !c)
+      slot = &kDim;
+    else if (a && !bb && c)
+      slot = &mDim;
+    else if (!a && bb && c)
+      slot = &nDim;
+    else if (c)
+      slot = &bDim;
+    if (!slot || *slot >= 0)
+      return std::nullopt;
+    *slot = d;
+  }
+  if (mDim < 0 || nDim < 0 || kDim < 0)
+    return std::nullopt;
+  int64_t m = ranges[mDim], n = ranges[nDim], k = ranges[kDim];
+  int64_t batch = bDim >= 0 ? ranges[bDim] : 1;
+  auto bs = [&](unsigned operand) {
+    return bDim >= 0 ? strideOf(operand, bDim) : 0;
+  };
+  int64_t am = strideOf(0, mDim), ak = strideOf(0, kDim);
+  int64_t bk = strideOf(1, kDim), bn = strideOf(1, nDim);
+  int64_t cm = strideOf(2, mDim), cn = strideOf(2, nDim);
+  // A unit dimension's stride is free; give BLAS the leading dimension it
+  // wants.
+  if (m == 1)
+    am = ak == 1 ? std::max<int64_t>(k, 1) : 1;
+  if (k == 1 && ak != 1)
+    ak = std::max<int64_t>(m, 1);
+  if (k == 1)
+    bk = bn == 1 ? std::max<int64_t>(n, 1) : 1;
+  if (n == 1 && bn != 1)
+    bn = std::max<int64_t>(k, 1);
+  if (n == 1)
+    cn = 1;
+  if (m == 1)
+    cm = std::max<int64_t>(n, 1);
+  if (cn != 1 || !(ak == 1 || am == 1) || !(bn == 1 || bk == 1))
+    return std::nullopt;
+  return SmallVector<int64_t>{batch, m,     n,  k,  bs(0), am,
+                              ak,    bs(1), bk, bn, bs(2), cm};
+}
+
+/// Outlines `op` into a kernel function taking the root buffers it reads or
+/// writes; view ops and scalar constants it depends on are cloned into it.
+LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
+  // Values the kernel needs from outside, and the roots behind them.
+  llvm::SetVector<Value> external;
+  for (Value v : op->getOperands())
+    external.insert(v);
+  getUsedValuesDefinedAbove(op->getRegions(), external);
+  llvm::SetVector<Value> rootValues;
+  llvm::SetVector<Operation *> toClone;
+  std::function<LogicalResult(Value)> collect = [&](Value v) -> LogicalResult {
+    if (rootIndex.count(v)) {
+      rootValues.insert(v);
+      return success();
+    }
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return op->emitError("kernel operand is a block argument that is not a "
+                           "buffer of the program");
+    bool isView = isa<ViewLikeOpInterface>(def);
+    bool isScalar =
+        isMemoryEffectFree(def) &&
+        llvm::none_of(def->getResultTypes(), llvm::IsaPred<MemRefType>);
+    if (!isView && !isScalar)
+      return op->emitError("kernel operand defined by '")
+             << def->getName() << "', which the plan builder cannot rebuild";
+    llvm::SetVector<Value> deps(def->getOperands().begin(),
+                                def->getOperands().end());
+    getUsedValuesDefinedAbove(def->getRegions(), deps);
+    for (Value dep : deps)
+      if (failed(collect(dep)))
+        return failure();
+    toClone.insert(def);
+    return success();
+  };
+  for (Value v : external)
+    if (failed(collect(v)))
+      return failure();
+
+  SmallVector<Type> argTypes;
+  for (Value v : rootValues) {
+    argTypes.push_back(v.getType());
+    step.buffers.push_back(rootIndex.lookup(v));
+  }
+  step.name = "k" + std::to_string(kernelCounter++);
+  OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
+  auto kernel = func::FuncOp::create(kb, op->getLoc(), step.name,
+                                     kb.getFunctionType(argTypes, {}));
+  step.kernel = kernel;
+  Block *entry = kernel.addEntryBlock();
+  IRMapping mapping;
+  for (auto [v, arg] : llvm::zip(rootValues, entry->getArguments()))
+    mapping.map(v, arg);
+  kb.setInsertionPointToStart(entry);
+  // `toClone` is in dependency order (post-order of the walk above).
+  for (Operation *def : toClone)
+    kb.clone(*def, mapping);
+  Operation *cloned = kb.clone(*op, mapping);
+  cloned->removeAttr("of.index_range");
+  func::ReturnOp::create(kb, op->getLoc());
+
+  // An elementwise generic may write in place over an input read at the
+  // same index, when the input root is used by this op exactly once.
+  if (auto generic = dyn_cast<linalg::GenericOp>(op);
+      generic && generic.getNumLoops() == generic.getNumParallelLoops() &&
+      generic.getNumDpsInits() == 1) {
+    OpOperand *init = generic.getDpsInitOperand(0);
+    Value outValue = init->get();
+    if (traceRoot(outValue) == outValue &&
+        generic.getMatchingIndexingMap(init).isIdentity() &&
+        roots[rootOf(outValue)].kind == BufferKind::Arena) {
+      for (OpOperand *input : generic.getDpsInputOperands()) {
+        Value in = input->get();
+        if (traceRoot(in) != in || in.getType() != outValue.getType() ||
+            !generic.getMatchingIndexingMap(input).isIdentity())
+          continue;
+        unsigned r = rootOf(in);
+        if (roots[r].kind != BufferKind::Arena)
+          continue;
+        unsigned usesOfRoot = llvm::count_if(external, [&](Value v) {
+          return isa<MemRefType>(v.getType()) && rootOf(v) == r;
+        });
+        if (usesOfRoot == 1)
+          step.inPlace.push_back({r, rootOf(outValue)});
+      }
+    }
+  }
+  return success();
+}
+
+struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
+  using BuildPlanPassBase::BuildPlanPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SymbolTable symbols(module);
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    std::string triple = target.empty() ? llvm::sys::getDefaultTargetTriple()
+                                        : target.getValue();
+    auto executable = ExecutableOp::create(
+        b, module.getLoc(), b.getStringAttr("cpu_kernels"),
+        b.getStringAttr(triple), StringAttr(), ArrayAttr(), ElementsAttr());
+    Block *exeBlock = new Block();
+    executable.getBody().push_back(exeBlock);
+    OpBuilder eb = OpBuilder::atBlockEnd(exeBlock);
+    auto kernels = ModuleOp::create(eb, module.getLoc());
+
+    unsigned kernelCounter = 0;
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        funcs.push_back(func);
+    if (funcs.empty()) {
+      module.emitError("no public function to build a plan for");
+      return signalPassFailure();
+    }
+    for (func::FuncOp func : funcs) {
+      ProgramBuilder builder(func, kernels, symbols, kernelCounter, inPlace,
+                             useBlas);
+      if (failed(builder.build(b)))
+        return signalPassFailure();
+    }
+    // What remains of the bufferized program is now in the plan.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (isa<func::FuncOp, memref::GlobalOp>(op))
+        op.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,120 @@
+//===- Pipelines.cpp - The end-to-end OF compilation pipelines ------------===//
+//
+// The CPU pipeline, stage by stage (each can be the last, see stop-after):
+//   linalg    : canonicalize, inline, convert-of-to-linalg
+//   fusion    : of-fuse-elementwise (unless fuse=false), cse
+//   bufferize : one-shot-bufferize at function boundaries, identity layouts
+//   plan      : of-build-plan (kernels outlined, static arena, BLAS steps)
+//   (all)     : of-lower-cpu-kernels (kernels in the LLVM dialect)
+// Until partitioning (issue 4) exists the program runs as one rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Pipelines/Pipelines.h"
+#include "OF/Conversion/Passes.h"
+#include "OF/Dialect/Plan/Transforms/Passes.h"
+#include "OF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::of;
+
+LogicalResult mlir::of::parsePipelineOptions(
+    StringRef text, PipelineOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  SmallVector<StringRef> parts;
+  text.split(parts, ',', -1, /*KeepEmpty=*/false);
+  if (parts.empty())
+    return errorHandler("--of-pipeline needs a target, e.g. --of-pipeline=cpu");
+  options.target = parts[0].trim().str();
+  if (options.target != "cpu")
+    return errorHandler("--of-pipeline: unknown target '" + options.target +
+                        "' (this build knows: cpu)");
+  auto parseBool = [&](StringRef key, StringRef value,
+                       bool &out) -> LogicalResult {
+    if (value == "true" || value == "1")
+      out = true;
+    else if (value == "false" || value == "0")
+      out = false;
+    else
+      return errorHandler("--of-pipeline: " + key + " takes true or false");
+    return success();
+  };
+  for (StringRef part : ArrayRef(parts).drop_front()) {
+    auto [key, value] = part.trim().split('=');
+    if (key == "stop-after") {
+      if (!llvm::is_contained({"linalg", "fusion", "bufferize", "plan"}, value))
+        return errorHandler("--of-pipeline: stop-after takes linalg, fusion, "
+                            "bufferize or plan, not '" +
+                            value + "'");
+      options.stopAfter = value.str();
+    } else if (key == "fuse") {
+      if (failed(parseBool(key, value, options.fuse)))
+        return failure();
+    } else if (key == "in-place") {
+      if (failed(parseBool(key, value, options.inPlace)))
+        return failure();
+    } else if (key == "use-blas") {
+      if (failed(parseBool(key, value, options.useBlas)))
+        return failure();
+    } else {
+      return errorHandler("--of-pipeline: unknown option '" + key +
+                          "' (stop-after, fuse, in-place, use-blas)");
+    }
+  }
+  return success();
+}
+
+void mlir::of::buildPipeline(OpPassManager &pm,
+                             const PipelineOptions &options) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createConvertOFToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  if (options.stopAfter == "linalg")
+    return;
+  if (options.fuse)
+    pm.addPass(createFuseElementwisePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.stopAfter == "fusion")
+    return;
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.stopAfter == "bufferize")
+    return;
+  ofrt::BuildPlanPassOptions plan;
+  plan.inPlace = options.inPlace;
+  plan.useBlas = options.useBlas;
+  pm.addPass(ofrt::createBuildPlanPass(plan));
+  if (options.stopAfter == "plan")
+    return;
+  pm.addPass(ofrt::createLowerCpuKernelsPass());
+}
+
+void mlir::of::registerOFPipelines() {
+  registerPassPipeline(
+      "of-pipeline",
+      "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
+      "linalg|fusion|bufferize|plan][,fuse=false][,in-place=false]"
+      "[,use-blas=false]",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions options;
+        if (failed(parsePipelineOptions(text, options, errorHandler)))
+          return failure();
+        buildPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
+}

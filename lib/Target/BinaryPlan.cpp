@@ -1,0 +1,597 @@
+//===- BinaryPlan.cpp - ofrt modules to and from .ofp files ---------------===//
+//
+// --of-plan-to-binary writes a plan module as the header of PlanFormat.h, a
+// FlatBuffer of PlanFormat.fbs and 64-byte aligned blobs (the compiled
+// kernels, the constants). --of-binary-to-plan reads one back: libofrt
+// verifies the file first (the one verifier of the format), then the
+// FlatBuffer becomes ofrt ops again, kernels and constants as blobs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Target/Target.h"
+
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/Runtime/PlanFormat.h"
+#include "OF/Runtime/PlanFormat_generated.h"
+#include "OF/Runtime/ofrt.h"
+#include "OF/Version.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::ofrt;
+namespace fb = ::of::plan;
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+static std::optional<fb::DType> toDType(Type type) {
+  if (type.isF32())
+    return fb::DType::F32;
+  if (type.isF64())
+    return fb::DType::F64;
+  if (type.isF16())
+    return fb::DType::F16;
+  if (type.isBF16())
+    return fb::DType::BF16;
+  if (type.isInteger(64))
+    return fb::DType::I64;
+  if (type.isInteger(32))
+    return fb::DType::I32;
+  if (type.isInteger(8))
+    return fb::DType::I8;
+  if (type.isInteger(1))
+    return fb::DType::I1;
+  return std::nullopt;
+}
+
+static Type fromDType(fb::DType dtype, MLIRContext *ctx) {
+  Builder b(ctx);
+  switch (dtype) {
+  case fb::DType::F32:
+    return b.getF32Type();
+  case fb::DType::F64:
+    return b.getF64Type();
+  case fb::DType::F16:
+    return b.getF16Type();
+  case fb::DType::BF16:
+    return b.getBF16Type();
+  case fb::DType::I64:
+    return b.getI64Type();
+  case fb::DType::I32:
+    return b.getI32Type();
+  case fb::DType::I8:
+    return b.getI8Type();
+  case fb::DType::I1:
+    return b.getI1Type();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Blobs of the file, in order, each to be placed 64-byte aligned.
+struct BlobTable {
+  std::vector<std::vector<char>> data;
+  uint32_t add(std::vector<char> bytes) {
+    data.push_back(std::move(bytes));
+    return data.size() - 1;
+  }
+};
+} // namespace
+
+/// The bytes of a constant as the runtime reads them: little-endian,
+/// row-major, one byte per i1, splats expanded.
+static FailureOr<std::vector<char>> constantBytes(BufferOp buffer) {
+  ElementsAttr value = *buffer.getValue();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return buffer.emitOpError("constant resource has no data"), failure();
+    ArrayRef<char> data = blob->getData();
+    return std::vector<char>(data.begin(), data.end());
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return buffer.emitOpError("constant must be dense or a dense resource"),
+           failure();
+  Type et = dense.getElementType();
+  int64_t width = getElementByteSize(et);
+  std::vector<char> bytes;
+  bytes.reserve(dense.getNumElements() * width);
+  if (!dense.isSplat() && !et.isInteger(1)) {
+    ArrayRef<char> raw = dense.getRawData();
+    return std::vector<char>(raw.begin(), raw.end());
+  }
+  auto append = [&](const APInt &bits) {
+    for (int64_t i = 0; i < width; ++i)
+      bytes.push_back(static_cast<char>(
+          bits.getBitWidth() > 8 * i
+              ? bits.extractBitsAsZExtValue(
+                    std::min<unsigned>(8, bits.getBitWidth() - 8 * i), 8 * i)
+              : 0));
+  };
+  if (isa<FloatType>(et)) {
+    for (const APFloat &v : dense.getValues<APFloat>())
+      append(v.bitcastToAPInt());
+  } else {
+    for (const APInt &v : dense.getValues<APInt>())
+      append(v);
+  }
+  return bytes;
+}
+
+/// Bytes of an executable: compiled now (source form) or as read (binary).
+static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
+  if (ModuleOp kernels = exe.getKernelModule())
+    return mlir::of::compileCpuKernels(kernels, exe.getTarget());
+  auto object = dyn_cast<DenseResourceElementsAttr>(*exe.getObject());
+  if (object) {
+    AsmResourceBlob *blob = object.getRawHandle().getBlob();
+    if (blob)
+      return std::vector<char>(blob->getData().begin(), blob->getData().end());
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(*exe.getObject())) {
+    ArrayRef<char> raw = dense.getRawData();
+    return std::vector<char>(raw.begin(), raw.end());
+  }
+  return exe.emitOpError("object must be a dense resource of i8"), failure();
+}
+
+LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
+  flatbuffers::FlatBufferBuilder fbb;
+  BlobTable blobs;
+
+  std::vector<flatbuffers::Offset<fb::Executable>> executables;
+  llvm::StringMap<uint32_t> executableIndex;
+  for (auto exe : module.getOps<ExecutableOp>()) {
+    FailureOr<std::vector<char>> bytes = executableBytes(exe);
+    if (failed(bytes))
+      return failure();
+    std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+    if (ModuleOp source = exe.getKernelModule()) {
+      // Packed entry points are the public functions.
+      for (auto func : source.getOps<LLVM::LLVMFuncOp>())
+        if (func.getLinkage() != LLVM::Linkage::Internal && !func.isExternal())
+          kernels.push_back(fbb.CreateString(func.getSymName().str()));
+    } else {
+      // (Bind the attribute: iterating `*getKernels()` would iterate a
+      // dead temporary.)
+      ArrayAttr names = exe.getKernelsAttr();
+      for (Attribute name : names)
+        kernels.push_back(fbb.CreateString(cast<StringAttr>(name).str()));
+    }
+    executableIndex[exe.getSymName()] = executables.size();
+    executables.push_back(fb::CreateExecutableDirect(
+        fbb, exe.getSymName().str().c_str(), "elf-shared-object",
+        exe.getTarget().str().c_str(), blobs.add(std::move(*bytes)), &kernels));
+  }
+
+  std::vector<flatbuffers::Offset<fb::Program>> programs;
+  for (auto program : module.getOps<ProgramOp>()) {
+    llvm::StringMap<uint32_t> bufferIndex;
+    std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+    std::vector<uint32_t> inputs;
+    std::vector<flatbuffers::Offset<fb::Step>> steps;
+    auto indexOf = [&](Attribute ref) {
+      return bufferIndex.lookup(cast<FlatSymbolRefAttr>(ref).getValue());
+    };
+    auto indicesOf = [&](ArrayAttr refs) {
+      std::vector<uint32_t> out;
+      for (Attribute ref : refs)
+        out.push_back(indexOf(ref));
+      return out;
+    };
+    for (Operation &op : program.getBody().front()) {
+      LogicalResult result =
+          llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+              .Case([&](BufferOp buffer) -> LogicalResult {
+                auto type = cast<RankedTensorType>(buffer.getType());
+                std::optional<fb::DType> dtype = toDType(type.getElementType());
+                if (!dtype)
+                  return buffer.emitOpError("element type has no plan dtype");
+                std::vector<int64_t> shape(type.getShape().begin(),
+                                           type.getShape().end());
+                fb::BufferKind kind = fb::BufferKind::Arena;
+                uint32_t blob = 0;
+                if (buffer.getKind() == BufferKind::Input) {
+                  kind = fb::BufferKind::Input;
+                  inputs.push_back(buffers.size());
+                } else if (buffer.getKind() == BufferKind::Constant) {
+                  kind = fb::BufferKind::Constant;
+                  FailureOr<std::vector<char>> bytes = constantBytes(buffer);
+                  if (failed(bytes))
+                    return failure();
+                  if (bytes->size() != buffer.getSize())
+                    return buffer.emitOpError("constant has ")
+                           << bytes->size() << " bytes, expected "
+                           << buffer.getSize();
+                  blob = blobs.add(std::move(*bytes));
+                }
+                bufferIndex[buffer.getSymName()] = buffers.size();
+                std::string binding =
+                    buffer.getBinding() ? buffer.getBinding()->str() : "";
+                buffers.push_back(fb::CreateBufferDirect(
+                    fbb, buffer.getSymName().str().c_str(), kind, *dtype,
+                    &shape, buffer.getSize(),
+                    buffer.getOffset() ? *buffer.getOffset() : 0, blob,
+                    buffer.getBinding() ? binding.c_str() : nullptr));
+                return success();
+              })
+              .Case([&](LaunchOp launch) -> LogicalResult {
+                auto it = executableIndex.find(launch.getExecutable());
+                if (it == executableIndex.end())
+                  return launch.emitOpError("unknown executable");
+                std::vector<uint32_t> refs = indicesOf(launch.getBuffers());
+                auto detail = fb::CreateLaunchDirect(
+                    fbb, it->second, launch.getKernel().str().c_str(), &refs);
+                steps.push_back(fb::CreateStep(fbb, launch.getStream(),
+                                               fb::StepDetail::Launch,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](LibraryCallOp call) -> LogicalResult {
+                std::vector<uint32_t> refs = indicesOf(call.getBuffers());
+                std::vector<int64_t> params(call.getParams().begin(),
+                                            call.getParams().end());
+                auto detail = fb::CreateLibraryCallDirect(
+                    fbb, call.getFunction().str().c_str(), &refs, &params);
+                steps.push_back(fb::CreateStep(fbb, call.getStream(),
+                                               fb::StepDetail::LibraryCall,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](CopyOp copy) -> LogicalResult {
+                auto detail = fb::CreateCopy(
+                    fbb, indexOf(copy.getSourceAttr()),
+                    indexOf(copy.getTargetAttr()), copy.getSourceOffset(),
+                    copy.getTargetOffset(), copy.getBytes());
+                steps.push_back(fb::CreateStep(fbb, copy.getStream(),
+                                               fb::StepDetail::Copy,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](CollectiveOp coll) -> LogicalResult {
+                static const llvm::StringMap<fb::CollectiveKind> kinds = {
+                    {"all_reduce", fb::CollectiveKind::AllReduce},
+                    {"all_gather", fb::CollectiveKind::AllGather},
+                    {"reduce_scatter", fb::CollectiveKind::ReduceScatter},
+                    {"all_to_all", fb::CollectiveKind::AllToAll},
+                    {"broadcast", fb::CollectiveKind::Broadcast},
+                    {"send", fb::CollectiveKind::Send},
+                    {"recv", fb::CollectiveKind::Recv}};
+                std::vector<int32_t> group(coll.getGroup().begin(),
+                                           coll.getGroup().end());
+                auto detail = fb::CreateCollectiveDirect(
+                    fbb, kinds.lookup(coll.getKind()),
+                    coll.getReduce() == "max" ? fb::ReduceOp::Max
+                                              : fb::ReduceOp::Sum,
+                    &group, indexOf(coll.getSourceAttr()),
+                    indexOf(coll.getTargetAttr()), coll.getPeer());
+                steps.push_back(fb::CreateStep(fbb, coll.getStream(),
+                                               fb::StepDetail::Collective,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](EventRecordOp record) -> LogicalResult {
+                auto detail = fb::CreateEventRecord(fbb, record.getEvent());
+                steps.push_back(fb::CreateStep(fbb, record.getStream(),
+                                               fb::StepDetail::EventRecord,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](EventWaitOp wait) -> LogicalResult {
+                auto detail = fb::CreateEventWait(fbb, wait.getEvent());
+                steps.push_back(fb::CreateStep(fbb, wait.getStream(),
+                                               fb::StepDetail::EventWait,
+                                               detail.Union()));
+                return success();
+              })
+              .Case([&](OutputOp output) -> LogicalResult {
+                auto detail =
+                    fb::CreateOutputDirect(fbb, output.getName().str().c_str(),
+                                           indexOf(output.getBufferAttr()));
+                steps.push_back(fb::CreateStep(fbb, output.getStream(),
+                                               fb::StepDetail::Output,
+                                               detail.Union()));
+                return success();
+              })
+              .Default([](Operation *other) {
+                return other->emitOpError("cannot be serialised in a plan");
+              });
+      if (failed(result))
+        return failure();
+    }
+    std::vector<int32_t> ranks(program.getRanks().begin(),
+                               program.getRanks().end());
+    programs.push_back(fb::CreateProgramDirect(
+        fbb, program.getEntry().str().c_str(), &ranks,
+        program.getDevice().str().c_str(), program.getArenaSize(),
+        program.getNumStreams(), program.getNumEvents(), &buffers, &inputs,
+        &steps));
+  }
+
+  // Blob placement: 64-byte aligned, relative to the blob section.
+  std::vector<flatbuffers::Offset<fb::Blob>> blobOffsets;
+  uint64_t cursor = 0;
+  std::vector<uint64_t> blobStarts;
+  for (const std::vector<char> &blob : blobs.data) {
+    cursor = ::of::plan::alignTo(cursor, ::of::plan::kBlobAlignment);
+    blobStarts.push_back(cursor);
+    blobOffsets.push_back(fb::CreateBlob(fbb, cursor, blob.size()));
+    cursor += blob.size();
+  }
+  std::string producer = std::string("OF ") + getVersionString();
+  auto plan = fb::CreatePlanDirect(fbb, producer.c_str(), &executables,
+                                   &programs, &blobOffsets);
+  fb::FinishPlanBuffer(fbb, plan);
+
+  ::of::plan::FileHeader header{};
+  std::memcpy(header.magic, ::of::plan::kMagic, sizeof(header.magic));
+  header.version = ::of::plan::kFormatVersion;
+  header.headerSize = sizeof(header);
+  header.metadataOffset = sizeof(header);
+  header.metadataSize = fbb.GetSize();
+  header.blobsOffset = ::of::plan::alignTo(
+      header.metadataOffset + header.metadataSize, ::of::plan::kBlobAlignment);
+  header.blobsSize = cursor;
+  header.fileSize = header.blobsOffset + header.blobsSize;
+
+  std::vector<char> file(header.fileSize, 0);
+  std::memcpy(file.data() + header.metadataOffset, fbb.GetBufferPointer(),
+              fbb.GetSize());
+  for (auto [blob, start] : llvm::zip(blobs.data, blobStarts))
+    if (!blob.empty())
+      std::memcpy(file.data() + header.blobsOffset + start, blob.data(),
+                  blob.size());
+  header.checksum = ::of::plan::checksum(file.data() + header.headerSize,
+                                         file.size() - header.headerSize);
+  std::memcpy(file.data(), &header, sizeof(header));
+  os.write(file.data(), file.size());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+/// A FlatBuffer string, empty when absent.
+static std::string str(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+/// A blob of the file as a dense resource attribute (kept out of line in the
+/// printed IR, in the file's resource section).
+static DenseResourceElementsAttr blobAttr(MLIRContext *ctx, StringRef name,
+                                          ArrayRef<char> data,
+                                          ShapedType type) {
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      data, ::of::plan::kBlobAlignment);
+  return DenseResourceElementsAttr::get(type, name, std::move(blob));
+}
+
+OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
+                                               MLIRContext *ctx, Location loc) {
+  // The runtime's loader is the one verifier of the format.
+  ofrt_plan *verified = nullptr;
+  if (ofrt_error *error =
+          ofrt_plan_open_memory(bytes.data(), bytes.size(), &verified)) {
+    emitError(loc, "invalid plan: ") << ofrt_error_message(error);
+    ofrt_error_free(error);
+    return nullptr;
+  }
+  ofrt_plan_close(verified);
+
+  ctx->loadDialect<PlanDialect>();
+  ::of::plan::FileHeader header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  const fb::Plan *plan = fb::GetPlan(bytes.data() + header.metadataOffset);
+  const char *blobBase = bytes.data() + header.blobsOffset;
+  auto blobData = [&](uint32_t index) {
+    const fb::Blob *blob = plan->blobs()->Get(index);
+    return ArrayRef<char>(blobBase + blob->offset(), blob->size());
+  };
+
+  Builder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder ob = OpBuilder::atBlockEnd(module->getBody());
+  if (plan->executables()) {
+    for (const fb::Executable *exe : *plan->executables()) {
+      SmallVector<StringRef> kernels;
+      if (exe->kernels())
+        for (const flatbuffers::String *k : *exe->kernels())
+          kernels.push_back(k->string_view());
+      ArrayRef<char> data = blobData(exe->blob());
+      auto type = RankedTensorType::get({int64_t(data.size())}, b.getI8Type());
+      auto op = ExecutableOp::create(
+          ob, loc, b.getStringAttr(str(exe->name())),
+          b.getStringAttr(str(exe->target())),
+          b.getStringAttr(exe->format() ? exe->format()->str() : ""),
+          b.getStrArrayAttr(kernels),
+          blobAttr(ctx, "kernels_" + str(exe->name()), data, type));
+      op.getBody().push_back(new Block());
+    }
+  }
+  static const char *collectiveNames[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+      "send",       "recv"};
+  if (!plan->programs()) {
+    emitError(loc, "invalid plan: no programs");
+    return nullptr;
+  }
+  for (const fb::Program *program : *plan->programs()) {
+    SmallVector<int64_t> ranks;
+    if (program->ranks())
+      ranks.assign(program->ranks()->begin(), program->ranks()->end());
+    auto op = ProgramOp::create(
+        ob, loc, b.getStringAttr(str(program->entry())),
+        b.getDenseI64ArrayAttr(ranks),
+        b.getStringAttr(program->device() ? program->device()->str() : "cpu"),
+        b.getI64IntegerAttr(program->arena_size()),
+        b.getI64IntegerAttr(program->num_streams()),
+        b.getI64IntegerAttr(program->num_events()));
+    Block *block = new Block();
+    op.getBody().push_back(block);
+    OpBuilder pb = OpBuilder::atBlockEnd(block);
+    SmallVector<FlatSymbolRefAttr> refs;
+    // The verifier accepts absent vectors as empty ones.
+    if (program->buffers())
+      for (const fb::Buffer *buffer : *program->buffers()) {
+        SmallVector<int64_t> shape;
+        if (buffer->shape())
+          shape.assign(buffer->shape()->begin(), buffer->shape()->end());
+        auto type =
+            RankedTensorType::get(shape, fromDType(buffer->dtype(), ctx));
+        refs.push_back(FlatSymbolRefAttr::get(ctx, str(buffer->name())));
+        IntegerAttr offset;
+        StringAttr binding;
+        ElementsAttr value;
+        BufferKind kind = BufferKind::Arena;
+        if (buffer->kind() == fb::BufferKind::Arena) {
+          offset = b.getI64IntegerAttr(buffer->offset());
+        } else if (buffer->kind() == fb::BufferKind::Input) {
+          kind = BufferKind::Input;
+          binding = b.getStringAttr(str(buffer->binding()));
+        } else {
+          kind = BufferKind::Constant;
+          ArrayRef<char> data = blobData(buffer->blob());
+          if (type.getElementType().isInteger(1)) {
+            SmallVector<bool> bits;
+            for (char c : data)
+              bits.push_back(c != 0);
+            value = DenseElementsAttr::get(type, bits);
+          } else {
+            value = DenseElementsAttr::getFromRawBuffer(type, data);
+          }
+        }
+        BufferOp::create(pb, loc, b.getStringAttr(str(buffer->name())),
+                         BufferKindAttr::get(ctx, kind), offset, binding,
+                         b.getI64IntegerAttr(buffer->size()), value,
+                         TypeAttr::get(type));
+      }
+    auto refsOf = [&](const flatbuffers::Vector<uint32_t> *indices) {
+      SmallVector<Attribute> attrs;
+      if (indices)
+        for (uint32_t i : *indices)
+          attrs.push_back(refs[i]);
+      return b.getArrayAttr(attrs);
+    };
+    if (program->steps())
+      for (const fb::Step *step : *program->steps()) {
+        IntegerAttr stream = b.getI64IntegerAttr(step->stream());
+        switch (step->detail_type()) {
+        case fb::StepDetail::Launch: {
+          const fb::Launch *l = step->detail_as_Launch();
+          LaunchOp::create(
+              pb, loc,
+              FlatSymbolRefAttr::get(
+                  ctx, str(plan->executables()->Get(l->executable())->name())),
+              b.getStringAttr(str(l->kernel())), refsOf(l->buffers()), stream);
+          break;
+        }
+        case fb::StepDetail::LibraryCall: {
+          const fb::LibraryCall *c = step->detail_as_LibraryCall();
+          SmallVector<int64_t> params;
+          if (c->params())
+            params.assign(c->params()->begin(), c->params()->end());
+          LibraryCallOp::create(pb, loc, b.getStringAttr(str(c->function())),
+                                refsOf(c->buffers()),
+                                b.getDenseI64ArrayAttr(params), stream);
+          break;
+        }
+        case fb::StepDetail::Copy: {
+          const fb::Copy *c = step->detail_as_Copy();
+          CopyOp::create(pb, loc, refs[c->src()], refs[c->dst()],
+                         b.getI64IntegerAttr(c->src_offset()),
+                         b.getI64IntegerAttr(c->dst_offset()),
+                         b.getI64IntegerAttr(c->bytes()), stream);
+          break;
+        }
+        case fb::StepDetail::Collective: {
+          const fb::Collective *c = step->detail_as_Collective();
+          SmallVector<int64_t> group;
+          if (c->group())
+            group.assign(c->group()->begin(), c->group()->end());
+          CollectiveOp::create(
+              pb, loc,
+              b.getStringAttr(collectiveNames[static_cast<int>(c->kind())]),
+              refs[c->src()], refs[c->dst()], b.getDenseI64ArrayAttr(group),
+              b.getStringAttr(c->reduce() == fb::ReduceOp::Max ? "max" : "sum"),
+              b.getI64IntegerAttr(c->peer()), stream);
+          break;
+        }
+        case fb::StepDetail::EventRecord:
+          EventRecordOp::create(
+              pb, loc,
+              b.getI64IntegerAttr(step->detail_as_EventRecord()->event()),
+              stream);
+          break;
+        case fb::StepDetail::EventWait:
+          EventWaitOp::create(
+              pb, loc,
+              b.getI64IntegerAttr(step->detail_as_EventWait()->event()),
+              stream);
+          break;
+        case fb::StepDetail::Output: {
+          const fb::Output *o = step->detail_as_Output();
+          OutputOp::create(pb, loc, b.getStringAttr(str(o->name())),
+                           refs[o->buffer()], stream);
+          break;
+        }
+        case fb::StepDetail::NONE:
+          break;
+        }
+      }
+  }
+  if (failed(mlir::verify(*module)))
+    return nullptr;
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void mlir::of::registerOFTranslations() {
+  static TranslateFromMLIRRegistration toBinary(
+      "of-plan-to-binary",
+      "Write an ofrt plan module (from --of-pipeline=cpu) as a binary plan "
+      "(.ofp), compiling its CPU kernels",
+      [](ModuleOp module, raw_ostream &os) {
+        return writeBinaryPlan(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<PlanDialect, LLVM::LLVMDialect>();
+        registerBuiltinDialectTranslation(registry);
+        registerLLVMDialectTranslation(registry);
+      });
+  static TranslateToMLIRRegistration fromBinary(
+      "of-binary-to-plan", "Read a binary plan (.ofp) back into ofrt text",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *ctx) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        Location loc =
+            FileLineColLoc::get(ctx, buffer->getBufferIdentifier(), 0, 0);
+        OwningOpRef<ModuleOp> module =
+            readBinaryPlan(buffer->getBuffer(), ctx, loc);
+        return OwningOpRef<Operation *>(module.release());
+      },
+      [](DialectRegistry &registry) { registry.insert<PlanDialect>(); });
+}

@@ -1,0 +1,52 @@
+// RUN: of-opt --of-pipeline=cpu,stop-after=plan %s | FileCheck %s
+// RUN: of-opt --of-pipeline=cpu,stop-after=plan,use-blas=false %s | FileCheck %s --check-prefix=NOBLAS
+
+// Matrix products become "blas.gemm" library calls whose params
+// [batch, m, n, k, a_b, a_m, a_k, b_b, b_k, b_n, c_b, c_m] are read off the
+// contraction's indexing maps; the zero fill of the output is dropped, since
+// the call overwrites it.
+
+// CHECK-LABEL: ofrt.program "plain"
+// CHECK-NOT: ofrt.launch
+// CHECK: ofrt.library "blas.gemm" [@arg0, @arg1, @[[C:.*]]] params [1, 16, 64, 32, 0, 32, 1, 0, 64, 1, 0, 64]
+// CHECK-NEXT: ofrt.output "out0" = @[[C]]
+// NOBLAS-LABEL: ofrt.program "plain"
+// NOBLAS-NOT: blas.gemm
+// NOBLAS: ofrt.launch
+func.func @plain(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>) -> tensor<16x64xf32> {
+  %y = of.matmul %a, %b : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
+
+// transpose_b reads B with (n, k) strides (32, 1): BLAS's transposed B.
+// CHECK-LABEL: ofrt.program "transposed"
+// CHECK: ofrt.library "blas.gemm" {{.*}} params [1, 16, 64, 32, 0, 32, 1, 0, 1, 32, 0, 64]
+func.func @transposed(%a: tensor<16x32xf32>, %b: tensor<64x32xf32>) -> tensor<16x64xf32> {
+  %y = of.matmul %a, %b {transpose_b = true} : (tensor<16x32xf32>, tensor<64x32xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
+
+// A batched activation times a weight is one [8*16, 32] x [32, 64] product.
+// CHECK-LABEL: ofrt.program "flattened"
+// CHECK: ofrt.library "blas.gemm" {{.*}} params [1, 128, 64, 32, 0, 32, 1, 0, 64, 1, 0, 64]
+func.func @flattened(%a: tensor<8x16x32xf32>, %b: tensor<32x64xf32>) -> tensor<8x16x64xf32> {
+  %y = of.matmul %a, %b : (tensor<8x16x32xf32>, tensor<32x64xf32>) -> tensor<8x16x64xf32>
+  return %y : tensor<8x16x64xf32>
+}
+
+// Equal batch dims collapse into one batch of 2*4 products.
+// CHECK-LABEL: ofrt.program "batched"
+// CHECK: ofrt.library "blas.gemm" {{.*}} params [8, 16, 16, 8, 128, 8, 1, 128, 1, 8, 256, 16]
+func.func @batched(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32> {
+  %y = of.matmul %q, %k {transpose_b = true} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x16xf32>
+  return %y : tensor<2x4x16x16xf32>
+}
+
+// Integer products have no BLAS: a generated kernel.
+// CHECK-LABEL: ofrt.program "integer"
+// CHECK-NOT: blas.gemm
+// CHECK: ofrt.launch
+func.func @integer(%a: tensor<4x8xi32>, %b: tensor<8x4xi32>) -> tensor<4x4xi32> {
+  %y = of.matmul %a, %b : (tensor<4x8xi32>, tensor<8x4xi32>) -> tensor<4x4xi32>
+  return %y : tensor<4x4xi32>
+}
