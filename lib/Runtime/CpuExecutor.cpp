@@ -1,0 +1,115 @@
+//===- CpuExecutor.cpp - Steps on the host, gemm through OpenBLAS ---------===//
+//
+// Runs each step synchronously on the calling thread. The plan was verified
+// at open, so every pointer and extent is in bounds and every gemm layout is
+// one BLAS accepts (cblas would otherwise print through xerbla); this file
+// only dispatches. Library-call failures (check.index_range) are the run's
+// error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include <cblas.h>
+#include <cstring>
+#include <type_traits>
+
+using namespace of::plan;
+
+namespace of::rt {
+
+namespace {
+
+/// Sets the m x n matrix C (row stride ldc) of every batch to zero: the
+/// result of a gemm with k == 0.
+template <typename T> void zeroResult(const GemmCall &call, T *c) {
+  for (int64_t b = 0; b < call.batch; ++b)
+    for (int64_t i = 0; i < call.m; ++i)
+      std::memset(c + b * call.cBatchStride + i * call.cMStride, 0,
+                  static_cast<size_t>(call.n) * sizeof(T));
+}
+
+template <typename T>
+void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
+  if (call.batch == 0 || call.m == 0 || call.n == 0)
+    return;
+  if (call.k == 0)
+    return zeroResult(call, c);
+  CBLAS_TRANSPOSE transA = call.transposeA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE transB = call.transposeB ? CblasTrans : CblasNoTrans;
+  auto m = static_cast<blasint>(call.m), n = static_cast<blasint>(call.n),
+       k = static_cast<blasint>(call.k), lda = static_cast<blasint>(call.lda),
+       ldb = static_cast<blasint>(call.ldb),
+       ldc = static_cast<blasint>(call.ldc);
+  for (int64_t i = 0; i < call.batch; ++i) {
+    const T *batchA = a + i * call.aBatchStride;
+    const T *batchB = b + i * call.bBatchStride;
+    T *batchC = c + i * call.cBatchStride;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
+                  batchB, ldb, 0.0f, batchC, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
+                  batchB, ldb, 0.0, batchC, ldc);
+  }
+}
+
+template <typename T> Status checkIndices(const PreparedStep &step) {
+  const auto *bytes = static_cast<const unsigned char *>(step.indices);
+  for (uint64_t i = 0; i < step.indexCount; ++i) {
+    T value;
+    // Arena offsets need not be aligned to the element type.
+    std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
+    if (value < step.lo || value >= step.hi)
+      return fail("index ", static_cast<int64_t>(value), " out of range [",
+                  step.lo, ", ", step.hi, ") in buffer '",
+                  step.indexBufferName, "' at element ", i);
+  }
+  return Status::success();
+}
+
+class CpuExecutor final : public Executor {
+public:
+  Status execute(const PreparedStep &step) override {
+    switch (step.kind) {
+    case StepKind::Launch:
+      if (!step.kernel)
+        return fail(step.name, ": the kernel is not loaded (fuzzing build)");
+      step.kernel(const_cast<void **>(step.args.data()));
+      return Status::success();
+    case StepKind::Gemm:
+      if (step.gemmType == DType::F32)
+        gemm(step.gemm, static_cast<const float *>(step.gemmA),
+             static_cast<const float *>(step.gemmB),
+             static_cast<float *>(step.gemmC));
+      else
+        gemm(step.gemm, static_cast<const double *>(step.gemmA),
+             static_cast<const double *>(step.gemmB),
+             static_cast<double *>(step.gemmC));
+      return Status::success();
+    case StepKind::IndexRangeCheck:
+      return step.indexType == DType::I32 ? checkIndices<int32_t>(step)
+                                          : checkIndices<int64_t>(step);
+    case StepKind::Copy:
+      if (step.bytes)
+        std::memmove(step.dst, step.src, static_cast<size_t>(step.bytes));
+      return Status::success();
+    case StepKind::EventRecord:
+    case StepKind::EventWait:
+      // One thread runs every stream in program order: a recorded event has
+      // always completed by the time a later step waits for it.
+      return Status::success();
+    }
+    return fail(step.name, ": unknown step kind");
+  }
+
+  Status synchronize() override { return Status::success(); }
+};
+
+} // namespace
+
+std::unique_ptr<Executor> createCpuExecutor() {
+  return std::make_unique<CpuExecutor>();
+}
+
+} // namespace of::rt

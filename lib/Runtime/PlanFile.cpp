@@ -1,0 +1,908 @@
+//===- PlanFile.cpp - Opening and verifying a binary plan -----------------===//
+//
+// Verification happens once, at open, in three layers:
+//   1. the fixed header: magic, version, header size, every section inside
+//      the file, the file size, the checksum;
+//   2. the FlatBuffer: file identifier "OFPM" and flatbuffers::Verifier, so
+//      every offset inside the metadata is in bounds;
+//   3. the semantics: every index, offset and size the runtime will follow,
+//      enum values (the FlatBuffers verifier does not range-check them), the
+//      parameters and buffer accesses of library calls, and events.
+// After a successful open, sessions index the plan without checks. The
+// messages name the problem and where it is; nothing here prints or aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanFile.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_set>
+
+using namespace of::plan;
+
+namespace of::rt {
+
+size_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I8:
+  case DType::I1:
+    return 1;
+  }
+  return 0;
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::I8:
+    return "i8";
+  case DType::I1:
+    return "i1";
+  }
+  return "invalid";
+}
+
+std::string formatShape(const flatbuffers::Vector<int64_t> *shape) {
+  std::string text = "[";
+  if (shape) {
+    for (flatbuffers::uoffset_t i = 0; i < shape->size(); ++i) {
+      if (i)
+        text += ", ";
+      text += std::to_string(shape->Get(i));
+    }
+  }
+  return text + "]";
+}
+
+namespace {
+
+/// The text of an optional FlatBuffers string ("" when absent).
+std::string_view text(const flatbuffers::String *string) {
+  return string ? std::string_view(string->c_str(), string->size())
+                : std::string_view();
+}
+
+std::string hex(uint64_t value) {
+  char buffer[19];
+  std::snprintf(buffer, sizeof buffer, "0x%016llx",
+                static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+template <typename T> uint32_t count(const flatbuffers::Vector<T> *vector) {
+  return vector ? vector->size() : 0;
+}
+
+/// Whether the elements of a vector of 64-bit integers are 8-byte aligned.
+/// The FlatBuffers verifier only checks the 4-byte length prefix; a
+/// FlatBufferBuilder always aligns the elements, so a misaligned vector is
+/// corrupt metadata (and reading it in place would be undefined behaviour).
+bool elementsAligned(const flatbuffers::Vector<int64_t> *vector) {
+  return !vector || reinterpret_cast<uintptr_t>(vector->data()) % 8 == 0;
+}
+
+/// The word for a step's kind in messages, before its detail is checked.
+std::string stepKindWord(const Step &step) {
+  switch (step.detail_type()) {
+  case StepDetail::Launch:
+    if (auto *launch = step.detail_as_Launch(); launch && launch->kernel())
+      return formatMessage("launch ", text(launch->kernel()));
+    return "launch";
+  case StepDetail::LibraryCall:
+    if (auto *call = step.detail_as_LibraryCall(); call && call->function())
+      return formatMessage("library ", text(call->function()));
+    return "library";
+  case StepDetail::Copy:
+    return "copy";
+  case StepDetail::Collective:
+    return "collective";
+  case StepDetail::EventRecord:
+    return "event record";
+  case StepDetail::EventWait:
+    return "event wait";
+  case StepDetail::Output:
+    return "output";
+  default:
+    return "unknown step";
+  }
+}
+
+/// Checks the fixed header against the file's actual size, and the
+/// checksum. Fills `header`.
+Status verifyHeader(const uint8_t *data, uint64_t size, FileHeader &header) {
+  if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
+    return fail("not an OF plan: the file does not start with the .ofp magic");
+  if (size < sizeof(FileHeader))
+    return fail("truncated plan: the file is ", size,
+                " bytes, shorter than the ", sizeof(FileHeader),
+                "-byte header");
+  std::memcpy(&header, data, sizeof(FileHeader));
+  if (header.version != kFormatVersion)
+    return fail("plan format version ", header.version,
+                ", this runtime reads version ", kFormatVersion);
+  if (header.headerSize != sizeof(FileHeader))
+    return fail("plan header size is ", header.headerSize,
+                " bytes; a version ", kFormatVersion, " header is ",
+                sizeof(FileHeader));
+  if (header.fileSize != size)
+    return fail(size < header.fileSize ? "truncated plan: "
+                                       : "plan has trailing bytes: ",
+                "the file is ", size, " bytes, its header says ",
+                header.fileSize);
+
+  uint64_t metadataEnd;
+  if (header.metadataOffset < header.headerSize ||
+      __builtin_add_overflow(header.metadataOffset, header.metadataSize,
+                             &metadataEnd) ||
+      metadataEnd > size)
+    return fail("plan metadata (", header.metadataSize, " bytes at offset ",
+                header.metadataOffset,
+                ") is not inside the file between the header and byte ", size);
+  // FlatBuffers data is aligned relative to the buffer's start; with the
+  // plan copy 64-byte aligned, an 8-aligned start keeps every scalar read
+  // in place aligned.
+  if (header.metadataOffset % 8 != 0)
+    return fail("plan metadata offset ", header.metadataOffset,
+                " is not 8-byte aligned");
+  // An empty blob section holds nothing, so where it is does not matter.
+  if (header.blobsSize != 0) {
+    uint64_t blobsEnd;
+    if (header.blobsOffset % kBlobAlignment != 0)
+      return fail("plan blob section offset ", header.blobsOffset,
+                  " is not ", kBlobAlignment, "-byte aligned");
+    if (header.blobsOffset < metadataEnd ||
+        __builtin_add_overflow(header.blobsOffset, header.blobsSize,
+                               &blobsEnd) ||
+        blobsEnd > size)
+      return fail("plan blob section (", header.blobsSize, " bytes at offset ",
+                  header.blobsOffset,
+                  ") is not inside the file between the metadata (ending at ",
+                  metadataEnd, ") and byte ", size);
+  }
+
+  uint64_t actual = checksum(data + header.headerSize,
+                             static_cast<size_t>(size - header.headerSize));
+  if (actual != header.checksum)
+    return fail("plan checksum mismatch: the header says ",
+                hex(header.checksum), ", the contents hash to ", hex(actual),
+                " (the file is corrupt)");
+  return Status::success();
+}
+
+/// The semantic checks of a plan whose FlatBuffer passed the verifier.
+class SemanticChecker {
+public:
+  SemanticChecker(const Plan &plan, const FileHeader &header)
+      : plan_(plan), header_(header) {}
+
+  Status check() {
+    if (Status status = checkBlobs(); status.failed())
+      return status;
+    if (Status status = checkExecutables(); status.failed())
+      return status;
+    if (Status status = checkProgramRanks(); status.failed())
+      return status;
+    for (uint32_t i = 0; i < count(plan_.programs()); ++i)
+      if (Status status = checkProgram(*plan_.programs()->Get(i), i);
+          status.failed())
+        return status;
+    return Status::success();
+  }
+
+private:
+  uint32_t numBlobs() const { return count(plan_.blobs()); }
+
+  Status checkBlobs() {
+    for (uint32_t i = 0; i < numBlobs(); ++i) {
+      const Blob &blob = *plan_.blobs()->Get(i);
+      uint64_t end;
+      if (blob.offset() % kBlobAlignment != 0)
+        return fail("blob ", i, " at offset ", blob.offset(), " is not ",
+                    kBlobAlignment, "-byte aligned");
+      if (__builtin_add_overflow(blob.offset(), blob.size(), &end) ||
+          end > header_.blobsSize)
+        return fail("blob ", i, " (", blob.size(), " bytes at offset ",
+                    blob.offset(), ") exceeds the blob section of ",
+                    header_.blobsSize, " bytes");
+    }
+    return Status::success();
+  }
+
+  Status checkExecutables() {
+    for (uint32_t i = 0; i < count(plan_.executables()); ++i) {
+      const Executable &executable = *plan_.executables()->Get(i);
+      if (text(executable.name()).empty())
+        return fail("executable #", i, " has no name");
+      std::string label =
+          formatMessage("executable '", text(executable.name()), "'");
+      if (executable.blob() >= numBlobs())
+        return fail(label, " refers to blob ", executable.blob(),
+                    ", but the plan has ", numBlobs(), " blobs");
+      for (uint32_t k = 0; k < count(executable.kernels()); ++k)
+        if (text(executable.kernels()->Get(k)).empty())
+          return fail(label, ": kernel #", k, " has no name");
+    }
+    return Status::success();
+  }
+
+  /// Every program has an entry and ranks; no rank runs two programs of the
+  /// same entry. Collects every rank of the plan.
+  Status checkProgramRanks() {
+    std::set<std::pair<std::string, int>> entryRanks;
+    for (uint32_t i = 0; i < count(plan_.programs()); ++i) {
+      const Program &program = *plan_.programs()->Get(i);
+      std::string_view entry = text(program.entry());
+      if (entry.empty())
+        return fail("program #", i, " has no entry name");
+      if (count(program.ranks()) == 0)
+        return fail("program '", entry, "' has no ranks");
+      for (int rank : *program.ranks()) {
+        if (rank < 0)
+          return fail("program '", entry, "' lists the negative rank ", rank);
+        if (!entryRanks.emplace(std::string(entry), rank).second)
+          return fail("rank ", rank, " runs entry '", entry,
+                      "' twice (ranks must be unique per entry)");
+        allRanks_.insert(rank);
+      }
+    }
+    return Status::success();
+  }
+
+  Status checkProgram(const Program &program, uint32_t index) {
+    program_ = &program;
+    label_ = formatMessage("program '", text(program.entry()), "'");
+    // Name the program by index only when its entry name is ambiguous.
+    for (uint32_t i = 0; i < count(plan_.programs()); ++i)
+      if (i != index &&
+          text(plan_.programs()->Get(i)->entry()) == text(program.entry())) {
+        label_ += formatMessage(" (#", index, ")");
+        break;
+      }
+
+    std::string_view device = text(program.device());
+    if (device != "cpu" && device != "cuda")
+      return fail(label_, ": unknown device '", device,
+                  "' (expected \"cpu\" or \"cuda\")");
+    if (program.num_streams() == 0)
+      return fail(label_, ": num_streams is 0; a program needs a stream");
+    if (Status status = checkBuffers(); status.failed())
+      return status;
+    if (Status status = checkInputs(); status.failed())
+      return status;
+
+    recordedEvents_.clear();
+    outputNames_.clear();
+    for (uint32_t s = 0; s < count(program.steps()); ++s)
+      if (Status status = checkStep(*program.steps()->Get(s), s);
+          status.failed())
+        return status;
+    return Status::success();
+  }
+
+  const Buffer &buffer(uint32_t index) const {
+    return *program_->buffers()->Get(index);
+  }
+  std::string bufferLabel(uint32_t index) const {
+    return formatMessage("'", text(buffer(index).name()), "'");
+  }
+  uint64_t elementCount(uint32_t index) const {
+    return buffer(index).size() / dtypeSize(buffer(index).dtype());
+  }
+
+  Status checkBuffers() {
+    const Program &program = *program_;
+    for (uint32_t j = 0; j < count(program.buffers()); ++j) {
+      const Buffer &buf = buffer(j);
+      if (text(buf.name()).empty())
+        return fail(label_, ": buffer #", j, " has no name");
+      std::string name = bufferLabel(j);
+      if (buf.kind() > BufferKind::MAX)
+        return fail(label_, ": buffer ", name, " has the invalid kind ",
+                    static_cast<unsigned>(buf.kind()));
+      if (buf.dtype() > DType::MAX)
+        return fail(label_, ": buffer ", name, " has the invalid dtype ",
+                    static_cast<unsigned>(buf.dtype()));
+      if (!elementsAligned(buf.shape()))
+        return fail(label_, ": buffer ", name,
+                    " has a misaligned shape vector (corrupt metadata)");
+      uint64_t bytes = dtypeSize(buf.dtype());
+      for (uint32_t d = 0; d < count(buf.shape()); ++d) {
+        int64_t dim = buf.shape()->Get(d);
+        if (dim < 0)
+          return fail(label_, ": buffer ", name, " has the negative dimension ",
+                      dim, " in its shape ", formatShape(buf.shape()));
+        if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
+          return fail(label_, ": buffer ", name, " of shape ",
+                      formatShape(buf.shape()), " overflows 64 bits of bytes");
+      }
+      if (buf.size() != bytes)
+        return fail(label_, ": buffer ", name, " is ", buf.size(),
+                    " bytes, but ", dtypeName(buf.dtype()), " ",
+                    formatShape(buf.shape()), " takes ", bytes);
+      switch (buf.kind()) {
+      case BufferKind::Arena: {
+        uint64_t end;
+        if (__builtin_add_overflow(buf.offset(), buf.size(), &end) ||
+            end > program.arena_size())
+          return fail(label_, ": arena buffer ", name, " (", buf.size(),
+                      " bytes at offset ", buf.offset(),
+                      ") exceeds the arena of ", program.arena_size(),
+                      " bytes");
+        break;
+      }
+      case BufferKind::Constant: {
+        if (buf.blob() >= numBlobs())
+          return fail(label_, ": constant buffer ", name, " refers to blob ",
+                      buf.blob(), ", but the plan has ", numBlobs(), " blobs");
+        uint64_t blobSize = plan_.blobs()->Get(buf.blob())->size();
+        if (blobSize != buf.size())
+          return fail(label_, ": constant buffer ", name, " is ", buf.size(),
+                      " bytes, but blob ", buf.blob(), " holds ", blobSize);
+        break;
+      }
+      case BufferKind::Input:
+        if (text(buf.binding()).empty())
+          return fail(label_, ": input buffer ", name, " has no binding name");
+        break;
+      }
+    }
+    return Status::success();
+  }
+
+  Status checkInputs() {
+    const Program &program = *program_;
+    std::unordered_set<uint32_t> listed;
+    std::set<std::string_view> bindings;
+    for (uint32_t i = 0; i < count(program.inputs()); ++i) {
+      uint32_t index = program.inputs()->Get(i);
+      if (index >= count(program.buffers()))
+        return fail(label_, ": inputs[", i, "] is buffer index ", index,
+                    ", but the program has ", count(program.buffers()),
+                    " buffers");
+      if (buffer(index).kind() != BufferKind::Input)
+        return fail(label_, ": inputs[", i, "] is buffer ", bufferLabel(index),
+                    ", which is not an input buffer");
+      if (!listed.insert(index).second)
+        return fail(label_, ": buffer ", bufferLabel(index),
+                    " is listed twice in inputs");
+      if (!bindings.insert(text(buffer(index).binding())).second)
+        return fail(label_, ": two inputs are bound as '",
+                    text(buffer(index).binding()), "'");
+    }
+    for (uint32_t j = 0; j < count(program.buffers()); ++j)
+      if (buffer(j).kind() == BufferKind::Input && !listed.count(j))
+        return fail(label_, ": input buffer ", bufferLabel(j),
+                    " is not listed in the program's inputs");
+    return Status::success();
+  }
+
+  Status checkBufferIndex(const std::string &where, uint32_t index) const {
+    if (index >= count(program_->buffers()))
+      return fail(where, ": buffer index ", index, " is out of range (the ",
+                  "program has ", count(program_->buffers()), " buffers)");
+    return Status::success();
+  }
+
+  Status checkWritable(const std::string &where, uint32_t index,
+                       const char *role) const {
+    if (buffer(index).kind() == BufferKind::Constant)
+      return fail(where, ": the ", role, " ", bufferLabel(index),
+                  " is a constant");
+    return Status::success();
+  }
+
+  /// `[offset, offset + bytes)` lies inside buffer `index`.
+  Status checkRange(const std::string &where, const char *role, uint32_t index,
+                    uint64_t offset, uint64_t bytes) const {
+    uint64_t end;
+    bool overflows = __builtin_add_overflow(offset, bytes, &end);
+    if (overflows || end > buffer(index).size()) {
+      std::string range = overflows ? formatMessage("of ", bytes,
+                                                    " bytes at offset ", offset)
+                                    : formatMessage("[", offset, ", ", end, ")");
+      return fail(where, ": ", role, " range ", range, " exceeds buffer ",
+                  bufferLabel(index), " of ", buffer(index).size(), " bytes");
+    }
+    return Status::success();
+  }
+
+  Status checkStep(const Step &step, uint32_t index) {
+    std::string where =
+        formatMessage(label_, " step ", index, " (", stepKindWord(step), ")");
+    if (step.detail_type() == StepDetail::NONE || !step.detail() ||
+        step.detail_type() > StepDetail::MAX)
+      return fail(where, ": the step has no detail");
+    if (step.stream() >= program_->num_streams())
+      return fail(where, ": stream ", step.stream(), ", but the program has ",
+                  program_->num_streams(), " streams");
+    switch (step.detail_type()) {
+    case StepDetail::Launch:
+      return checkLaunch(where, *step.detail_as_Launch());
+    case StepDetail::LibraryCall:
+      return checkLibraryCall(where, *step.detail_as_LibraryCall());
+    case StepDetail::Copy:
+      return checkCopy(where, *step.detail_as_Copy());
+    case StepDetail::Collective:
+      return checkCollective(where, *step.detail_as_Collective());
+    case StepDetail::EventRecord: {
+      uint32_t event = step.detail_as_EventRecord()->event();
+      if (Status status = checkEvent(where, event); status.failed())
+        return status;
+      recordedEvents_.insert(event);
+      return Status::success();
+    }
+    case StepDetail::EventWait: {
+      uint32_t event = step.detail_as_EventWait()->event();
+      if (Status status = checkEvent(where, event); status.failed())
+        return status;
+      if (!recordedEvents_.count(event))
+        return fail(where, ": waits for event ", event,
+                    ", which no earlier step records (the run would hang)");
+      return Status::success();
+    }
+    case StepDetail::Output:
+      return checkOutput(where, *step.detail_as_Output());
+    default:
+      return fail(where, ": the step has no detail");
+    }
+  }
+
+  Status checkEvent(const std::string &where, uint32_t event) const {
+    if (event >= program_->num_events())
+      return fail(where, ": event ", event, ", but the program has ",
+                  program_->num_events(), " events");
+    return Status::success();
+  }
+
+  Status checkLaunch(const std::string &where, const Launch &launch) const {
+    if (launch.executable() >= count(plan_.executables()))
+      return fail(where, ": executable ", launch.executable(),
+                  ", but the plan has ", count(plan_.executables()),
+                  " executables");
+    const Executable &executable =
+        *plan_.executables()->Get(launch.executable());
+    std::string_view kernel = text(launch.kernel());
+    if (kernel.empty())
+      return fail(where, ": the launch names no kernel");
+    bool listed = false;
+    for (uint32_t k = 0; k < count(executable.kernels()) && !listed; ++k)
+      listed = text(executable.kernels()->Get(k)) == kernel;
+    if (!listed)
+      return fail(where, ": kernel '", kernel, "' is not in executable '",
+                  text(executable.name()), "'");
+    for (uint32_t i = 0; i < count(launch.buffers()); ++i)
+      if (Status status = checkBufferIndex(where, launch.buffers()->Get(i));
+          status.failed())
+        return status;
+    return Status::success();
+  }
+
+  Status checkLibraryCall(const std::string &where, const LibraryCall &call) {
+    std::string_view function = text(call.function());
+    if (!elementsAligned(call.params()))
+      return fail(where, ": misaligned parameter vector (corrupt metadata)");
+    for (uint32_t i = 0; i < count(call.buffers()); ++i)
+      if (Status status = checkBufferIndex(where, call.buffers()->Get(i));
+          status.failed())
+        return status;
+    if (function == kGemmFunction)
+      return checkGemm(where, call);
+    if (function == kIndexRangeFunction)
+      return checkIndexRange(where, call);
+    return fail(where, ": unknown library function '", function,
+                "' (this runtime knows blas.gemm and check.index_range)");
+  }
+
+  /// The largest element index that `extents`/`strides` reach, or -1 when an
+  /// extent is 0 (nothing is accessed); false on overflow.
+  static bool maxElement(const int64_t (&extents)[3],
+                         const int64_t (&strides)[3], int64_t &maxIndex) {
+    maxIndex = 0;
+    for (int d = 0; d < 3; ++d)
+      if (extents[d] == 0) {
+        maxIndex = -1;
+        return true;
+      }
+    for (int d = 0; d < 3; ++d) {
+      int64_t term;
+      if (__builtin_mul_overflow(extents[d] - 1, strides[d], &term) ||
+          __builtin_add_overflow(maxIndex, term, &maxIndex))
+        return false;
+    }
+    return true;
+  }
+
+  Status checkGemmAccess(const std::string &where, const char *operand,
+                         uint32_t index, const int64_t (&extents)[3],
+                         const int64_t (&strides)[3]) const {
+    int64_t maxIndex;
+    if (!maxElement(extents, strides, maxIndex))
+      return fail(where, ": the accesses of ", operand,
+                  " overflow 64-bit element indices");
+    if (maxIndex >= 0 && static_cast<uint64_t>(maxIndex) >= elementCount(index))
+      return fail(where, ": ", operand, " reaches element ", maxIndex,
+                  " of buffer ", bufferLabel(index), ", which has ",
+                  elementCount(index), " elements");
+    return Status::success();
+  }
+
+  Status checkGemm(const std::string &where, const LibraryCall &call) const {
+    if (count(call.buffers()) != 3)
+      return fail(where, ": blas.gemm takes 3 buffers [A, B, C], got ",
+                  count(call.buffers()));
+    GemmCall gemm;
+    if (Status status = decodeGemm(call.params(), gemm); status.failed())
+      return fail(where, ": ", status.message());
+    uint32_t a = call.buffers()->Get(0), b = call.buffers()->Get(1),
+             c = call.buffers()->Get(2);
+    DType dtype = buffer(a).dtype();
+    if ((dtype != DType::F32 && dtype != DType::F64) ||
+        buffer(b).dtype() != dtype || buffer(c).dtype() != dtype)
+      return fail(where, ": blas.gemm needs A, B and C all f32 or all f64, got ",
+                  dtypeName(buffer(a).dtype()), ", ",
+                  dtypeName(buffer(b).dtype()), ", ",
+                  dtypeName(buffer(c).dtype()));
+    if (Status status = checkWritable(where, c, "result C"); status.failed())
+      return status;
+    if (Status status = checkGemmAccess(where, "A", a, {gemm.batch, gemm.m, gemm.k},
+                                        {gemm.aBatchStride, gemm.aMStride, gemm.aKStride});
+        status.failed())
+      return status;
+    if (Status status = checkGemmAccess(where, "B", b, {gemm.batch, gemm.k, gemm.n},
+                                        {gemm.bBatchStride, gemm.bKStride, gemm.bNStride});
+        status.failed())
+      return status;
+    return checkGemmAccess(where, "C", c, {gemm.batch, gemm.m, gemm.n},
+                           {gemm.cBatchStride, gemm.cMStride, 1});
+  }
+
+  Status checkIndexRange(const std::string &where,
+                         const LibraryCall &call) const {
+    if (count(call.buffers()) != 1)
+      return fail(where, ": check.index_range takes 1 buffer, got ",
+                  count(call.buffers()));
+    if (count(call.params()) != 2)
+      return fail(where, ": check.index_range takes 2 parameters [lo, hi], got ",
+                  count(call.params()));
+    DType dtype = buffer(call.buffers()->Get(0)).dtype();
+    if (dtype != DType::I32 && dtype != DType::I64)
+      return fail(where, ": check.index_range needs an i32 or i64 buffer, got ",
+                  dtypeName(dtype), " buffer ",
+                  bufferLabel(call.buffers()->Get(0)));
+    return Status::success();
+  }
+
+  Status checkCopy(const std::string &where, const Copy &copy) const {
+    if (Status status = checkBufferIndex(where, copy.src()); status.failed())
+      return status;
+    if (Status status = checkBufferIndex(where, copy.dst()); status.failed())
+      return status;
+    if (Status status = checkWritable(where, copy.dst(), "destination");
+        status.failed())
+      return status;
+    if (Status status = checkRange(where, "source", copy.src(),
+                                   copy.src_offset(), copy.bytes());
+        status.failed())
+      return status;
+    return checkRange(where, "destination", copy.dst(), copy.dst_offset(),
+                      copy.bytes());
+  }
+
+  Status checkCollective(const std::string &where,
+                         const Collective &collective) const {
+    if (collective.kind() > CollectiveKind::MAX)
+      return fail(where, ": invalid collective kind ",
+                  static_cast<unsigned>(collective.kind()));
+    if (collective.reduce() > ReduceOp::MAX)
+      return fail(where, ": invalid reduction ",
+                  static_cast<unsigned>(collective.reduce()));
+    if (count(collective.group()) == 0)
+      return fail(where, ": the collective's group is empty");
+    std::set<int> members;
+    for (int rank : *collective.group()) {
+      if (!allRanks_.count(rank))
+        return fail(where, ": the group names rank ", rank,
+                    ", which runs no program of the plan");
+      if (!members.insert(rank).second)
+        return fail(where, ": the group names rank ", rank, " twice");
+    }
+    if (Status status = checkBufferIndex(where, collective.src());
+        status.failed())
+      return status;
+    if (Status status = checkBufferIndex(where, collective.dst());
+        status.failed())
+      return status;
+    if (Status status = checkWritable(where, collective.dst(), "destination");
+        status.failed())
+      return status;
+    bool pointToPoint = collective.kind() == CollectiveKind::Send ||
+                        collective.kind() == CollectiveKind::Recv;
+    if (pointToPoint) {
+      if (members.size() == 1)
+        return fail(where, ": ", EnumNameCollectiveKind(collective.kind()),
+                    " needs a group of two ranks, the group has one");
+      if (!allRanks_.count(collective.peer()))
+        return fail(where, ": peer rank ", collective.peer(),
+                    " runs no program of the plan");
+    }
+    // A one-rank collective is the identity: a copy of src to dst.
+    if (members.size() == 1 &&
+        buffer(collective.src()).size() != buffer(collective.dst()).size())
+      return fail(where, ": a one-rank collective copies ",
+                  bufferLabel(collective.src()), " (",
+                  buffer(collective.src()).size(), " bytes) to ",
+                  bufferLabel(collective.dst()), " (",
+                  buffer(collective.dst()).size(),
+                  " bytes); the sizes must match");
+    return Status::success();
+  }
+
+  Status checkOutput(const std::string &where, const Output &output) {
+    if (Status status = checkBufferIndex(where, output.buffer());
+        status.failed())
+      return status;
+    std::string_view name = text(output.name());
+    if (name.empty())
+      return fail(where, ": the output has no name");
+    if (!outputNames_.insert(name).second)
+      return fail(where, ": a second output named '", name, "'");
+    return Status::success();
+  }
+
+  const Plan &plan_;
+  const FileHeader &header_;
+  std::set<int> allRanks_;
+
+  // The program being checked.
+  const Program *program_ = nullptr;
+  std::string label_;
+  std::unordered_set<uint32_t> recordedEvents_;
+  std::set<std::string_view> outputNames_;
+};
+
+} // namespace
+
+std::string describeStep(const Program &program, const Step &step) {
+  auto bufferName = [&](uint32_t index) {
+    return text(program.buffers()->Get(index)->name());
+  };
+  switch (step.detail_type()) {
+  case StepDetail::Launch:
+    return formatMessage("launch ", text(step.detail_as_Launch()->kernel()));
+  case StepDetail::LibraryCall:
+    return formatMessage("library ",
+                         text(step.detail_as_LibraryCall()->function()));
+  case StepDetail::Copy:
+    return formatMessage("copy ", bufferName(step.detail_as_Copy()->src()),
+                         "->", bufferName(step.detail_as_Copy()->dst()));
+  case StepDetail::Collective:
+    return formatMessage(
+        "collective ",
+        EnumNameCollectiveKind(step.detail_as_Collective()->kind()));
+  case StepDetail::EventRecord:
+    return formatMessage("event record ",
+                         step.detail_as_EventRecord()->event());
+  case StepDetail::EventWait:
+    return formatMessage("event wait ", step.detail_as_EventWait()->event());
+  case StepDetail::Output:
+    return formatMessage("output ", text(step.detail_as_Output()->name()));
+  default:
+    return "unknown step";
+  }
+}
+
+Status decodeGemm(const flatbuffers::Vector<int64_t> *params, GemmCall &call) {
+  static constexpr const char *kNames[12] = {
+      "batch",          "m",          "n",          "k",
+      "a_batch_stride", "a_m_stride", "a_k_stride", "b_batch_stride",
+      "b_k_stride",     "b_n_stride", "c_batch_stride", "c_m_stride"};
+  if (count(params) != 12)
+    return fail("blas.gemm takes 12 parameters [batch, m, n, k, "
+                "a_batch_stride, a_m_stride, a_k_stride, b_batch_stride, "
+                "b_k_stride, b_n_stride, c_batch_stride, c_m_stride], got ",
+                count(params));
+  int64_t values[12];
+  for (int i = 0; i < 12; ++i) {
+    values[i] = params->Get(i);
+    if (values[i] < 0)
+      return fail("blas.gemm parameter ", kNames[i], " is negative (",
+                  values[i], ")");
+  }
+  call = GemmCall{values[0], values[1], values[2], values[3], values[4],
+                  values[5], values[6], values[7], values[8], values[9],
+                  values[10], values[11], false, false, 0, 0, 0};
+
+  // BLAS needs a unit stride along one dimension of each operand, and a
+  // leading dimension at least the other extent. An operand that is never
+  // read (an extent is 0) has no layout to check; the executor skips BLAS.
+  auto atLeastOne = [](int64_t value) { return value > 1 ? value : 1; };
+  if (call.m > 0 && call.k > 0) {
+    if (call.aKStride == 1) {
+      call.lda = call.aMStride;
+      if (call.lda < atLeastOne(call.k))
+        return fail("blas.gemm A's m stride ", call.lda,
+                    " is below max(1, k) = ", atLeastOne(call.k));
+    } else if (call.aMStride == 1) {
+      call.transposeA = true;
+      call.lda = call.aKStride;
+      if (call.lda < atLeastOne(call.m))
+        return fail("blas.gemm A's k stride ", call.lda,
+                    " is below max(1, m) = ", atLeastOne(call.m));
+    } else {
+      return fail("blas.gemm A has no unit stride (m stride ", call.aMStride,
+                  ", k stride ", call.aKStride,
+                  "); BLAS needs one of them to be 1");
+    }
+  }
+  if (call.k > 0 && call.n > 0) {
+    if (call.bNStride == 1) {
+      call.ldb = call.bKStride;
+      if (call.ldb < atLeastOne(call.n))
+        return fail("blas.gemm B's k stride ", call.ldb,
+                    " is below max(1, n) = ", atLeastOne(call.n));
+    } else if (call.bKStride == 1) {
+      call.transposeB = true;
+      call.ldb = call.bNStride;
+      if (call.ldb < atLeastOne(call.k))
+        return fail("blas.gemm B's n stride ", call.ldb,
+                    " is below max(1, k) = ", atLeastOne(call.k));
+    } else {
+      return fail("blas.gemm B has no unit stride (k stride ", call.bKStride,
+                  ", n stride ", call.bNStride,
+                  "); BLAS needs one of them to be 1");
+    }
+  }
+  if (call.m > 0 && call.n > 0) {
+    call.ldc = call.cMStride;
+    if (call.ldc < atLeastOne(call.n))
+      return fail("blas.gemm C's m stride ", call.ldc,
+                  " is below max(1, n) = ", atLeastOne(call.n));
+  }
+  for (int64_t value : {call.m, call.n, call.k, call.lda, call.ldb, call.ldc})
+    if (value > INT_MAX)
+      return fail("blas.gemm extent or leading dimension ", value,
+                  " exceeds the 32-bit BLAS interface");
+  return Status::success();
+}
+
+Status PlanFile::verify() {
+  const uint8_t *data = bytes_.data();
+  uint64_t size = bytes_.size();
+  if (Status status = verifyHeader(data, size, header_); status.failed())
+    return status;
+
+  const uint8_t *metadata = data + header_.metadataOffset;
+  size_t metadataSize = static_cast<size_t>(header_.metadataSize);
+  if (metadataSize < 8 || !PlanBufferHasIdentifier(metadata))
+    return fail("plan metadata does not carry the file identifier \"",
+                PlanIdentifier(), "\"");
+  flatbuffers::Verifier verifier(metadata, metadataSize);
+  if (!VerifyPlanBuffer(verifier))
+    return fail("plan metadata fails the FlatBuffers verifier (corrupt, or "
+                "not a version ",
+                kFormatVersion, " plan)");
+  plan_ = GetPlan(metadata);
+
+  if (Status status = SemanticChecker(*plan_, header_).check();
+      status.failed())
+    return status;
+
+  for (uint32_t i = 0; i < count(plan_->programs()); ++i) {
+    std::string entry(text(plan_->programs()->Get(i)->entry()));
+    bool known = false;
+    for (const std::string &name : entries_)
+      known = known || name == entry;
+    if (!known)
+      entries_.push_back(std::move(entry));
+  }
+  return Status::success();
+}
+
+const uint8_t *PlanFile::blobData(uint32_t index) const {
+  return bytes_.data() + header_.blobsOffset +
+         plan_->blobs()->Get(index)->offset();
+}
+
+uint64_t PlanFile::blobSize(uint32_t index) const {
+  return plan_->blobs()->Get(index)->size();
+}
+
+const Program *PlanFile::findProgram(std::string_view entry, int rank) const {
+  for (const Program *program : *plan_->programs())
+    if (text(program->entry()) == entry)
+      for (int programRank : *program->ranks())
+        if (programRank == rank)
+          return program;
+  return nullptr;
+}
+
+const Program *PlanFile::findProgram(std::string_view entry) const {
+  for (const Program *program : *plan_->programs())
+    if (text(program->entry()) == entry)
+      return program;
+  return nullptr;
+}
+
+Status PlanFile::openMemory(const void *data, size_t size,
+                            std::shared_ptr<const PlanFile> &out) {
+  if (!data && size != 0)
+    return fail("plan data is NULL");
+  std::shared_ptr<PlanFile> plan(new PlanFile());
+  if (Status status = plan->bytes_.allocate(size, "the plan"); status.failed())
+    return status;
+  if (size)
+    std::memcpy(plan->bytes_.data(), data, size);
+  if (Status status = plan->verify(); status.failed())
+    return status;
+  out = std::move(plan);
+  return Status::success();
+}
+
+Status PlanFile::openFile(const char *path,
+                          std::shared_ptr<const PlanFile> &out) {
+  if (!path)
+    return fail("plan path is NULL");
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail("cannot open plan '", path, "': ", std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    return fail("cannot read plan '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return fail("cannot read plan '", path, "': not a regular file");
+  std::shared_ptr<PlanFile> plan(new PlanFile());
+  if (Status status = plan->bytes_.allocate(
+          static_cast<uint64_t>(info.st_size), "the plan");
+      status.failed())
+    return status;
+  uint64_t done = 0;
+  while (done < plan->bytes_.size()) {
+    ssize_t got = ::read(fd, plan->bytes_.data() + done,
+                         static_cast<size_t>(plan->bytes_.size() - done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return fail("cannot read plan '", path, "': ", std::strerror(errno));
+    if (got == 0)
+      return fail("cannot read plan '", path, "': it shrank while reading");
+    done += static_cast<uint64_t>(got);
+  }
+  if (Status status = plan->verify(); status.failed())
+    return fail(path, ": ", status.message());
+  out = std::move(plan);
+  return Status::success();
+}
+
+} // namespace of::rt

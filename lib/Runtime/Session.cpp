@@ -1,0 +1,360 @@
+//===- Session.cpp - Preparing and running one program --------------------===//
+//
+// Creation resolves everything a run needs (storage, kernels, pointers) so
+// that a run is a loop over prepared steps. It relies on the plan having
+// been verified at open (PlanFile.cpp): indices, ranges and gemm layouts are
+// not re-checked here. What is checked here is what depends on the session:
+// the entry and rank, the device, and collectives this runtime can run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+using namespace of::plan;
+
+namespace of::rt {
+
+namespace {
+
+std::string_view text(const flatbuffers::String *string) {
+  return string ? std::string_view(string->c_str(), string->size())
+                : std::string_view();
+}
+
+std::string joinQuoted(const std::vector<std::string> &names) {
+  std::string joined;
+  for (const std::string &name : names)
+    joined += (joined.empty() ? "'" : ", '") + name + "'";
+  return joined;
+}
+
+std::string formatDims(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+TensorInfo describeBuffer(const Buffer &buffer, std::string_view name) {
+  TensorInfo info;
+  info.name = std::string(name);
+  info.dtype = buffer.dtype();
+  if (buffer.shape())
+    info.dims.assign(buffer.shape()->begin(), buffer.shape()->end());
+  info.bytes = buffer.size();
+  return info;
+}
+
+} // namespace
+
+Session::~Session() = default;
+
+Status Session::create(std::shared_ptr<const PlanFile> plan, const char *entry,
+                       int rank, std::unique_ptr<Session> &out) {
+  if (!plan)
+    return fail("no plan");
+  std::unique_ptr<Session> session(new Session());
+  session->plan_ = std::move(plan);
+  if (Status status = session->prepare(entry, rank); status.failed())
+    return status;
+  out = std::move(session);
+  return Status::success();
+}
+
+Status Session::prepare(const char *requestedEntry, int rank) {
+  const PlanFile &plan = *plan_;
+  const std::vector<std::string> &entries = plan.entries();
+  if (entries.empty())
+    return fail("the plan has no programs");
+
+  std::string entry;
+  if (requestedEntry) {
+    entry = requestedEntry;
+  } else if (plan.findProgram("main")) {
+    entry = "main";
+  } else if (entries.size() == 1) {
+    entry = entries.front();
+  } else {
+    return fail("the plan has several entries (", joinQuoted(entries),
+                ") and none is 'main'; name one");
+  }
+  program_ = plan.findProgram(entry, rank);
+  if (!program_) {
+    if (plan.findProgram(entry)) {
+      std::string ranks;
+      for (const Program *program : *plan.plan().programs())
+        if (text(program->entry()) == entry)
+          for (int programRank : *program->ranks())
+            ranks += (ranks.empty() ? "" : ", ") + std::to_string(programRank);
+      return fail("rank ", rank, " does not run entry '", entry,
+                  "' (its ranks are ", ranks, ")");
+    }
+    return fail("the plan has no entry '", entry, "'; its entries are ",
+                joinQuoted(entries));
+  }
+  const Program &program = *program_;
+  rank_ = rank;
+  label_ = formatMessage("program '", entry, "'");
+
+  std::string_view device = text(program.device());
+  if (device != "cpu")
+    return fail(label_, " runs on ", device,
+                "; this runtime has only the CPU executor");
+  executor_ = createCpuExecutor();
+
+  // Storage: the arena, then one allocation per input and per output.
+  if (Status status = arena_.allocate(program.arena_size(), "the arena");
+      status.failed())
+    return fail(label_, ": ", status.message());
+  uint32_t numBuffers = program.buffers() ? program.buffers()->size() : 0;
+  bufferData_.assign(numBuffers, nullptr);
+  for (uint32_t i = 0; i < numBuffers; ++i) {
+    const Buffer &buffer = *program.buffers()->Get(i);
+    if (buffer.kind() == BufferKind::Arena)
+      bufferData_[i] = arena_.data() + buffer.offset();
+    else if (buffer.kind() == BufferKind::Constant)
+      // Constants are read-only by construction: the loader rejects every
+      // step that would write one.
+      bufferData_[i] = const_cast<uint8_t *>(plan.blobData(buffer.blob()));
+  }
+  uint32_t numInputs = program.inputs() ? program.inputs()->size() : 0;
+  inputStorage_.resize(numInputs);
+  inputSet_.assign(numInputs, false);
+  for (uint32_t i = 0; i < numInputs; ++i) {
+    uint32_t index = program.inputs()->Get(i);
+    const Buffer &buffer = *program.buffers()->Get(index);
+    inputs_.push_back(describeBuffer(buffer, text(buffer.binding())));
+    if (Status status = inputStorage_[i].allocate(
+            buffer.size(), ("input '" + inputs_.back().name + "'").c_str());
+        status.failed())
+      return fail(label_, ": ", status.message());
+    bufferData_[index] = inputStorage_[i].data();
+  }
+
+  if (Status status = loadKernels(); status.failed())
+    return status;
+
+  uint32_t numSteps = program.steps() ? program.steps()->size() : 0;
+  for (uint32_t s = 0; s < numSteps; ++s)
+    if (Status status = prepareStep(*program.steps()->Get(s), s);
+        status.failed())
+      return status;
+  stepSeconds_.assign(steps_.size(), 0.0);
+  return Status::success();
+}
+
+Status Session::loadKernels() {
+  const Plan &plan = plan_->plan();
+  uint32_t numExecutables = plan.executables() ? plan.executables()->size() : 0;
+  objects_.resize(numExecutables);
+  if (!program_->steps())
+    return Status::success();
+  for (const Step *step : *program_->steps()) {
+    const Launch *launch = step->detail_as_Launch();
+    if (!launch || objects_[launch->executable()])
+      continue;
+    const Executable &executable =
+        *plan.executables()->Get(launch->executable());
+    std::string name(text(executable.name()));
+    if (text(executable.format()) != "elf-shared-object")
+      return fail(label_, ": executable '", name, "' has the format '",
+                  text(executable.format()),
+                  "'; the CPU executor loads \"elf-shared-object\"");
+    if (Status status = KernelObject::load(name,
+                                           plan_->blobData(executable.blob()),
+                                           plan_->blobSize(executable.blob()),
+                                           objects_[launch->executable()]);
+        status.failed())
+      return fail(label_, ": ", status.message());
+  }
+  return Status::success();
+}
+
+Status Session::prepareStep(const Step &step, uint32_t index) {
+  const Program &program = *program_;
+  PreparedStep prepared;
+  prepared.stream = step.stream();
+  prepared.name = describeStep(program, step);
+  std::string where =
+      formatMessage(label_, " step ", index, " (", prepared.name, ")");
+
+  switch (step.detail_type()) {
+  case StepDetail::Launch: {
+    const Launch &launch = *step.detail_as_Launch();
+    prepared.kind = StepKind::Launch;
+    // Kernels are resolved once per session; each launch keeps its pointer.
+    if (Status status = objects_[launch.executable()]->resolve(
+            std::string(text(launch.kernel())), prepared.kernel);
+        status.failed())
+      return fail(where, ": ", status.message());
+    if (launch.buffers())
+      for (uint32_t buffer : *launch.buffers())
+        prepared.args.push_back(bufferData(buffer));
+    break;
+  }
+  case StepDetail::LibraryCall: {
+    const LibraryCall &call = *step.detail_as_LibraryCall();
+    if (text(call.function()) == kGemmFunction) {
+      prepared.kind = StepKind::Gemm;
+      if (Status status = decodeGemm(call.params(), prepared.gemm);
+          status.failed())
+        return fail(where, ": ", status.message());
+      prepared.gemmType =
+          program.buffers()->Get(call.buffers()->Get(0))->dtype();
+      prepared.gemmA = bufferData(call.buffers()->Get(0));
+      prepared.gemmB = bufferData(call.buffers()->Get(1));
+      prepared.gemmC = bufferData(call.buffers()->Get(2));
+    } else {
+      prepared.kind = StepKind::IndexRangeCheck;
+      const Buffer &buffer = *program.buffers()->Get(call.buffers()->Get(0));
+      prepared.indices = bufferData(call.buffers()->Get(0));
+      prepared.indexType = buffer.dtype();
+      prepared.indexCount = buffer.size() / dtypeSize(buffer.dtype());
+      prepared.lo = call.params()->Get(0);
+      prepared.hi = call.params()->Get(1);
+      prepared.indexBufferName = std::string(text(buffer.name()));
+    }
+    break;
+  }
+  case StepDetail::Copy: {
+    const Copy &copy = *step.detail_as_Copy();
+    prepared.kind = StepKind::Copy;
+    prepared.src = static_cast<uint8_t *>(bufferData(copy.src())) +
+                   copy.src_offset();
+    prepared.dst = static_cast<uint8_t *>(bufferData(copy.dst())) +
+                   copy.dst_offset();
+    prepared.bytes = copy.bytes();
+    break;
+  }
+  case StepDetail::Collective: {
+    const Collective &collective = *step.detail_as_Collective();
+    uint32_t groupSize = collective.group()->size();
+    if (groupSize > 1)
+      return fail(where, ": a collective over ", groupSize,
+                  " ranks needs the MPI backend, which this runtime does not "
+                  "have yet; only one-rank groups run");
+    if (collective.group()->Get(0) != rank_)
+      return fail(where, ": the one-rank group is rank ",
+                  collective.group()->Get(0), ", but this session is rank ",
+                  rank_);
+    // The loader checked that src and dst have the same size.
+    prepared.kind = StepKind::Copy;
+    prepared.src = bufferData(collective.src());
+    prepared.dst = bufferData(collective.dst());
+    prepared.bytes = program.buffers()->Get(collective.src())->size();
+    break;
+  }
+  case StepDetail::EventRecord:
+    prepared.kind = StepKind::EventRecord;
+    prepared.event = step.detail_as_EventRecord()->event();
+    break;
+  case StepDetail::EventWait:
+    prepared.kind = StepKind::EventWait;
+    prepared.event = step.detail_as_EventWait()->event();
+    break;
+  case StepDetail::Output: {
+    const Output &output = *step.detail_as_Output();
+    const Buffer &buffer = *program.buffers()->Get(output.buffer());
+    outputs_.push_back(describeBuffer(buffer, text(output.name())));
+    outputStorage_.emplace_back();
+    if (Status status = outputStorage_.back().allocate(
+            buffer.size(), ("output '" + outputs_.back().name + "'").c_str());
+        status.failed())
+      return fail(label_, ": ", status.message());
+    prepared.kind = StepKind::Copy;
+    prepared.src = bufferData(output.buffer());
+    prepared.dst = outputStorage_.back().data();
+    prepared.bytes = buffer.size();
+    break;
+  }
+  default:
+    return fail(where, ": unknown step");
+  }
+  steps_.push_back(std::move(prepared));
+  return Status::success();
+}
+
+int64_t Session::findInput(std::string_view name) const {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (inputs_[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+int64_t Session::findOutput(std::string_view name) const {
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+Status Session::setInput(size_t index, const void *data, size_t bytes) {
+  if (index >= inputs_.size())
+    return fail("input index ", index, " is out of range (", label_, " has ",
+                inputs_.size(), " inputs)");
+  const TensorInfo &info = inputs_[index];
+  if (bytes != info.bytes)
+    return fail("input '", info.name, "' takes ", info.bytes, " bytes (",
+                dtypeName(info.dtype), " ", formatDims(info.dims), "), got ",
+                bytes);
+  if (!data && bytes)
+    return fail("input '", info.name, "': the data pointer is NULL");
+  if (bytes)
+    std::memcpy(inputStorage_[index].data(), data, bytes);
+  inputSet_[index] = true;
+  return Status::success();
+}
+
+Status Session::run() {
+  std::vector<std::string> unset;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!inputSet_[i])
+      unset.push_back(inputs_[i].name);
+  if (!unset.empty())
+    return fail(label_, ": ", unset.size() == 1 ? "input " : "inputs ",
+                joinQuoted(unset), unset.size() == 1 ? " was" : " were",
+                " never set");
+
+  outputsValid_ = false;
+  using Clock = std::chrono::steady_clock;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Clock::time_point start;
+    if (profiling_)
+      start = Clock::now();
+    if (Status status = executor_->execute(steps_[i]); status.failed())
+      return status;
+    if (profiling_)
+      stepSeconds_[i] +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  if (Status status = executor_->synchronize(); status.failed())
+    return status;
+  if (profiling_)
+    ++profiledRuns_;
+  outputsValid_ = true;
+  return Status::success();
+}
+
+Status Session::getOutput(size_t index, void *data, size_t bytes) const {
+  if (index >= outputs_.size())
+    return fail("output index ", index, " is out of range (", label_, " has ",
+                outputs_.size(), " outputs)");
+  const TensorInfo &info = outputs_[index];
+  if (!outputsValid_)
+    return fail("output '", info.name,
+                "' has no value: no run has completed successfully");
+  if (bytes != info.bytes)
+    return fail("output '", info.name, "' is ", info.bytes, " bytes, got ",
+                bytes);
+  if (!data && bytes)
+    return fail("output '", info.name, "': the data pointer is NULL");
+  if (bytes)
+    std::memcpy(data, outputStorage_[index].data(), bytes);
+  return Status::success();
+}
+
+} // namespace of::rt

@@ -1,0 +1,103 @@
+//===- Session.h - One program of a plan, ready to run --------------------===//
+//
+// A session is one entry function run as one rank: the program's arena
+// (64-byte aligned, zeroed), session-owned storage for every input and
+// output, the kernels of its launches loaded and resolved, and every step
+// prepared with data pointers. Creation fails cleanly for what this runtime
+// cannot run (a CUDA program, a multi-rank collective); running needs every
+// input set. The session shares ownership of its plan, whose constant blobs
+// it reads in place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_LIB_RUNTIME_SESSION_H
+#define OF_LIB_RUNTIME_SESSION_H
+
+#include "AlignedBytes.h"
+#include "Executor.h"
+#include "KernelObject.h"
+#include "PlanFile.h"
+#include "Status.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace of::rt {
+
+/// The name, element type and shape of an input or output.
+struct TensorInfo {
+  std::string name;
+  plan::DType dtype = plan::DType::F32;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;
+};
+
+class Session {
+public:
+  /// Prepares entry `entry` (null: "main", or the plan's only entry) for
+  /// `rank`.
+  static Status create(std::shared_ptr<const PlanFile> plan, const char *entry,
+                       int rank, std::unique_ptr<Session> &out);
+  ~Session();
+
+  /// Inputs in the program's `inputs` order, outputs in Output step order.
+  const std::vector<TensorInfo> &inputs() const { return inputs_; }
+  const std::vector<TensorInfo> &outputs() const { return outputs_; }
+  /// The index of the input/output named `name`, or -1.
+  int64_t findInput(std::string_view name) const;
+  int64_t findOutput(std::string_view name) const;
+
+  /// Copies exactly the input's size in bytes into the session.
+  Status setInput(size_t index, const void *data, size_t bytes);
+  /// Runs every step; fails, naming them, if inputs were never set.
+  Status run();
+  /// Copies an output of the last successful run (exactly its size).
+  Status getOutput(size_t index, void *data, size_t bytes) const;
+
+  void enableProfiling(bool enable) { profiling_ = enable; }
+  size_t numSteps() const { return steps_.size(); }
+  const std::string &stepName(size_t index) const {
+    return steps_[index].name;
+  }
+  double stepSeconds(size_t index) const { return stepSeconds_[index]; }
+  size_t profiledRuns() const { return profiledRuns_; }
+  uint64_t arenaBytes() const { return arena_.size(); }
+
+private:
+  Session() = default;
+  Status prepare(const char *entry, int rank);
+  Status loadKernels();
+  Status prepareStep(const plan::Step &step, uint32_t index);
+  void *bufferData(uint32_t index) const { return bufferData_[index]; }
+
+  std::shared_ptr<const PlanFile> plan_;
+  const plan::Program *program_ = nullptr;
+  int rank_ = 0;
+  std::string label_;
+  std::unique_ptr<Executor> executor_;
+
+  AlignedBytes arena_;
+  std::vector<AlignedBytes> inputStorage_;
+  std::vector<bool> inputSet_;
+  std::vector<AlignedBytes> outputStorage_;
+  bool outputsValid_ = false;
+  /// The data pointer of every buffer of the program, by index.
+  std::vector<void *> bufferData_;
+
+  /// Loaded executables, by executable index (null when unused).
+  std::vector<std::unique_ptr<KernelObject>> objects_;
+  std::vector<PreparedStep> steps_;
+
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+
+  bool profiling_ = false;
+  std::vector<double> stepSeconds_;
+  size_t profiledRuns_ = 0;
+};
+
+} // namespace of::rt
+
+#endif // OF_LIB_RUNTIME_SESSION_H

@@ -1,0 +1,211 @@
+//===- ofrt.cpp - The C API of libofrt over PlanFile and Session ----------===//
+//
+// Thin wrappers: each handle owns the C++ object, each failing call turns a
+// Status into a heap-allocated ofrt_error. NULL handles and out-of-range
+// indices are errors or neutral values, never crashes. Only the functions
+// declared in ofrt.h are exported from the shared library (the build hides
+// everything else).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanFile.h"
+#include "Session.h"
+
+#pragma GCC visibility push(default)
+#include "OF/Runtime/ofrt.h"
+#pragma GCC visibility pop
+
+#include <new>
+
+using namespace of::rt;
+
+struct ofrt_error {
+  std::string message;
+};
+
+struct ofrt_plan {
+  std::shared_ptr<const PlanFile> file;
+};
+
+struct ofrt_session {
+  std::unique_ptr<Session> session;
+};
+
+namespace {
+
+ofrt_error *toError(const Status &status) {
+  if (status.succeeded())
+    return nullptr;
+  return new (std::nothrow) ofrt_error{status.message()};
+}
+
+ofrt_error *makeError(const char *message) {
+  return new (std::nothrow) ofrt_error{message};
+}
+
+ofrt_tensor_info toInfo(const TensorInfo &info) {
+  ofrt_tensor_info out{};
+  out.name = info.name.c_str();
+  out.dtype = static_cast<ofrt_dtype>(info.dtype);
+  out.rank = info.dims.size();
+  out.dims = info.dims.data();
+  out.bytes = static_cast<size_t>(info.bytes);
+  return out;
+}
+
+} // namespace
+
+extern "C" {
+
+size_t ofrt_dtype_size(ofrt_dtype dtype) {
+  return dtypeSize(static_cast<of::plan::DType>(dtype));
+}
+
+const char *ofrt_dtype_name(ofrt_dtype dtype) {
+  return dtypeName(static_cast<of::plan::DType>(dtype));
+}
+
+const char *ofrt_error_message(const ofrt_error *error) {
+  return error ? error->message.c_str() : "";
+}
+
+void ofrt_error_free(ofrt_error *error) { delete error; }
+
+ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out) {
+  if (!out)
+    return makeError("ofrt_plan_open_file: the output pointer is NULL");
+  *out = nullptr;
+  std::shared_ptr<const PlanFile> file;
+  if (Status status = PlanFile::openFile(path, file); status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_plan{std::move(file)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
+ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,
+                                  ofrt_plan **out) {
+  if (!out)
+    return makeError("ofrt_plan_open_memory: the output pointer is NULL");
+  *out = nullptr;
+  std::shared_ptr<const PlanFile> file;
+  if (Status status = PlanFile::openMemory(data, size, file); status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_plan{std::move(file)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
+void ofrt_plan_close(ofrt_plan *plan) { delete plan; }
+
+size_t ofrt_plan_num_entries(const ofrt_plan *plan) {
+  return plan ? plan->file->entries().size() : 0;
+}
+
+const char *ofrt_plan_entry_name(const ofrt_plan *plan, size_t index) {
+  if (!plan || index >= plan->file->entries().size())
+    return nullptr;
+  return plan->file->entries()[index].c_str();
+}
+
+ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
+                                ofrt_session **out) {
+  if (!out)
+    return makeError("ofrt_session_create: the output pointer is NULL");
+  *out = nullptr;
+  if (!plan)
+    return makeError("ofrt_session_create: the plan is NULL");
+  std::unique_ptr<Session> session;
+  if (Status status = Session::create(plan->file, entry, rank, session);
+      status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_session{std::move(session)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
+void ofrt_session_destroy(ofrt_session *session) { delete session; }
+
+size_t ofrt_session_num_inputs(const ofrt_session *session) {
+  return session ? session->session->inputs().size() : 0;
+}
+
+size_t ofrt_session_num_outputs(const ofrt_session *session) {
+  return session ? session->session->outputs().size() : 0;
+}
+
+ofrt_tensor_info ofrt_session_input_info(const ofrt_session *session,
+                                         size_t index) {
+  if (!session || index >= session->session->inputs().size())
+    return ofrt_tensor_info{};
+  return toInfo(session->session->inputs()[index]);
+}
+
+ofrt_tensor_info ofrt_session_output_info(const ofrt_session *session,
+                                          size_t index) {
+  if (!session || index >= session->session->outputs().size())
+    return ofrt_tensor_info{};
+  return toInfo(session->session->outputs()[index]);
+}
+
+int64_t ofrt_session_find_input(const ofrt_session *session,
+                                const char *name) {
+  if (!session || !name)
+    return -1;
+  return session->session->findInput(name);
+}
+
+int64_t ofrt_session_find_output(const ofrt_session *session,
+                                 const char *name) {
+  if (!session || !name)
+    return -1;
+  return session->session->findOutput(name);
+}
+
+ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
+                                   const void *data, size_t bytes) {
+  if (!session)
+    return makeError("ofrt_session_set_input: the session is NULL");
+  return toError(session->session->setInput(index, data, bytes));
+}
+
+ofrt_error *ofrt_session_run(ofrt_session *session) {
+  if (!session)
+    return makeError("ofrt_session_run: the session is NULL");
+  return toError(session->session->run());
+}
+
+ofrt_error *ofrt_session_get_output(const ofrt_session *session, size_t index,
+                                    void *data, size_t bytes) {
+  if (!session)
+    return makeError("ofrt_session_get_output: the session is NULL");
+  return toError(session->session->getOutput(index, data, bytes));
+}
+
+void ofrt_session_enable_profiling(ofrt_session *session, int enable) {
+  if (session)
+    session->session->enableProfiling(enable != 0);
+}
+
+size_t ofrt_session_num_steps(const ofrt_session *session) {
+  return session ? session->session->numSteps() : 0;
+}
+
+const char *ofrt_session_step_name(const ofrt_session *session, size_t index) {
+  if (!session || index >= session->session->numSteps())
+    return nullptr;
+  return session->session->stepName(index).c_str();
+}
+
+double ofrt_session_step_seconds(const ofrt_session *session, size_t index) {
+  if (!session || index >= session->session->numSteps())
+    return 0.0;
+  return session->session->stepSeconds(index);
+}
+
+size_t ofrt_session_profiled_runs(const ofrt_session *session) {
+  return session ? session->session->profiledRuns() : 0;
+}
+
+uint64_t ofrt_session_arena_bytes(const ofrt_session *session) {
+  return session ? session->session->arenaBytes() : 0;
+}
+
+} // extern "C"

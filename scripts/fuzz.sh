@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the plan loader fuzzer (test/Fuzz/plan_loader_fuzzer.cpp) with
+# clang++-14 and libFuzzer + ASan + UBSan, straight from the runtime sources,
+# and runs it for [seconds] (default 60). The seed corpus is the sample plans
+# of test/Runtime/ofrt-test-plan, plus every .ofp named in $OF_FUZZ_SEEDS
+# (files or directories, separated by spaces). Work files go to
+# $OF_FUZZ_DIR (default build-fuzz/); a crash leaves its input there as
+# crash-* and makes this script exit non-zero.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SECONDS_TO_RUN=${1:-60}
+WORK=${OF_FUZZ_DIR:-$ROOT/build-fuzz}
+CXX=${OF_FUZZ_CXX:-clang++-14}
+CC=${OF_FUZZ_CC:-clang-14}
+mkdir -p "$WORK/include/OF/Runtime" "$WORK/corpus"
+
+flatc --cpp --scoped-enums --gen-object-api -o "$WORK/include/OF/Runtime" \
+  "$ROOT/include/OF/Runtime/PlanFormat.fbs"
+includes=(-I"$ROOT/include" -I"$WORK/include" -I/usr/include/x86_64-linux-gnu)
+
+# The seed corpus: the sample plans, with the test kernel object.
+"$CC" -O1 -shared -fPIC -o "$WORK/libofrt_test_kernels.so" \
+  "$ROOT/test/Runtime/test_kernels.c"
+"$CXX" -std=c++17 -O1 "${includes[@]}" -o "$WORK/ofrt-test-plan" \
+  "$ROOT/test/Runtime/ofrt-test-plan.cpp"
+"$WORK/ofrt-test-plan" --kernels "$WORK/libofrt_test_kernels.so" "$WORK/corpus"
+for seed in ${OF_FUZZ_SEEDS:-}; do
+  if [[ -d "$seed" ]]; then
+    find "$seed" -name '*.ofp' -exec cp {} "$WORK/corpus/" \;
+  else
+    cp "$seed" "$WORK/corpus/"
+  fi
+done
+
+"$CXX" -std=c++17 -g -O1 -fno-exceptions \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
+  -o "$WORK/plan_loader_fuzzer" \
+  "$ROOT/test/Fuzz/plan_loader_fuzzer.cpp" "$ROOT"/lib/Runtime/*.cpp \
+  -lopenblas -ldl
+
+cd "$WORK"
+# libFuzzer exits non-zero on a crash, a leak, or a sanitizer report.
+./plan_loader_fuzzer -max_total_time="$SECONDS_TO_RUN" -print_final_stats=1 \
+  -rss_limit_mb=2048 -artifact_prefix="$WORK/" "$WORK/corpus"

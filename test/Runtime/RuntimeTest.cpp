@@ -1,0 +1,608 @@
+//===- RuntimeTest.cpp - libofrt through its C API ------------------------===//
+//
+// Builds plans in memory (TestPlan.h), with the real kernel shared object
+// compiled from test_kernels.c, and runs them through ofrt.h: results are
+// compared with naive loops, and every kind of corruption or semantic error
+// must be refused with the expected message. Nothing is mocked: OpenBLAS
+// computes the gemms, dlopen loads the kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestPlan.h"
+
+#include "OF/Runtime/ofrt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace of::test;
+using namespace of::plan;
+
+namespace {
+
+/// The message of `error` (freed), or "" on success.
+std::string take(ofrt_error *error) {
+  if (!error)
+    return "";
+  std::string message = ofrt_error_message(error);
+  ofrt_error_free(error);
+  return message;
+}
+
+struct PlanHandle {
+  ofrt_plan *plan = nullptr;
+  ~PlanHandle() { ofrt_plan_close(plan); }
+};
+struct SessionHandle {
+  ofrt_session *session = nullptr;
+  ~SessionHandle() { ofrt_session_destroy(session); }
+};
+
+const Bytes &kernelObject() {
+  static const Bytes bytes = readFileBytes(OFRT_TEST_KERNELS);
+  return bytes;
+}
+
+/// The error of opening `file` ("" if it opens).
+std::string openError(const Bytes &file) {
+  PlanHandle handle;
+  return take(ofrt_plan_open_memory(file.data(), file.size(), &handle.plan));
+}
+
+/// The error of opening `file` and creating a session of `entry`.
+std::string sessionError(const Bytes &file, const char *entry = nullptr,
+                         int rank = 0) {
+  PlanHandle plan;
+  if (std::string error =
+          take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan));
+      !error.empty())
+    return error;
+  SessionHandle session;
+  return take(ofrt_session_create(plan.plan, entry, rank, &session.session));
+}
+
+std::vector<float> sequence(size_t count, float scale, float offset) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i)
+    values[i] = scale * static_cast<float>(i) + offset;
+  return values;
+}
+
+ProgramT &mainProgram(SamplePlan &sample) { return *sample.plan.programs[0]; }
+
+TEST(Runtime, KernelObjectIsBuilt) {
+  ASSERT_GT(kernelObject().size(), 4u) << OFRT_TEST_KERNELS;
+}
+
+TEST(Runtime, RunsLaunchGemmCopyAndOutputs) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  ASSERT_EQ(ofrt_plan_num_entries(plan.plan), 2u);
+  EXPECT_STREQ(ofrt_plan_entry_name(plan.plan, 0), "main");
+  EXPECT_STREQ(ofrt_plan_entry_name(plan.plan, 1), "check");
+
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)),
+            "");
+  ofrt_session *s = session.session;
+  ASSERT_EQ(ofrt_session_num_inputs(s), 2u);
+  ASSERT_EQ(ofrt_session_num_outputs(s), 3u);
+  EXPECT_EQ(ofrt_session_find_input(s, "y"), 1);
+  EXPECT_EQ(ofrt_session_find_output(s, "y.gemm"), 1);
+  EXPECT_EQ(ofrt_session_find_output(s, "nope"), -1);
+  ofrt_tensor_info info = ofrt_session_output_info(s, 1);
+  EXPECT_STREQ(info.name, "y.gemm");
+  EXPECT_EQ(info.dtype, OFRT_F32);
+  ASSERT_EQ(info.rank, 2u);
+  EXPECT_EQ(info.dims[0], 4);
+  EXPECT_EQ(info.bytes, 64u);
+  EXPECT_EQ(ofrt_session_arena_bytes(s), 192u);
+
+  std::vector<float> x = sequence(16, 0.5f, -3.0f), y = sequence(16, -0.25f, 1);
+  ASSERT_EQ(take(ofrt_session_set_input(s, 0, x.data(), 64)), "");
+  ASSERT_EQ(take(ofrt_session_set_input(s, 1, y.data(), 64)), "");
+  ofrt_session_enable_profiling(s, 1);
+  ASSERT_EQ(take(ofrt_session_run(s)), "");
+  ASSERT_EQ(take(ofrt_session_run(s)), "");
+
+  std::vector<float> sum(16), product(16), copy(16);
+  ASSERT_EQ(take(ofrt_session_get_output(s, 0, sum.data(), 64)), "");
+  ASSERT_EQ(take(ofrt_session_get_output(s, 1, product.data(), 64)), "");
+  ASSERT_EQ(take(ofrt_session_get_output(s, 2, copy.data(), 64)), "");
+  std::vector<float> w = sampleWeight();
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(sum[i], x[i] + y[i]);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double expected = 0;
+      for (int p = 0; p < 4; ++p)
+        expected += double(sum[i * 4 + p]) * w[p * 4 + j];
+      EXPECT_LE(std::fabs(product[i * 4 + j] - expected),
+                1e-5 * std::max(1.0, std::fabs(expected)));
+      EXPECT_EQ(copy[i * 4 + j], product[i * 4 + j]);
+    }
+
+  ASSERT_EQ(ofrt_session_num_steps(s), 8u);
+  EXPECT_STREQ(ofrt_session_step_name(s, 0), "launch add_f32_16");
+  EXPECT_STREQ(ofrt_session_step_name(s, 1), "event record 0");
+  EXPECT_STREQ(ofrt_session_step_name(s, 2), "event wait 0");
+  EXPECT_STREQ(ofrt_session_step_name(s, 3), "library blas.gemm");
+  EXPECT_STREQ(ofrt_session_step_name(s, 4), "copy p->q");
+  EXPECT_STREQ(ofrt_session_step_name(s, 5), "output sum");
+  EXPECT_EQ(ofrt_session_profiled_runs(s), 2u);
+  EXPECT_GE(ofrt_session_step_seconds(s, 3), 0.0);
+}
+
+/// Runs the batched gemm plan and compares with a double loop.
+template <typename T>
+void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
+                      int64_t k) {
+  SCOPED_TRACE(testing::Message() << "batch " << batch << " m " << m << " n "
+                                  << n << " k " << k);
+  Bytes file = makeBatchedGemmPlan(dtype, batch, m, n, k).write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
+            "");
+  std::mt19937 random(42);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<T> a(batch * k * m), b(n * k);
+  for (T &value : a)
+    value = static_cast<T>(uniform(random));
+  for (T &value : b)
+    value = static_cast<T>(uniform(random));
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, a.data(),
+                                        a.size() * sizeof(T))),
+            "");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, b.data(),
+                                        b.size() * sizeof(T))),
+            "");
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+  int64_t ldc = n + 3;
+  std::vector<T> c(batch * m * ldc);
+  ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, c.data(),
+                                         c.size() * sizeof(T))),
+            "");
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double expected = 0;
+        for (int64_t p = 0; p < k; ++p)
+          // A[b] is stored [k, m], B is stored [n, k] and shared by batches.
+          expected += double(a[bi * k * m + p * m + i]) * double(b[j * k + p]);
+        double actual = c[bi * m * ldc + i * ldc + j];
+        EXPECT_LE(std::fabs(actual - expected),
+                  1e-5 * std::max(1.0, std::fabs(expected)))
+            << "at " << bi << ", " << i << ", " << j;
+      }
+}
+
+TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
+  checkBatchedGemm<float>(DType::F32, 3, 5, 7, 6);
+  checkBatchedGemm<double>(DType::F64, 2, 9, 4, 11);
+  checkBatchedGemm<float>(DType::F32, 1, 1, 1, 1);
+}
+
+TEST(Runtime, GemmWithEmptyReductionZeroesC) {
+  SamplePlan sample;
+  auto program = makeProgram("main", 0);
+  uint32_t a = addInput(*program, "a", DType::F32, {2, 0});
+  uint32_t b = addInput(*program, "b", DType::F32, {0, 3});
+  uint32_t c = addInput(*program, "c", DType::F32, {2, 3});
+  addLibraryCall(*program, "blas.gemm", {a, b, c},
+                 {1, 2, 3, 0, 0, 0, 1, 0, 3, 1, 6, 3});
+  addOutput(*program, "c", c);
+  sample.plan.programs.push_back(std::move(program));
+  Bytes file = sample.write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)),
+            "");
+  std::vector<float> ones(6, 1.0f);
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, nullptr, 0)), "");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, nullptr, 0)), "");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 2, ones.data(), 24)),
+            "");
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+  std::vector<float> result(6, 5.0f);
+  ASSERT_EQ(
+      take(ofrt_session_get_output(session.session, 0, result.data(), 24)), "");
+  for (float value : result)
+    EXPECT_EQ(value, 0.0f);
+}
+
+TEST(Runtime, IndexRangeCheck) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, "check", 0, &session.session)),
+            "");
+  std::vector<int32_t> ids = {0, 1, 15, 3, 4, 16, 6, 7};
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, ids.data(), 32)),
+            "");
+  EXPECT_EQ(take(ofrt_session_run(session.session)),
+            "index 16 out of range [0, 16) in buffer 'ids' at element 5");
+  std::vector<int32_t> out(8);
+  EXPECT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 32)),
+            "output 'ids' has no value: no run has completed successfully");
+  ids[5] = 5;
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, ids.data(), 32)),
+            "");
+  EXPECT_EQ(take(ofrt_session_run(session.session)), "");
+  EXPECT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 32)),
+            "");
+  EXPECT_EQ(out, ids);
+}
+
+TEST(Runtime, OneRankCollectiveIsACopyAndMultiRankNeedsMpi) {
+  SamplePlan sample;
+  auto program = makeProgram("main", 64);
+  program->ranks = {0};
+  uint32_t x = addInput(*program, "x", DType::F32, {16});
+  uint32_t r = addArena(*program, "r", DType::F32, {16}, 0);
+  CollectiveT collective;
+  collective.kind = CollectiveKind::AllReduce;
+  collective.group = {0};
+  collective.src = x;
+  collective.dst = r;
+  addStep(*program, collective);
+  addOutput(*program, "r", r);
+  sample.plan.programs.push_back(std::move(program));
+  {
+    Bytes file = sample.write();
+    PlanHandle plan;
+    ASSERT_EQ(
+        take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)), "");
+    SessionHandle session;
+    ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)),
+              "");
+    EXPECT_STREQ(ofrt_session_step_name(session.session, 0),
+                 "collective AllReduce");
+    std::vector<float> x = sequence(16, 2, 1), r(16);
+    ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(), 64)),
+              "");
+    ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+    ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, r.data(), 64)),
+              "");
+    EXPECT_EQ(r, x);
+  }
+  sample.plan.programs[0]->ranks = {0, 1};
+  sample.plan.programs[0]->steps[0]->detail.AsCollective()->group = {0, 1};
+  EXPECT_EQ(sessionError(sample.write()),
+            "program 'main' step 0 (collective AllReduce): a collective over 2 "
+            "ranks needs the MPI backend, which this runtime does not have "
+            "yet; only one-rank groups run");
+  sample.plan.programs[0]->steps[0]->detail.AsCollective()->group = {1};
+  EXPECT_EQ(sessionError(sample.write()),
+            "program 'main' step 0 (collective AllReduce): the one-rank group "
+            "is rank 1, but this session is rank 0");
+  auto *send = sample.plan.programs[0]->steps[0]->detail.AsCollective();
+  send->kind = CollectiveKind::Send;
+  send->group = {0};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (collective): Send needs a group of two "
+            "ranks, the group has one");
+}
+
+//===----------------------------------------------------------------------===//
+// Corrupt files
+//===----------------------------------------------------------------------===//
+
+TEST(PlanErrors, FlippedByteFailsTheChecksum) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  file[file.size() / 2] ^= 0x10;
+  EXPECT_NE(openError(file).find("plan checksum mismatch"), std::string::npos)
+      << openError(file);
+}
+
+TEST(PlanErrors, TruncatedFile) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  size_t size = file.size();
+  file.resize(size - 100);
+  EXPECT_EQ(openError(file),
+            "truncated plan: the file is " + std::to_string(size - 100) +
+                " bytes, its header says " + std::to_string(size));
+  file.resize(40);
+  EXPECT_EQ(openError(file), "truncated plan: the file is 40 bytes, shorter "
+                             "than the 64-byte header");
+  file.resize(size + 100, 0);
+  EXPECT_NE(openError(file).find("plan has trailing bytes"), std::string::npos);
+}
+
+TEST(PlanErrors, WrongMagic) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  file[1] = 'X';
+  EXPECT_EQ(openError(file),
+            "not an OF plan: the file does not start with the .ofp magic");
+  EXPECT_EQ(openError(Bytes{}),
+            "not an OF plan: the file does not start with the .ofp magic");
+}
+
+TEST(PlanErrors, WrongVersion) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  uint32_t version = 7;
+  std::memcpy(file.data() + 8, &version, 4);
+  EXPECT_EQ(openError(file),
+            "plan format version 7, this runtime reads version 1");
+}
+
+TEST(PlanErrors, GarbageMetadataWithValidChecksum) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  // Keep the identifier, scramble the root table offset.
+  file[64] = 0xff;
+  file[65] = 0xff;
+  rewriteChecksum(file);
+  EXPECT_EQ(openError(file), "plan metadata fails the FlatBuffers verifier "
+                             "(corrupt, or not a version 1 plan)");
+  file[68] = 'X';
+  rewriteChecksum(file);
+  EXPECT_EQ(openError(file),
+            "plan metadata does not carry the file identifier \"OFPM\"");
+}
+
+TEST(PlanErrors, FileThatDoesNotExist) {
+  PlanHandle plan;
+  std::string error =
+      take(ofrt_plan_open_file("/nonexistent/plan.ofp", &plan.plan));
+  EXPECT_EQ(error, "cannot open plan '/nonexistent/plan.ofp': No such file or "
+                   "directory");
+}
+
+//===----------------------------------------------------------------------===//
+// Semantic errors (valid checksum, valid FlatBuffer)
+//===----------------------------------------------------------------------===//
+
+TEST(PlanErrors, ArenaBufferOutOfRange) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).buffers[3]->offset = 4096;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main': arena buffer 's' (64 bytes at offset 4096) "
+            "exceeds the arena of 192 bytes");
+}
+
+TEST(PlanErrors, BufferSizeDisagreesWithShape) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).buffers[0]->size = 60;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main': buffer 'x' is 60 bytes, but f32 [16] takes 64");
+  mainProgram(sample).buffers[0]->size = 64;
+  mainProgram(sample).buffers[0]->shape = {INT64_C(1) << 40, INT64_C(1) << 30};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main': buffer 'x' of shape [1099511627776, 1073741824] "
+            "overflows 64 bits of bytes");
+}
+
+TEST(PlanErrors, ConstantBlobMismatch) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  sample.blobs[1].resize(32);
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main': constant buffer 'w' is 64 bytes, but blob 1 "
+            "holds 32");
+  SamplePlan other = makeSamplePlan(kernelObject());
+  mainProgram(other).buffers[2]->blob = 9;
+  EXPECT_EQ(openError(other.write()),
+            "program 'main': constant buffer 'w' refers to blob 9, but the "
+            "plan has 2 blobs");
+}
+
+TEST(PlanErrors, BlobOutsideTheBlobSection) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  Bytes good = sample.write();
+  sample.plan.blobs.clear();
+  auto blob = std::make_unique<BlobT>();
+  blob->offset = 64;
+  blob->size = 1 << 20;
+  sample.plan.blobs.push_back(std::move(blob));
+  EXPECT_NE(openError(writePlan(sample.plan, sample.blobs, true))
+                .find("blob 0 (1048576 bytes at offset 64) exceeds the blob "
+                      "section of"),
+            std::string::npos);
+  sample.plan.blobs[0]->offset = 8;
+  sample.plan.blobs[0]->size = 8;
+  EXPECT_EQ(openError(writePlan(sample.plan, sample.blobs, true)),
+            "blob 0 at offset 8 is not 64-byte aligned");
+}
+
+TEST(PlanErrors, CopyOutOfRange) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  sample.plan.programs[0]->steps[4]->detail.AsCopy()->bytes = 4096;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 4 (copy): source range [0, 4096) exceeds "
+            "buffer 'p' of 64 bytes");
+  sample.plan.programs[0]->steps[4]->detail.AsCopy()->bytes = 32;
+  sample.plan.programs[0]->steps[4]->detail.AsCopy()->dst_offset = 40;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 4 (copy): destination range [40, 72) exceeds "
+            "buffer 'q' of 64 bytes");
+  sample.plan.programs[0]->steps[4]->detail.AsCopy()->dst = 2;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 4 (copy): the destination 'w' is a constant");
+}
+
+TEST(PlanErrors, GemmAccessOutOfRange) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto *gemm = mainProgram(sample).steps[3]->detail.AsLibraryCall();
+  gemm->params[0] = 2; // batch 2 with A's batch stride 16 reads s[16..31]
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): A reaches element 31 "
+            "of buffer 's', which has 16 elements");
+  gemm->params = {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 5};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): C reaches element 18 "
+            "of buffer 'p', which has 16 elements");
+}
+
+TEST(PlanErrors, GemmLayoutAndTypes) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto *gemm = mainProgram(sample).steps[3]->detail.AsLibraryCall();
+  gemm->params = {1, 2, 2, 2, 0, 2, 2, 0, 2, 1, 0, 2};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm A has no "
+            "unit stride (m stride 2, k stride 2); BLAS needs one of them to "
+            "be 1");
+  gemm->params = {1, 4, 4, 4, 16, 3, 1, 16, 4, 1, 16, 4};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm A's m stride "
+            "3 is below max(1, k) = 4");
+  gemm->params.pop_back();
+  EXPECT_NE(openError(sample.write()).find("blas.gemm takes 12 parameters"),
+            std::string::npos);
+  gemm->params = {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 4};
+  mainProgram(sample).buffers[4]->dtype = DType::F64;
+  mainProgram(sample).buffers[4]->size = 128;
+  mainProgram(sample).arena_size = 256;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm needs A, B "
+            "and C all f32 or all f64, got f32, f32, f64");
+}
+
+TEST(PlanErrors, KernelNotInExecutable) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).steps[0]->detail.AsLaunch()->kernel = "nope";
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch nope): kernel 'nope' is not in "
+            "executable 'test_kernels'");
+}
+
+TEST(PlanErrors, KernelMissingFromTheObject) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  sample.plan.executables[0]->kernels.push_back("ghost");
+  mainProgram(sample).steps[0]->detail.AsLaunch()->kernel = "ghost";
+  EXPECT_EQ(sessionError(sample.write()),
+            "program 'main' step 0 (launch ghost): kernel 'ghost' is not "
+            "defined by executable 'test_kernels'");
+  sample.blobs[0] = Bytes(128, 0x42);
+  EXPECT_EQ(sessionError(sample.write()),
+            "program 'main': executable 'test_kernels' is not an ELF shared "
+            "object");
+}
+
+TEST(PlanErrors, WaitOnUnrecordedEvent) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  std::swap(mainProgram(sample).steps[1], mainProgram(sample).steps[2]);
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 1 (event wait): waits for event 0, which no "
+            "earlier step records (the run would hang)");
+  mainProgram(sample).steps[1]->detail.AsEventWait()->event = 3;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 1 (event wait): event 3, but the program has "
+            "1 events");
+}
+
+TEST(PlanErrors, StreamAndIndicesOutOfRange) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).steps[4]->stream = 2;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 4 (copy): stream 2, but the program has 2 "
+            "streams");
+  mainProgram(sample).steps[4]->stream = 0;
+  mainProgram(sample).steps[0]->detail.AsLaunch()->buffers[1] = 77;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): buffer index 77 is out "
+            "of range (the program has 6 buffers)");
+  mainProgram(sample).steps[0]->detail.AsLaunch()->buffers[1] = 1;
+  mainProgram(sample).steps[0]->detail.AsLaunch()->executable = 4;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): executable 4, but the "
+            "plan has 1 executables");
+}
+
+TEST(PlanErrors, InputsMustBeInputBuffersWithBindings) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).inputs[1] = 3;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main': inputs[1] is buffer 's', which is not an input "
+            "buffer");
+  SamplePlan other = makeSamplePlan(kernelObject());
+  mainProgram(other).buffers[1]->binding = "";
+  EXPECT_EQ(openError(other.write()),
+            "program 'main': input buffer 'y' has no binding name");
+}
+
+TEST(PlanErrors, StepWithoutDetail) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).steps[2]->detail.Reset();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 2 (unknown step): the step has no detail");
+}
+
+TEST(PlanErrors, UnknownLibraryFunction) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).steps[3]->detail.AsLibraryCall()->function = "blas.syrk";
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.syrk): unknown library "
+            "function 'blas.syrk' (this runtime knows blas.gemm and "
+            "check.index_range)");
+}
+
+//===----------------------------------------------------------------------===//
+// Session errors
+//===----------------------------------------------------------------------===//
+
+TEST(SessionErrors, EntryAndRankSelection) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  Bytes file = sample.write();
+  EXPECT_EQ(sessionError(file, "train"),
+            "the plan has no entry 'train'; its entries are 'main', 'check'");
+  EXPECT_EQ(sessionError(file, "main", 3),
+            "rank 3 does not run entry 'main' (its ranks are 0)");
+  sample.plan.programs[0]->entry = "forward";
+  EXPECT_EQ(sessionError(sample.write()),
+            "the plan has several entries ('forward', 'check') and none is "
+            "'main'; name one");
+  sample.plan.programs[0]->device = "cuda";
+  EXPECT_EQ(sessionError(sample.write(), "forward"),
+            "program 'forward' runs on cuda; this runtime has only the CPU "
+            "executor");
+}
+
+TEST(SessionErrors, InputsMustBeSetWithTheirExactSize) {
+  Bytes file = makeSamplePlan(kernelObject()).write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
+            "");
+  std::vector<float> x(16, 1.0f);
+  EXPECT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(), 60)),
+            "input 'x' takes 64 bytes (f32 [16]), got 60");
+  EXPECT_EQ(take(ofrt_session_set_input(session.session, 5, x.data(), 64)),
+            "input index 5 is out of range (program 'main' has 2 inputs)");
+  EXPECT_EQ(take(ofrt_session_run(session.session)),
+            "program 'main': inputs 'x', 'y' were never set");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(), 64)), "");
+  EXPECT_EQ(take(ofrt_session_run(session.session)),
+            "program 'main': input 'y' was never set");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, x.data(), 64)), "");
+  EXPECT_EQ(take(ofrt_session_run(session.session)), "");
+  std::vector<float> out(16);
+  EXPECT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 32)),
+            "output 'sum' is 64 bytes, got 32");
+}
+
+TEST(SessionErrors, NullArgumentsAreErrorsNotCrashes) {
+  EXPECT_EQ(take(ofrt_plan_open_file(nullptr, nullptr)),
+            "ofrt_plan_open_file: the output pointer is NULL");
+  ofrt_plan *plan = nullptr;
+  EXPECT_EQ(take(ofrt_plan_open_file(nullptr, &plan)), "plan path is NULL");
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_EQ(take(ofrt_session_run(nullptr)),
+            "ofrt_session_run: the session is NULL");
+  EXPECT_EQ(ofrt_plan_num_entries(nullptr), 0u);
+  EXPECT_EQ(ofrt_session_input_info(nullptr, 0).name, nullptr);
+  EXPECT_STREQ(ofrt_dtype_name(OFRT_BF16), "bf16");
+  EXPECT_EQ(ofrt_dtype_size(OFRT_I1), 1u);
+}
+
+} // namespace

@@ -1,0 +1,362 @@
+//===- TestPlan.h - Writing .ofp files for the runtime tests --------------===//
+//
+// Assembles binary plans the way of-translate does (header, metadata
+// FlatBuffer, 64-byte aligned blobs, checksum), from the generated object
+// API (of::plan::PlanT), so a test builds a plan as plain structs, changes
+// one field to make it invalid, and writes it with a valid checksum. The
+// sample plans are shared by the GoogleTest suite, by ofrt-test-plan (which
+// writes them to disk for lit and as the fuzzer's seeds).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_TEST_RUNTIME_TESTPLAN_H
+#define OF_TEST_RUNTIME_TESTPLAN_H
+
+#include "OF/Runtime/PlanFormat.h"
+#include "OF/Runtime/PlanFormat_generated.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace of::test {
+
+using Bytes = std::vector<uint8_t>;
+
+/// Recomputes the header's checksum of a plan file (after an edit).
+inline void rewriteChecksum(Bytes &file) {
+  plan::FileHeader header;
+  std::memcpy(&header, file.data(), sizeof header);
+  header.checksum = plan::checksum(file.data() + sizeof header,
+                                   file.size() - sizeof header);
+  std::memcpy(file.data(), &header, sizeof header);
+}
+
+/// Writes `planT` with `blobs` as a .ofp file. Unless `keepBlobTable`, the
+/// plan's blob table is replaced by the blobs' actual places.
+inline Bytes writePlan(const plan::PlanT &planT, const std::vector<Bytes> &blobs,
+                       bool keepBlobTable = false) {
+  plan::PlanT copy;
+  // The object API has no copy constructor: round-trip through a buffer.
+  {
+    flatbuffers::FlatBufferBuilder builder;
+    builder.Finish(plan::Plan::Pack(builder, &planT));
+    plan::GetPlan(builder.GetBufferPointer())->UnPackTo(&copy);
+  }
+  std::vector<uint64_t> offsets;
+  uint64_t blobsSize = 0;
+  for (const Bytes &blob : blobs) {
+    uint64_t offset = plan::alignTo(blobsSize, plan::kBlobAlignment);
+    offsets.push_back(offset);
+    blobsSize = offset + blob.size();
+  }
+  if (!keepBlobTable) {
+    copy.blobs.clear();
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      auto blob = std::make_unique<plan::BlobT>();
+      blob->offset = offsets[i];
+      blob->size = blobs[i].size();
+      copy.blobs.push_back(std::move(blob));
+    }
+  }
+  flatbuffers::FlatBufferBuilder builder;
+  plan::FinishPlanBuffer(builder, plan::Plan::Pack(builder, &copy));
+
+  plan::FileHeader header{};
+  std::memcpy(header.magic, plan::kMagic, sizeof header.magic);
+  header.version = plan::kFormatVersion;
+  header.headerSize = sizeof(plan::FileHeader);
+  header.metadataOffset = sizeof(plan::FileHeader);
+  header.metadataSize = builder.GetSize();
+  header.blobsOffset = plan::alignTo(header.metadataOffset + header.metadataSize,
+                                     plan::kBlobAlignment);
+  header.blobsSize = blobsSize;
+  header.fileSize = header.blobsOffset + blobsSize;
+
+  Bytes file(header.fileSize, 0);
+  std::memcpy(file.data() + header.metadataOffset, builder.GetBufferPointer(),
+              builder.GetSize());
+  for (size_t i = 0; i < blobs.size(); ++i)
+    if (!blobs[i].empty())
+      std::memcpy(file.data() + header.blobsOffset + offsets[i],
+                  blobs[i].data(), blobs[i].size());
+  std::memcpy(file.data(), &header, sizeof header);
+  rewriteChecksum(file);
+  return file;
+}
+
+/// The bytes of the file at `path` (empty if it cannot be read).
+inline Bytes readFileBytes(const std::string &path) {
+  Bytes bytes;
+  if (FILE *file = std::fopen(path.c_str(), "rb")) {
+    uint8_t chunk[1 << 16];
+    size_t got;
+    while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0)
+      bytes.insert(bytes.end(), chunk, chunk + got);
+    std::fclose(file);
+  }
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+inline uint64_t elementBytes(plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::F64:
+  case plan::DType::I64:
+    return 8;
+  case plan::DType::F16:
+  case plan::DType::BF16:
+    return 2;
+  case plan::DType::I8:
+  case plan::DType::I1:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+inline std::unique_ptr<plan::BufferT> makeBuffer(const std::string &name,
+                                                 plan::BufferKind kind,
+                                                 plan::DType dtype,
+                                                 std::vector<int64_t> shape) {
+  auto buffer = std::make_unique<plan::BufferT>();
+  buffer->name = name;
+  buffer->kind = kind;
+  buffer->dtype = dtype;
+  buffer->size = elementBytes(dtype);
+  for (int64_t dim : shape)
+    buffer->size *= static_cast<uint64_t>(dim);
+  buffer->shape = std::move(shape);
+  return buffer;
+}
+
+/// Adds a buffer to `program` and returns its index.
+inline uint32_t addArena(plan::ProgramT &program, const std::string &name,
+                         plan::DType dtype, std::vector<int64_t> shape,
+                         uint64_t offset) {
+  auto buffer =
+      makeBuffer(name, plan::BufferKind::Arena, dtype, std::move(shape));
+  buffer->offset = offset;
+  program.buffers.push_back(std::move(buffer));
+  return static_cast<uint32_t>(program.buffers.size() - 1);
+}
+
+inline uint32_t addInput(plan::ProgramT &program, const std::string &name,
+                         plan::DType dtype, std::vector<int64_t> shape) {
+  auto buffer =
+      makeBuffer(name, plan::BufferKind::Input, dtype, std::move(shape));
+  buffer->binding = name;
+  program.buffers.push_back(std::move(buffer));
+  uint32_t index = static_cast<uint32_t>(program.buffers.size() - 1);
+  program.inputs.push_back(index);
+  return index;
+}
+
+inline uint32_t addConstant(plan::ProgramT &program, const std::string &name,
+                            plan::DType dtype, std::vector<int64_t> shape,
+                            uint32_t blob) {
+  auto buffer =
+      makeBuffer(name, plan::BufferKind::Constant, dtype, std::move(shape));
+  buffer->blob = blob;
+  program.buffers.push_back(std::move(buffer));
+  return static_cast<uint32_t>(program.buffers.size() - 1);
+}
+
+template <typename Detail>
+void addStep(plan::ProgramT &program, Detail detail, uint32_t stream = 0) {
+  auto step = std::make_unique<plan::StepT>();
+  step->stream = stream;
+  step->detail.Set(std::move(detail));
+  program.steps.push_back(std::move(step));
+}
+
+inline void addLaunch(plan::ProgramT &program, uint32_t executable,
+                      const std::string &kernel, std::vector<uint32_t> buffers) {
+  plan::LaunchT launch;
+  launch.executable = executable;
+  launch.kernel = kernel;
+  launch.buffers = std::move(buffers);
+  addStep(program, std::move(launch));
+}
+
+inline void addLibraryCall(plan::ProgramT &program, const std::string &function,
+                           std::vector<uint32_t> buffers,
+                           std::vector<int64_t> params) {
+  plan::LibraryCallT call;
+  call.function = function;
+  call.buffers = std::move(buffers);
+  call.params = std::move(params);
+  addStep(program, std::move(call));
+}
+
+inline void addCopy(plan::ProgramT &program, uint32_t src, uint32_t dst,
+                    uint64_t bytes, uint64_t srcOffset = 0,
+                    uint64_t dstOffset = 0) {
+  plan::CopyT copy;
+  copy.src = src;
+  copy.dst = dst;
+  copy.bytes = bytes;
+  copy.src_offset = srcOffset;
+  copy.dst_offset = dstOffset;
+  addStep(program, std::move(copy));
+}
+
+inline void addOutput(plan::ProgramT &program, const std::string &name,
+                      uint32_t buffer) {
+  plan::OutputT output;
+  output.name = name;
+  output.buffer = buffer;
+  addStep(program, std::move(output));
+}
+
+inline std::unique_ptr<plan::ProgramT> makeProgram(const std::string &entry,
+                                                   uint64_t arenaSize) {
+  auto program = std::make_unique<plan::ProgramT>();
+  program->entry = entry;
+  program->ranks = {0};
+  program->device = "cpu";
+  program->arena_size = arenaSize;
+  program->num_streams = 1;
+  return program;
+}
+
+inline Bytes floatBytes(const std::vector<float> &values) {
+  Bytes bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Sample plans
+//===----------------------------------------------------------------------===//
+
+/// A plan and the contents of its blobs.
+struct SamplePlan {
+  plan::PlanT plan;
+  std::vector<Bytes> blobs;
+  Bytes write() const { return writePlan(plan, blobs); }
+};
+
+/// The weight of the sample gemm: w[i][j] = i - 2j (row-major 4x4).
+inline std::vector<float> sampleWeight() {
+  std::vector<float> w(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      w[i * 4 + j] = static_cast<float>(i - 2 * j);
+  return w;
+}
+
+/// Entry "main" (inputs x, y: f32 [16]):
+///   s = add_f32_16(x, y)            launch, stream 0, then event 0 recorded
+///   p = s (as 4x4) x w              blas.gemm on stream 1 after waiting on 0
+///   q = p                           copy
+///   outputs "sum" = s, "y.gemm" = p (a name with a '.'), "copy" = q
+/// Entry "check" (input ids: i32 [8]): check.index_range [0, 16) on ids,
+/// output "ids" = ids.
+/// Blob 0 is the kernel object `kernels`, blob 1 the weight.
+inline SamplePlan makeSamplePlan(const Bytes &kernels) {
+  using namespace plan;
+  SamplePlan sample;
+  sample.plan.producer = "ofrt-test-plan";
+  sample.blobs = {kernels, floatBytes(sampleWeight())};
+
+  auto executable = std::make_unique<ExecutableT>();
+  executable->name = "test_kernels";
+  executable->format = "elf-shared-object";
+  executable->target = "x86_64-unknown-linux-gnu";
+  executable->blob = 0;
+  executable->kernels = {"add_f32_16"};
+  sample.plan.executables.push_back(std::move(executable));
+
+  auto entry = makeProgram("main", 192);
+  entry->num_streams = 2;
+  entry->num_events = 1;
+  uint32_t x = addInput(*entry, "x", DType::F32, {16});
+  uint32_t y = addInput(*entry, "y", DType::F32, {16});
+  uint32_t w = addConstant(*entry, "w", DType::F32, {4, 4}, 1);
+  uint32_t s = addArena(*entry, "s", DType::F32, {16}, 0);
+  uint32_t p = addArena(*entry, "p", DType::F32, {4, 4}, 64);
+  uint32_t q = addArena(*entry, "q", DType::F32, {4, 4}, 128);
+  addLaunch(*entry, 0, "add_f32_16", {x, y, s});
+  EventRecordT record;
+  record.event = 0;
+  addStep(*entry, record, 0);
+  EventWaitT wait;
+  wait.event = 0;
+  addStep(*entry, wait, 1);
+  addLibraryCall(*entry, "blas.gemm", {s, w, p},
+                 {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 4});
+  entry->steps.back()->stream = 1;
+  addCopy(*entry, p, q, 64);
+  addOutput(*entry, "sum", s);
+  addOutput(*entry, "y.gemm", p);
+  addOutput(*entry, "copy", q);
+  sample.plan.programs.push_back(std::move(entry));
+
+  auto check = makeProgram("check", 0);
+  uint32_t ids = addInput(*check, "ids", DType::I32, {8});
+  addLibraryCall(*check, "check.index_range", {ids}, {0, 16});
+  addOutput(*check, "ids", ids);
+  sample.plan.programs.push_back(std::move(check));
+  return sample;
+}
+
+/// Entry "main": C = A x B batched, A stored transposed ([batch, k, m]), B
+/// stored transposed ([n, k]) and broadcast over the batch (stride 0), C
+/// with padded rows (ldc = n + 3). Inputs a, b; output "c". F32 or F64.
+inline SamplePlan makeBatchedGemmPlan(plan::DType dtype, int64_t batch,
+                                      int64_t m, int64_t n, int64_t k) {
+  using namespace plan;
+  SamplePlan sample;
+  sample.plan.producer = "ofrt-test-plan";
+  int64_t ldc = n + 3;
+  uint64_t cBytes = static_cast<uint64_t>(batch * m * ldc) * elementBytes(dtype);
+  auto entry = makeProgram("main", cBytes);
+  uint32_t a = addInput(*entry, "a", dtype, {batch, k, m});
+  uint32_t b = addInput(*entry, "b", dtype, {n, k});
+  uint32_t c = addArena(*entry, "c", dtype, {batch, m, ldc}, 0);
+  addLibraryCall(*entry, "blas.gemm", {a, b, c},
+                 {batch, m, n, k,
+                  /*A*/ k * m, 1, m,
+                  /*B*/ 0, 1, k,
+                  /*C*/ m * ldc, ldc});
+  addOutput(*entry, "c", c);
+  sample.plan.programs.push_back(std::move(entry));
+  return sample;
+}
+
+/// Entry "main": one input per dtype, named by the dtype ("f32", "bf16",
+/// ...; shape [2, 3]), each copied through the arena and output as
+/// "<dtype>.out", so that of-run's .npy reading and writing round-trips
+/// every element type.
+inline SamplePlan makeDtypePlan() {
+  using namespace plan;
+  SamplePlan sample;
+  sample.plan.producer = "ofrt-test-plan";
+  const std::pair<const char *, DType> types[] = {
+      {"f32", DType::F32}, {"f64", DType::F64}, {"f16", DType::F16},
+      {"bf16", DType::BF16}, {"i64", DType::I64}, {"i32", DType::I32},
+      {"i8", DType::I8},   {"i1", DType::I1}};
+  auto entry = makeProgram("main", 8 * 64);
+  uint64_t offset = 0;
+  for (const auto &[name, dtype] : types) {
+    uint32_t input = addInput(*entry, name, dtype, {2, 3});
+    uint32_t copy = addArena(*entry, std::string(name) + ".copy", dtype,
+                             {2, 3}, offset);
+    addCopy(*entry, input, copy, 6 * elementBytes(dtype));
+    addOutput(*entry, std::string(name) + ".out", copy);
+    offset += 64;
+  }
+  sample.plan.programs.push_back(std::move(entry));
+  return sample;
+}
+
+} // namespace of::test
+
+#endif // OF_TEST_RUNTIME_TESTPLAN_H
