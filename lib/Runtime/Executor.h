@@ -24,7 +24,14 @@
 
 namespace of::rt {
 
-enum class StepKind { Launch, Gemm, IndexRangeCheck, Copy, EventRecord, EventWait };
+enum class StepKind {
+  Launch,
+  Gemm,
+  IndexRangeCheck,
+  Copy,
+  EventRecord,
+  EventWait
+};
 
 /// One step with its buffers resolved; the fields of its kind are set.
 struct PreparedStep {

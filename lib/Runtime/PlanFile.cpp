@@ -101,11 +101,14 @@ template <typename T> uint32_t count(const flatbuffers::Vector<T> *vector) {
 }
 
 /// Whether the elements of a vector of 64-bit integers are 8-byte aligned.
-/// The FlatBuffers verifier only checks the 4-byte length prefix; a
-/// FlatBufferBuilder always aligns the elements, so a misaligned vector is
-/// corrupt metadata (and reading it in place would be undefined behaviour).
+/// The FlatBuffers verifier only checks the 4-byte length prefix. A
+/// FlatBufferBuilder aligns the elements of a non-empty vector (an empty one,
+/// the shape of a scalar, may be 4-aligned, and has nothing to read), so a
+/// misaligned non-empty vector is corrupt metadata, and reading it in place
+/// would be undefined behaviour.
 bool elementsAligned(const flatbuffers::Vector<int64_t> *vector) {
-  return !vector || reinterpret_cast<uintptr_t>(vector->data()) % 8 == 0;
+  return !vector || vector->size() == 0 ||
+         reinterpret_cast<uintptr_t>(vector->data()) % 8 == 0;
 }
 
 /// The word for a step's kind in messages, before its detail is checked.
@@ -148,9 +151,8 @@ Status verifyHeader(const uint8_t *data, uint64_t size, FileHeader &header) {
     return fail("plan format version ", header.version,
                 ", this runtime reads version ", kFormatVersion);
   if (header.headerSize != sizeof(FileHeader))
-    return fail("plan header size is ", header.headerSize,
-                " bytes; a version ", kFormatVersion, " header is ",
-                sizeof(FileHeader));
+    return fail("plan header size is ", header.headerSize, " bytes; a version ",
+                kFormatVersion, " header is ", sizeof(FileHeader));
   if (header.fileSize != size)
     return fail(size < header.fileSize ? "truncated plan: "
                                        : "plan has trailing bytes: ",
@@ -175,8 +177,8 @@ Status verifyHeader(const uint8_t *data, uint64_t size, FileHeader &header) {
   if (header.blobsSize != 0) {
     uint64_t blobsEnd;
     if (header.blobsOffset % kBlobAlignment != 0)
-      return fail("plan blob section offset ", header.blobsOffset,
-                  " is not ", kBlobAlignment, "-byte aligned");
+      return fail("plan blob section offset ", header.blobsOffset, " is not ",
+                  kBlobAlignment, "-byte aligned");
     if (header.blobsOffset < metadataEnd ||
         __builtin_add_overflow(header.blobsOffset, header.blobsSize,
                                &blobsEnd) ||
@@ -424,9 +426,9 @@ private:
     uint64_t end;
     bool overflows = __builtin_add_overflow(offset, bytes, &end);
     if (overflows || end > buffer(index).size()) {
-      std::string range = overflows ? formatMessage("of ", bytes,
-                                                    " bytes at offset ", offset)
-                                    : formatMessage("[", offset, ", ", end, ")");
+      std::string range =
+          overflows ? formatMessage("of ", bytes, " bytes at offset ", offset)
+                    : formatMessage("[", offset, ", ", end, ")");
       return fail(where, ": ", role, " range ", range, " exceeds buffer ",
                   bufferLabel(index), " of ", buffer(index).size(), " bytes");
     }
@@ -565,18 +567,20 @@ private:
     DType dtype = buffer(a).dtype();
     if ((dtype != DType::F32 && dtype != DType::F64) ||
         buffer(b).dtype() != dtype || buffer(c).dtype() != dtype)
-      return fail(where, ": blas.gemm needs A, B and C all f32 or all f64, got ",
-                  dtypeName(buffer(a).dtype()), ", ",
-                  dtypeName(buffer(b).dtype()), ", ",
-                  dtypeName(buffer(c).dtype()));
+      return fail(
+          where, ": blas.gemm needs A, B and C all f32 or all f64, got ",
+          dtypeName(buffer(a).dtype()), ", ", dtypeName(buffer(b).dtype()),
+          ", ", dtypeName(buffer(c).dtype()));
     if (Status status = checkWritable(where, c, "result C"); status.failed())
       return status;
-    if (Status status = checkGemmAccess(where, "A", a, {gemm.batch, gemm.m, gemm.k},
-                                        {gemm.aBatchStride, gemm.aMStride, gemm.aKStride});
+    if (Status status =
+            checkGemmAccess(where, "A", a, {gemm.batch, gemm.m, gemm.k},
+                            {gemm.aBatchStride, gemm.aMStride, gemm.aKStride});
         status.failed())
       return status;
-    if (Status status = checkGemmAccess(where, "B", b, {gemm.batch, gemm.k, gemm.n},
-                                        {gemm.bBatchStride, gemm.bKStride, gemm.bNStride});
+    if (Status status =
+            checkGemmAccess(where, "B", b, {gemm.batch, gemm.k, gemm.n},
+                            {gemm.bBatchStride, gemm.bKStride, gemm.bNStride});
         status.failed())
       return status;
     return checkGemmAccess(where, "C", c, {gemm.batch, gemm.m, gemm.n},
@@ -589,7 +593,8 @@ private:
       return fail(where, ": check.index_range takes 1 buffer, got ",
                   count(call.buffers()));
     if (count(call.params()) != 2)
-      return fail(where, ": check.index_range takes 2 parameters [lo, hi], got ",
+      return fail(where,
+                  ": check.index_range takes 2 parameters [lo, hi], got ",
                   count(call.params()));
     DType dtype = buffer(call.buffers()->Get(0)).dtype();
     if (dtype != DType::I32 && dtype != DType::I64)
@@ -655,12 +660,11 @@ private:
     // A one-rank collective is the identity: a copy of src to dst.
     if (members.size() == 1 &&
         buffer(collective.src()).size() != buffer(collective.dst()).size())
-      return fail(where, ": a one-rank collective copies ",
-                  bufferLabel(collective.src()), " (",
-                  buffer(collective.src()).size(), " bytes) to ",
-                  bufferLabel(collective.dst()), " (",
-                  buffer(collective.dst()).size(),
-                  " bytes); the sizes must match");
+      return fail(
+          where, ": a one-rank collective copies ",
+          bufferLabel(collective.src()), " (", buffer(collective.src()).size(),
+          " bytes) to ", bufferLabel(collective.dst()), " (",
+          buffer(collective.dst()).size(), " bytes); the sizes must match");
     return Status::success();
   }
 
@@ -719,10 +723,18 @@ std::string describeStep(const Program &program, const Step &step) {
 }
 
 Status decodeGemm(const flatbuffers::Vector<int64_t> *params, GemmCall &call) {
-  static constexpr const char *kNames[12] = {
-      "batch",          "m",          "n",          "k",
-      "a_batch_stride", "a_m_stride", "a_k_stride", "b_batch_stride",
-      "b_k_stride",     "b_n_stride", "c_batch_stride", "c_m_stride"};
+  static constexpr const char *kNames[12] = {"batch",
+                                             "m",
+                                             "n",
+                                             "k",
+                                             "a_batch_stride",
+                                             "a_m_stride",
+                                             "a_k_stride",
+                                             "b_batch_stride",
+                                             "b_k_stride",
+                                             "b_n_stride",
+                                             "c_batch_stride",
+                                             "c_m_stride"};
   if (count(params) != 12)
     return fail("blas.gemm takes 12 parameters [batch, m, n, k, "
                 "a_batch_stride, a_m_stride, a_k_stride, b_batch_stride, "
@@ -735,9 +747,10 @@ Status decodeGemm(const flatbuffers::Vector<int64_t> *params, GemmCall &call) {
       return fail("blas.gemm parameter ", kNames[i], " is negative (",
                   values[i], ")");
   }
-  call = GemmCall{values[0], values[1], values[2], values[3], values[4],
-                  values[5], values[6], values[7], values[8], values[9],
-                  values[10], values[11], false, false, 0, 0, 0};
+  call = GemmCall{values[0],  values[1],  values[2], values[3], values[4],
+                  values[5],  values[6],  values[7], values[8], values[9],
+                  values[10], values[11], false,     false,     0,
+                  0,          0};
 
   // BLAS needs a unit stride along one dimension of each operand, and a
   // leading dimension at least the other extent. An operand that is never
@@ -810,8 +823,7 @@ Status PlanFile::verify() {
                 kFormatVersion, " plan)");
   plan_ = GetPlan(metadata);
 
-  if (Status status = SemanticChecker(*plan_, header_).check();
-      status.failed())
+  if (Status status = SemanticChecker(*plan_, header_).check(); status.failed())
     return status;
 
   for (uint32_t i = 0; i < count(plan_->programs()); ++i) {
@@ -883,8 +895,8 @@ Status PlanFile::openFile(const char *path,
   if (!S_ISREG(info.st_mode))
     return fail("cannot read plan '", path, "': not a regular file");
   std::shared_ptr<PlanFile> plan(new PlanFile());
-  if (Status status = plan->bytes_.allocate(
-          static_cast<uint64_t>(info.st_size), "the plan");
+  if (Status status = plan->bytes_.allocate(static_cast<uint64_t>(info.st_size),
+                                            "the plan");
       status.failed())
     return status;
   uint64_t done = 0;

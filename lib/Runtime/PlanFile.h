@@ -67,7 +67,8 @@ std::string describeStep(const plan::Program &program, const plan::Step &step);
 class PlanFile {
 public:
   /// Reads and verifies the plan at `path`.
-  static Status openFile(const char *path, std::shared_ptr<const PlanFile> &out);
+  static Status openFile(const char *path,
+                         std::shared_ptr<const PlanFile> &out);
   /// Copies `size` bytes at `data` and verifies them.
   static Status openMemory(const void *data, size_t size,
                            std::shared_ptr<const PlanFile> &out);

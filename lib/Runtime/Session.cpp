@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
 
 using namespace of::plan;
 
@@ -164,10 +163,9 @@ Status Session::loadKernels() {
       return fail(label_, ": executable '", name, "' has the format '",
                   text(executable.format()),
                   "'; the CPU executor loads \"elf-shared-object\"");
-    if (Status status = KernelObject::load(name,
-                                           plan_->blobData(executable.blob()),
-                                           plan_->blobSize(executable.blob()),
-                                           objects_[launch->executable()]);
+    if (Status status = KernelObject::load(
+            name, plan_->blobData(executable.blob()),
+            plan_->blobSize(executable.blob()), objects_[launch->executable()]);
         status.failed())
       return fail(label_, ": ", status.message());
   }
@@ -186,11 +184,19 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   case StepDetail::Launch: {
     const Launch &launch = *step.detail_as_Launch();
     prepared.kind = StepKind::Launch;
-    // Kernels are resolved once per session; each launch keeps its pointer.
-    if (Status status = objects_[launch.executable()]->resolve(
-            std::string(text(launch.kernel())), prepared.kernel);
-        status.failed())
-      return fail(where, ": ", status.message());
+    // Each kernel is resolved once per session, at creation.
+    auto key =
+        std::make_pair(launch.executable(), std::string(text(launch.kernel())));
+    auto found = kernels_.find(key);
+    if (found == kernels_.end()) {
+      KernelFunction kernel;
+      if (Status status =
+              objects_[launch.executable()]->resolve(key.second, kernel);
+          status.failed())
+        return fail(where, ": ", status.message());
+      found = kernels_.emplace(std::move(key), kernel).first;
+    }
+    prepared.kernel = found->second;
     if (launch.buffers())
       for (uint32_t buffer : *launch.buffers())
         prepared.args.push_back(bufferData(buffer));
@@ -223,10 +229,10 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   case StepDetail::Copy: {
     const Copy &copy = *step.detail_as_Copy();
     prepared.kind = StepKind::Copy;
-    prepared.src = static_cast<uint8_t *>(bufferData(copy.src())) +
-                   copy.src_offset();
-    prepared.dst = static_cast<uint8_t *>(bufferData(copy.dst())) +
-                   copy.dst_offset();
+    prepared.src =
+        static_cast<uint8_t *>(bufferData(copy.src())) + copy.src_offset();
+    prepared.dst =
+        static_cast<uint8_t *>(bufferData(copy.dst())) + copy.dst_offset();
     prepared.bytes = copy.bytes();
     break;
   }

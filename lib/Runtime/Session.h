@@ -19,6 +19,7 @@
 #include "PlanFile.h"
 #include "Status.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,9 +59,7 @@ public:
 
   void enableProfiling(bool enable) { profiling_ = enable; }
   size_t numSteps() const { return steps_.size(); }
-  const std::string &stepName(size_t index) const {
-    return steps_[index].name;
-  }
+  const std::string &stepName(size_t index) const { return steps_[index].name; }
   double stepSeconds(size_t index) const { return stepSeconds_[index]; }
   size_t profiledRuns() const { return profiledRuns_; }
   uint64_t arenaBytes() const { return arena_.size(); }
@@ -88,6 +87,8 @@ private:
 
   /// Loaded executables, by executable index (null when unused).
   std::vector<std::unique_ptr<KernelObject>> objects_;
+  /// Resolved kernels by (executable index, name).
+  std::map<std::pair<uint32_t, std::string>, KernelFunction> kernels_;
   std::vector<PreparedStep> steps_;
 
   std::vector<TensorInfo> inputs_;

@@ -145,8 +145,7 @@ ofrt_tensor_info ofrt_session_output_info(const ofrt_session *session,
   return toInfo(session->session->outputs()[index]);
 }
 
-int64_t ofrt_session_find_input(const ofrt_session *session,
-                                const char *name) {
+int64_t ofrt_session_find_input(const ofrt_session *session, const char *name) {
   if (!session || !name)
     return -1;
   return session->session->findInput(name);

@@ -76,7 +76,7 @@ FailureOr<std::vector<char>> mlir::of::compileCpuKernels(ModuleOp kernels,
   module->setTargetTriple(targetTriple);
   module->setDataLayout(machine->createDataLayout());
 
-  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  auto optimize = makeOptimizingTransformer(2, 0, machine.get());
   if (llvm::Error err = optimize(module.get())) {
     kernels.emitError("optimising the CPU kernels failed: ")
         << llvm::toString(std::move(err));

@@ -141,8 +141,8 @@ TEST(Runtime, RunsLaunchGemmCopyAndOutputs) {
 template <typename T>
 void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
                       int64_t k) {
-  SCOPED_TRACE(testing::Message() << "batch " << batch << " m " << m << " n "
-                                  << n << " k " << k);
+  SCOPED_TRACE(testing::Message()
+               << "batch " << batch << " m " << m << " n " << n << " k " << k);
   Bytes file = makeBatchedGemmPlan(dtype, batch, m, n, k).write();
   PlanHandle plan;
   ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
@@ -261,11 +261,11 @@ TEST(Runtime, OneRankCollectiveIsACopyAndMultiRankNeedsMpi) {
   {
     Bytes file = sample.write();
     PlanHandle plan;
-    ASSERT_EQ(
-        take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)), "");
-    SessionHandle session;
-    ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)),
+    ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
               "");
+    SessionHandle session;
+    ASSERT_EQ(
+        take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)), "");
     EXPECT_STREQ(ofrt_session_step_name(session.session, 0),
                  "collective AllReduce");
     std::vector<float> x = sequence(16, 2, 1), r(16);

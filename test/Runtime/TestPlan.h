@@ -30,14 +30,15 @@ using Bytes = std::vector<uint8_t>;
 inline void rewriteChecksum(Bytes &file) {
   plan::FileHeader header;
   std::memcpy(&header, file.data(), sizeof header);
-  header.checksum = plan::checksum(file.data() + sizeof header,
-                                   file.size() - sizeof header);
+  header.checksum =
+      plan::checksum(file.data() + sizeof header, file.size() - sizeof header);
   std::memcpy(file.data(), &header, sizeof header);
 }
 
 /// Writes `planT` with `blobs` as a .ofp file. Unless `keepBlobTable`, the
 /// plan's blob table is replaced by the blobs' actual places.
-inline Bytes writePlan(const plan::PlanT &planT, const std::vector<Bytes> &blobs,
+inline Bytes writePlan(const plan::PlanT &planT,
+                       const std::vector<Bytes> &blobs,
                        bool keepBlobTable = false) {
   plan::PlanT copy;
   // The object API has no copy constructor: round-trip through a buffer.
@@ -71,8 +72,8 @@ inline Bytes writePlan(const plan::PlanT &planT, const std::vector<Bytes> &blobs
   header.headerSize = sizeof(plan::FileHeader);
   header.metadataOffset = sizeof(plan::FileHeader);
   header.metadataSize = builder.GetSize();
-  header.blobsOffset = plan::alignTo(header.metadataOffset + header.metadataSize,
-                                     plan::kBlobAlignment);
+  header.blobsOffset = plan::alignTo(
+      header.metadataOffset + header.metadataSize, plan::kBlobAlignment);
   header.blobsSize = blobsSize;
   header.fileSize = header.blobsOffset + blobsSize;
 
@@ -177,7 +178,8 @@ void addStep(plan::ProgramT &program, Detail detail, uint32_t stream = 0) {
 }
 
 inline void addLaunch(plan::ProgramT &program, uint32_t executable,
-                      const std::string &kernel, std::vector<uint32_t> buffers) {
+                      const std::string &kernel,
+                      std::vector<uint32_t> buffers) {
   plan::LaunchT launch;
   launch.executable = executable;
   launch.kernel = kernel;
@@ -316,7 +318,8 @@ inline SamplePlan makeBatchedGemmPlan(plan::DType dtype, int64_t batch,
   SamplePlan sample;
   sample.plan.producer = "ofrt-test-plan";
   int64_t ldc = n + 3;
-  uint64_t cBytes = static_cast<uint64_t>(batch * m * ldc) * elementBytes(dtype);
+  uint64_t cBytes =
+      static_cast<uint64_t>(batch * m * ldc) * elementBytes(dtype);
   auto entry = makeProgram("main", cBytes);
   uint32_t a = addInput(*entry, "a", dtype, {batch, k, m});
   uint32_t b = addInput(*entry, "b", dtype, {n, k});
@@ -340,15 +343,15 @@ inline SamplePlan makeDtypePlan() {
   SamplePlan sample;
   sample.plan.producer = "ofrt-test-plan";
   const std::pair<const char *, DType> types[] = {
-      {"f32", DType::F32}, {"f64", DType::F64}, {"f16", DType::F16},
+      {"f32", DType::F32},   {"f64", DType::F64}, {"f16", DType::F16},
       {"bf16", DType::BF16}, {"i64", DType::I64}, {"i32", DType::I32},
-      {"i8", DType::I8},   {"i1", DType::I1}};
+      {"i8", DType::I8},     {"i1", DType::I1}};
   auto entry = makeProgram("main", 8 * 64);
   uint64_t offset = 0;
   for (const auto &[name, dtype] : types) {
     uint32_t input = addInput(*entry, name, dtype, {2, 3});
-    uint32_t copy = addArena(*entry, std::string(name) + ".copy", dtype,
-                             {2, 3}, offset);
+    uint32_t copy =
+        addArena(*entry, std::string(name) + ".copy", dtype, {2, 3}, offset);
     addCopy(*entry, input, copy, 6 * elementBytes(dtype));
     addOutput(*entry, std::string(name) + ".out", copy);
     offset += 64;

@@ -28,9 +28,9 @@ struct DescrEntry {
 
 // The spellings accepted on reading; the first for a dtype is written.
 constexpr DescrEntry kDescrs[] = {
-    {"<f4", OFRT_F32},  {"<f8", OFRT_F64}, {"<f2", OFRT_F16},
+    {"<f4", OFRT_F32},  {"<f8", OFRT_F64},  {"<f2", OFRT_F16},
     {"<u2", OFRT_BF16}, {"<V2", OFRT_BF16}, {"|V2", OFRT_BF16},
-    {"<i8", OFRT_I64},  {"<i4", OFRT_I32}, {"|i1", OFRT_I8},
+    {"<i8", OFRT_I64},  {"<i4", OFRT_I32},  {"|i1", OFRT_I8},
     {"|b1", OFRT_I1},
 };
 
@@ -246,8 +246,7 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
   std::string descr;
   bool fortranOrder = false;
   std::string parseError;
-  if (!HeaderParser(header).parse(descr, fortranOrder, array.shape,
-                                  parseError))
+  if (!HeaderParser(header).parse(descr, fortranOrder, array.shape, parseError))
     return fail(parseError);
   if (fortranOrder)
     return fail("fortran_order True is not supported (save a C-order array)");
@@ -266,8 +265,7 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
 
   uint64_t expected = ofrt_dtype_size(array.dtype);
   for (int64_t dim : array.shape)
-    if (__builtin_mul_overflow(expected, static_cast<uint64_t>(dim),
-                               &expected))
+    if (__builtin_mul_overflow(expected, static_cast<uint64_t>(dim), &expected))
       return fail("the shape overflows 64 bits of bytes");
   uint64_t actual = bytes.size() - dataOffset;
   if (actual < expected)
@@ -278,19 +276,18 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
     return fail(std::to_string(actual - expected) +
                 " trailing bytes after the " + std::to_string(expected) +
                 " data bytes of " + describeTensor(array.dtype, array.shape));
-  array.data.assign(bytes.begin() + static_cast<long>(dataOffset),
-                    bytes.end());
+  array.data.assign(bytes.begin() + static_cast<long>(dataOffset), bytes.end());
   return true;
 }
 
 bool writeNpy(const std::string &path, ofrt_dtype dtype,
-              const std::vector<int64_t> &shape, const void *data,
-              size_t bytes, std::string &error) {
-  std::string dict =
-      std::string("{'descr': '") + npyDescr(dtype) +
-      "', 'fortran_order': False, 'shape': (";
+              const std::vector<int64_t> &shape, const void *data, size_t bytes,
+              std::string &error) {
+  std::string dict = std::string("{'descr': '") + npyDescr(dtype) +
+                     "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)
-    dict += std::to_string(shape[i]) + (shape.size() == 1 || i + 1 < shape.size() ? "," : "") +
+    dict += std::to_string(shape[i]) +
+            (shape.size() == 1 || i + 1 < shape.size() ? "," : "") +
             (i + 1 < shape.size() ? " " : "");
   dict += "), }";
   // NumPy pads the header with spaces so that the data starts 64-aligned.

@@ -35,8 +35,8 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error);
 /// Writes a C-order array of `dtype` and `shape` to `path` (version 1.0, or
 /// 2.0 for a header too long for 1.0).
 bool writeNpy(const std::string &path, ofrt_dtype dtype,
-              const std::vector<int64_t> &shape, const void *data,
-              size_t bytes, std::string &error);
+              const std::vector<int64_t> &shape, const void *data, size_t bytes,
+              std::string &error);
 
 /// The descr written for `dtype` ("<f4", ..., "<u2" for bf16).
 const char *npyDescr(ofrt_dtype dtype);

@@ -156,7 +156,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       size_t equals = binding.find('=');
       if (equals == std::string::npos || equals == 0 ||
           equals + 1 == binding.size())
-        return usageError("--input expects NAME=FILE.npy, got '" + binding + "'");
+        return usageError("--input expects NAME=FILE.npy, got '" + binding +
+                          "'");
       options.inputs.emplace_back(binding.substr(0, equals),
                                   binding.substr(equals + 1));
     } else if (arg == "--output-dir") {
@@ -172,8 +173,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!takeValue(text))
         return needsValue();
       if (!parseInteger(text, 0, rank))
-        return usageError("--rank expects a non-negative integer, got '" + text +
-                     "'");
+        return usageError("--rank expects a non-negative integer, got '" +
+                          text + "'");
       options.rank = static_cast<int>(rank);
     } else if (arg == "--repeat") {
       std::string text;
@@ -181,14 +182,14 @@ int parseOptions(int argc, char **argv, Options &options) {
         return needsValue();
       if (!parseInteger(text, 1, options.repeat))
         return usageError("--repeat expects a positive integer, got '" + text +
-                     "'");
+                          "'");
     } else if (arg.size() > 1 && arg[0] == '-') {
       return usageError("unknown option '" + arg + "' (see --help)");
     } else if (options.planPath.empty()) {
       options.planPath = arg;
     } else {
       return usageError("more than one plan given ('" + options.planPath +
-                   "' and '" + arg + "')");
+                        "' and '" + arg + "')");
     }
   }
   if (options.planPath.empty())
@@ -238,7 +239,8 @@ int bindInputs(ofrt_session *session, const Options &options) {
   size_t numInputs = ofrt_session_num_inputs(session);
   std::string known;
   for (size_t i = 0; i < numInputs; ++i)
-    known += std::string(i ? ", " : "") + ofrt_session_input_info(session, i).name;
+    known +=
+        std::string(i ? ", " : "") + ofrt_session_input_info(session, i).name;
   if (known.empty())
     known = "(none)";
 
@@ -258,8 +260,9 @@ int bindInputs(ofrt_session *session, const Options &options) {
                  ofrt_session_input_info(session, i).name + "'";
     }
   if (numMissing)
-    return error(std::string(numMissing == 1 ? "missing input " : "missing inputs ") +
-                 missing + " (give each as --input NAME=FILE.npy)");
+    return error(
+        std::string(numMissing == 1 ? "missing input " : "missing inputs ") +
+        missing + " (give each as --input NAME=FILE.npy)");
 
   for (const auto &[index, file] : files) {
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
@@ -272,9 +275,8 @@ int bindInputs(ofrt_session *session, const Options &options) {
                    ofrun::describeTensor(info.dtype, dimsOf(info)) + ", got " +
                    ofrun::describeTensor(array.dtype, array.shape) + " in " +
                    file);
-    if (ofrt_error *err = ofrt_session_set_input(session, index,
-                                                 array.data.data(),
-                                                 array.data.size()))
+    if (ofrt_error *err = ofrt_session_set_input(
+            session, index, array.data.data(), array.data.size()))
       return error(err);
   }
   return 0;
@@ -373,9 +375,9 @@ int runPlan(ofrt_plan *plan, const Options &options) {
   for (long run = 0; run < options.repeat; ++run)
     if (ofrt_error *err = ofrt_session_run(session))
       return error(err);
-  double wall = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (int status = writeOutputs(session, options))
     return status;
   if (options.printTiming)

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -97,7 +98,17 @@ private:
   unsigned rootOf(Value value);
   LogicalResult outline(Operation *op, Step &step);
   std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
-  void use(unsigned root) { pendingZeroFill.erase(root); }
+  /// Records that a step reads `root`.
+  void read(unsigned root) {
+    auto it = pendingZero.find(root);
+    if (it != pendingZero.end())
+      it->second.read = true;
+  }
+  /// Records that a step (may) write `root`: it is no longer known zero.
+  void write(unsigned root) { pendingZero.erase(root); }
+  /// Records the reads and writes of a launched op: a destination-style op
+  /// writes its inits and reads the rest; any other op may write anything.
+  void access(Operation *op, const Step &step);
 
   func::FuncOp func;
   ModuleOp kernels;
@@ -109,8 +120,16 @@ private:
   DenseMap<Value, unsigned> rootIndex;
   llvm::StringMap<unsigned> globalRoots;
   std::vector<Step> steps;
-  /// Roots whose last writer is a zero fill (step index), for gemm.
-  DenseMap<unsigned, size_t> pendingZeroFill;
+  /// Roots known to hold zeros, with the step that zeroed them (a zero fill,
+  /// or a copy of zeros; CSE merges equal fills, so bufferization copies
+  /// one zeroed buffer into several matmul outputs) and whether anything
+  /// read the zeros since. A gemm (beta = 0) on such a root makes that
+  /// step unnecessary when nothing read it.
+  struct ZeroedBy {
+    size_t step;
+    bool read = false;
+  };
+  DenseMap<unsigned, ZeroedBy> pendingZero;
 };
 
 unsigned ProgramBuilder::rootOf(Value value) {
@@ -348,17 +367,22 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     if (auto params = gemmParams(contract)) {
       Value out = contract.getOutputs()[0];
       unsigned c = rootOf(out);
-      auto fill = pendingZeroFill.find(c);
-      if (traceRoot(out) == out && fill != pendingZeroFill.end()) {
-        // BLAS overwrites C (beta = 0): the zero fill is not needed.
-        steps[fill->second].dead = true;
-        steps[fill->second].kernel.erase();
+      auto zeroed = pendingZero.find(c);
+      if (traceRoot(out) == out && zeroed != pendingZero.end()) {
+        // BLAS overwrites C (beta = 0): zeroing C first is not needed.
+        if (!zeroed->second.read) {
+          Step &dead = steps[zeroed->second.step];
+          dead.dead = true;
+          if (dead.kernel)
+            dead.kernel.erase();
+        }
         Step step{Step::Library};
         step.name = "blas.gemm";
-        for (Value v : contract->getOperands()) {
+        for (Value v : contract->getOperands())
           step.buffers.push_back(rootOf(v));
-          use(rootOf(v));
-        }
+        read(step.buffers[0]);
+        read(step.buffers[1]);
+        write(step.buffers[2]);
         step.params = *params;
         steps.push_back(step);
         return success();
@@ -378,8 +402,13 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
       step.srcOffset = srcOffset * elementSize;
       step.dstOffset = dstOffset * elementSize;
       step.bytes = byteSize(srcType);
-      use(step.buffers[0]);
-      use(step.buffers[1]);
+      bool copiesZeros = pendingZero.count(step.buffers[0]) &&
+                         step.srcOffset == 0 && step.dstOffset == 0 &&
+                         step.bytes == byteSize(roots[step.buffers[1]].type);
+      read(step.buffers[0]);
+      write(step.buffers[1]);
+      if (copiesZeros)
+        pendingZero[step.buffers[1]] = {steps.size()};
       steps.push_back(step);
       return success();
     }
@@ -396,21 +425,36 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     check.name = "check.index_range";
     check.buffers.push_back(rootOf(indices));
     check.params = {range[1], range[2]};
-    use(check.buffers[0]);
+    read(check.buffers[0]);
     steps.push_back(check);
   }
 
-  for (unsigned r : step.buffers)
-    use(r);
+  access(op, step);
   if (auto fill = dyn_cast<linalg::FillOp>(op)) {
     Value out = fill.getOutputs()[0];
     if (traceRoot(out) == out &&
         (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
          matchPattern(fill.getInputs()[0], m_Zero())))
-      pendingZeroFill[rootOf(out)] = steps.size();
+      pendingZero[rootOf(out)] = {steps.size()};
   }
   steps.push_back(step);
   return success();
+}
+
+void ProgramBuilder::access(Operation *op, const Step &step) {
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  if (!dps) {
+    for (unsigned r : step.buffers) {
+      read(r);
+      write(r);
+    }
+    return;
+  }
+  for (unsigned r : step.buffers)
+    read(r);
+  for (Value init : dps.getDpsInits())
+    if (isa<MemRefType>(init.getType()))
+      write(rootOf(init));
 }
 
 /// BLAS parameters of a contraction, when it is C[b] = A[b] x B[b] over

@@ -497,7 +497,11 @@ def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes]> {
   let description = [{
     The mask is a pure function of `seed` and the element's global index, so
     the op is deterministic, has no hidden state, and its gradient can
-    recompute the same mask from the same seed.
+    recompute the same mask from the same seed. Element `i` (row-major) is
+    kept when `splitmix64(seed + i) >> 40 >= ceil(p * 2^24)`, with
+    `splitmix64(z)`: `z += 0x9E3779B97F4A7C15; z = (z ^ (z >> 30)) *
+    0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+    z ^ (z >> 31)` (wrapping 64-bit arithmetic).
 
     ```mlir
     %y = of.dropout %x, %seed {p = 1.0e-01 : f64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""CPU benchmarks of OF plans against peers measured in the same run.
+
+  python3 bench/cpu_bench.py [--tools build/bin] [--repeat 50]
+
+Each case is compiled with `of-opt --of-pipeline=cpu | of-translate
+--of-plan-to-binary`, run with `of-run --repeat N --print-timing` (time per
+run inside the runtime, plan loading excluded), and compared with NumPy
+(and PyTorch CPU when it is installed) on the same inputs. Ratios > 1 mean
+OF is faster. GEMM is also reported in GFLOP/s against NumPy's OpenBLAS and
+against the machine's nominal fp32 peak (--peak-gflops, default 225 for the
+2-core AVX-512 development machines).
+"""
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"bench: {' '.join(map(str, cmd))} failed:\n{r.stderr}")
+    return r
+
+
+def compile_plan(tools, mlir, workdir, name):
+    src = workdir / f"{name}.mlir"
+    src.write_text(mlir)
+    t0 = time.perf_counter()
+    plan = run([tools / "of-opt", "--of-pipeline=cpu", src]).stdout
+    t1 = time.perf_counter()
+    ofp = workdir / f"{name}.ofp"
+    run([tools / "of-translate", "--of-plan-to-binary", "-o", ofp], input=plan)
+    t2 = time.perf_counter()
+    return ofp, t1 - t0, t2 - t1
+
+
+def of_time(tools, ofp, inputs, workdir, repeat):
+    args = [tools / "of-run", ofp, "--output-dir", workdir / "out",
+            "--repeat", str(repeat), "--print-timing"]
+    for k, v in inputs.items():
+        path = workdir / f"in_{k.replace('/', '_')}.npy"
+        np.save(path, v)
+        args += ["--input", f"{k}={path}"]
+    out = run(args).stdout
+    m = re.search(r"total per run: ([0-9.]+) ms in steps", out)
+    steps = {}
+    for line in out.splitlines():
+        p = line.split()
+        if len(p) >= 5 and p[0] in ("library", "launch"):
+            steps[" ".join(p[:2])] = float(p[-2])
+    return float(m.group(1)) / 1e3, steps
+
+
+def peer_time(fn, repeat):
+    fn()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / repeat)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tools", default=os.environ.get("OF_TOOLS_DIR", ROOT / "build" / "bin"))
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--peak-gflops", type=float, default=225.0)
+    args = ap.parse_args()
+    tools = pathlib.Path(args.tools)
+    rng = np.random.default_rng(0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = pathlib.Path(tmp)
+
+        # GEMM.
+        n = 1024
+        mlir = f"""func.func @main(%a: tensor<{n}x{n}xf32> {{of.name = "a"}}, %b: tensor<{n}x{n}xf32> {{of.name = "b"}}) -> tensor<{n}x{n}xf32> {{
+  %c = of.matmul %a, %b : (tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>
+  return %c : tensor<{n}x{n}xf32>
+}}"""
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        ofp, _, _ = compile_plan(tools, mlir, work, "gemm")
+        t_of, _ = of_time(tools, ofp, {"a": a, "b": b}, work, args.repeat)
+        t_np = peer_time(lambda: a @ b, args.repeat)
+        flops = 2 * n**3
+        rows.append((f"gemm {n}^3 f32", t_of, "numpy(OpenBLAS)", t_np,
+                     f"OF {flops / t_of / 1e9:.1f} GFLOP/s, numpy {flops / t_np / 1e9:.1f}, "
+                     f"{100 * flops / t_of / 1e9 / args.peak_gflops:.0f}% of {args.peak_gflops:.0f} peak"))
+
+        # Fused elementwise chain: gelu(x * y + x), 4M elements.
+        shape = "2048x2048xf32"
+        mlir = f"""func.func @main(%x: tensor<{shape}> {{of.name = "x"}}, %y: tensor<{shape}> {{of.name = "y"}}) -> tensor<{shape}> {{
+  %m = of.mul %x, %y : (tensor<{shape}>, tensor<{shape}>) -> tensor<{shape}>
+  %s = of.add %m, %x : (tensor<{shape}>, tensor<{shape}>) -> tensor<{shape}>
+  %g = of.gelu %s {{approximate = "tanh"}} : (tensor<{shape}>) -> tensor<{shape}>
+  return %g : tensor<{shape}>
+}}"""
+        x = rng.standard_normal((2048, 2048), dtype=np.float32)
+        y = rng.standard_normal((2048, 2048), dtype=np.float32)
+        ofp, _, _ = compile_plan(tools, mlir, work, "ew")
+
+        def np_gelu():
+            s = x * y + x
+            return 0.5 * s * (1 + np.tanh(np.float32(0.7978845608) * (s + np.float32(0.044715) * s * s * s)))
+
+        t_of, _ = of_time(tools, ofp, {"x": x, "y": y}, work, args.repeat)
+        rows.append(("fused mul+add+gelu 4M f32", t_of, "numpy", peer_time(np_gelu, args.repeat), ""))
+
+        # Softmax over rows.
+        shape = "1024x1024xf32"
+        mlir = f"""func.func @main(%x: tensor<{shape}> {{of.name = "x"}}) -> tensor<{shape}> {{
+  %s = of.softmax %x {{axis = -1}} : (tensor<{shape}>) -> tensor<{shape}>
+  return %s : tensor<{shape}>
+}}"""
+        x = rng.standard_normal((1024, 1024), dtype=np.float32)
+        ofp, _, _ = compile_plan(tools, mlir, work, "softmax")
+
+        def np_softmax():
+            e = np.exp(x - x.max(axis=-1, keepdims=True))
+            return e / e.sum(axis=-1, keepdims=True)
+
+        t_of, _ = of_time(tools, ofp, {"x": x}, work, args.repeat)
+        rows.append(("softmax 1024x1024 f32", t_of, "numpy", peer_time(np_softmax, args.repeat), ""))
+
+        # MLP forward: 3 layers with bias and relu.
+        bsz, d, h = 256, 512, 1024
+        mlir = f"""func.func @main(%x: tensor<{bsz}x{d}xf32> {{of.name = "x"}},
+    %w1: tensor<{d}x{h}xf32> {{of.name = "w1"}}, %b1: tensor<{h}xf32> {{of.name = "b1"}},
+    %w2: tensor<{h}x{h}xf32> {{of.name = "w2"}}, %b2: tensor<{h}xf32> {{of.name = "b2"}},
+    %w3: tensor<{h}x{d}xf32> {{of.name = "w3"}}, %b3: tensor<{d}xf32> {{of.name = "b3"}}) -> tensor<{bsz}x{d}xf32> {{
+  %y1 = of.matmul %x, %w1 : (tensor<{bsz}x{d}xf32>, tensor<{d}x{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %z1 = of.add %y1, %b1 : (tensor<{bsz}x{h}xf32>, tensor<{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %r1 = of.relu %z1 : (tensor<{bsz}x{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %y2 = of.matmul %r1, %w2 : (tensor<{bsz}x{h}xf32>, tensor<{h}x{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %z2 = of.add %y2, %b2 : (tensor<{bsz}x{h}xf32>, tensor<{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %r2 = of.relu %z2 : (tensor<{bsz}x{h}xf32>) -> tensor<{bsz}x{h}xf32>
+  %y3 = of.matmul %r2, %w3 : (tensor<{bsz}x{h}xf32>, tensor<{h}x{d}xf32>) -> tensor<{bsz}x{d}xf32>
+  %z3 = of.add %y3, %b3 : (tensor<{bsz}x{d}xf32>, tensor<{d}xf32>) -> tensor<{bsz}x{d}xf32>
+  return %z3 : tensor<{bsz}x{d}xf32>
+}}"""
+        p = {"x": rng.standard_normal((bsz, d), dtype=np.float32)}
+        for i, (fi, fo) in enumerate([(d, h), (h, h), (h, d)], 1):
+            p[f"w{i}"] = (rng.standard_normal((fi, fo)) / np.sqrt(fi)).astype(np.float32)
+            p[f"b{i}"] = rng.standard_normal(fo, dtype=np.float32)
+        ofp, _, _ = compile_plan(tools, mlir, work, "mlp")
+
+        def np_mlp():
+            r = np.maximum(p["x"] @ p["w1"] + p["b1"], 0)
+            r = np.maximum(r @ p["w2"] + p["b2"], 0)
+            return r @ p["w3"] + p["b3"]
+
+        t_of, _ = of_time(tools, ofp, p, work, args.repeat)
+        rows.append((f"MLP fwd {bsz}x{d}-{h}-{h}-{d}", t_of, "numpy", peer_time(np_mlp, args.repeat), ""))
+        if HAVE_TORCH:
+            import torch
+            tp = {k: torch.from_numpy(v) for k, v in p.items()}
+
+            def torch_mlp():
+                with torch.no_grad():
+                    r = torch.relu(tp["x"] @ tp["w1"] + tp["b1"])
+                    r = torch.relu(r @ tp["w2"] + tp["b2"])
+                    return r @ tp["w3"] + tp["b3"]
+
+            rows.append((f"MLP fwd {bsz}x{d}-{h}-{h}-{d}", t_of, "torch", peer_time(torch_mlp, args.repeat), ""))
+
+        # Transformer block: compile time and plan size, and forward time.
+        gpt = (ROOT / "examples" / "gpt_block.mlir").read_text()
+        ofp, t_opt, t_translate = compile_plan(tools, gpt, work, "gpt")
+        inputs = {"x": rng.standard_normal((2, 16, 64), dtype=np.float32),
+                  "causal_mask": np.tril(np.ones((16, 16), dtype=bool))}
+        for name, shape in [("ln1.weight", (64,)), ("ln1.bias", (64,)), ("attn.qkv.weight", (64, 192)),
+                            ("attn.proj.weight", (64, 64)), ("ln2.weight", (64,)), ("ln2.bias", (64,)),
+                            ("mlp.fc.weight", (64, 256)), ("mlp.proj.weight", (256, 64))]:
+            inputs[name] = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        t_of, _ = of_time(tools, ofp, inputs, work, args.repeat)
+        print(f"transformer block (examples/gpt_block.mlir): of-opt --of-pipeline=cpu {t_opt:.2f} s, "
+              f"of-translate --of-plan-to-binary {t_translate:.2f} s, plan {ofp.stat().st_size} bytes, "
+              f"forward {t_of * 1e3:.3f} ms per run")
+
+    print(f"{'case':34} {'OF ms':>9} {'peer':>16} {'peer ms':>9} {'peer/OF':>8}  notes")
+    for case, t_of, peer, t_peer, note in rows:
+        print(f"{case:34} {t_of * 1e3:9.3f} {peer:>16} {t_peer * 1e3:9.3f} {t_peer / t_of:8.2f}  {note}")
+
+
+if __name__ == "__main__":
+    main()
