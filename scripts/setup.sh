@@ -14,8 +14,10 @@ DEBIAN_PACKAGES=(
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-dev
   libopenblas-dev
+  # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
+  libgtest-dev clang-14 libclang-rt-14-dev
 )
-PYTHON_PACKAGES=(pytest numpy)
+PYTHON_PACKAGES=(pytest numpy ml_dtypes)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -35,7 +37,7 @@ else
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import pytest, numpy" >/dev/null 2>&1; then
+if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes" >/dev/null 2>&1; then
   echo "[setup] installing Python packages: ${PYTHON_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PYTHON_PACKAGES[@]}"
 else
