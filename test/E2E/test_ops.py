@@ -12,7 +12,7 @@ Tolerances:
     accumulation stays well inside it);
   - integer and boolean results: exact;
   - bf16 results: 1e-2 (bf16 has an 8-bit significand, relative rounding
-    error 2^-9 ~ 2e-3 per element).
+    error 2^-9 ~ 2e-3 per element); f16: 5e-3; f64: 1e-12.
 """
 
 import math
@@ -636,12 +636,93 @@ def g_aliasing(rng):
     return p
 
 
+F16 = 5e-3    # f16: 11-bit significand, 2^-11 ~ 5e-4 per element
+F64 = 1e-12   # f64 (libm and exact arithmetic, no f32 approximations)
+
+
+def round_bf16(a):
+    """float32 -> bf16 (round to nearest even, as arith.truncf) -> float32."""
+    bits = np.asarray(a, dtype=F32).view(np.uint32)
+    bits = (bits + (((bits >> 16) & 1) + 0x7FFF)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(F32)
+
+
+def g_lowp(rng):
+    """bf16 and f16 kernels (computed in f32, rounded per op) and f64 ones."""
+    p = Program()
+    x = p.input("x", nonzero(rng, (4, 8)))
+    w = p.input("w", nonzero(rng, (8, 3)))
+    # References from the inputs rounded to each type, so that the
+    # tolerance measures the kernels and not the (cancellation-amplified)
+    # rounding of the inputs.
+    refs_of = {}
+    for et, rounded in (("bf16", round_bf16), ("f16", lambda a: a.astype(np.float16))):
+        X, W = f64(rounded(p.inputs["x"])), f64(rounded(p.inputs["w"]))
+        refs_of[et] = {
+            "exp": np.exp(X), "add": X + X[0], "relu": np.maximum(X, 0),
+            "matmul": X @ W, "reduce_sum": X.sum(1), "softmax": softmax_ref(X, -1),
+            "layer_norm": layer_norm_ref(X, -1)}
+    for et, tol in (("bf16", BF16), ("f16", F16)):
+        xt, wt = t((4, 8), et), t((8, 3), et)
+        refs = refs_of[et]
+        p.op(f"%x_{et} = of.cast {x} : {p.t(x)} to {xt}")
+        p.op(f"%w_{et} = of.cast {w} : {p.t(w)} to {wt}")
+        p.op(f"%row_{et} = of.slice %x_{et} {{starts = array<i64: 0, 0>, limits = array<i64: 1, 8>}} : ({xt}) -> {t((1, 8), et)}")
+        lines = {
+            "exp": (f"of.exp %x_{et} : ({xt})", xt),
+            "add": (f"of.add %x_{et}, %row_{et} : ({xt}, {t((1, 8), et)})", xt),
+            "relu": (f"of.relu %x_{et} : ({xt})", xt),
+            "matmul": (f"of.matmul %x_{et}, %w_{et} : ({xt}, {wt})", t((4, 3), et)),
+            "reduce_sum": (f"of.reduce_sum %x_{et} {{axes = array<i64: 1>}} : ({xt})", t((4,), et)),
+            "softmax": (f"of.softmax %x_{et} : ({xt})", xt),
+            "layer_norm": (f"of.layer_norm %x_{et} : ({xt})", xt),
+        }
+        for name, (line, rty) in lines.items():
+            r = f"%{name}_{et}"
+            f32ty = rty.replace(et, "f32")
+            p.op(f"{r} = {line} -> {rty}")
+            p.op(f"{r}_f32 = of.cast {r} : {rty} to {f32ty}")
+            p.output(f"{name}_{et}", f"{r}_f32", f32ty, refs[name], tol)
+    # A long bf16 row: a bf16 accumulator would stall near 2^9.
+    lg = p.input("long", positive(rng, (2, 2048)))
+    p.op(f"%long_bf16 = of.cast {lg} : {p.t(lg)} to {t((2, 2048), 'bf16')}")
+    p.op(f"%lsum = of.reduce_mean %long_bf16 {{axes = array<i64: 1>}} : ({t((2, 2048), 'bf16')}) -> {t((2,), 'bf16')}")
+    p.op(f"%lsum_f32 = of.cast %lsum : {t((2,), 'bf16')} to {t((2,))}")
+    p.output("reduce_mean_long_bf16", "%lsum_f32", t((2,)),
+             f64(round_bf16(p.inputs["long"])).mean(1), BF16)
+    # A bf16 program input and output (raw bits in .npy).
+    bits = (p.inputs["x"].view(np.uint32) >> 16).astype(np.uint16)
+    xb = p.input("xb", bits, type=t((4, 8), "bf16"))
+    p.op(f"%nb = of.neg {xb} : ({t((4, 8), 'bf16')}) -> {t((4, 8), 'bf16')}")
+    p.output("neg_bf16_io", "%nb", t((4, 8), "bf16"), -f64(bf16_bits_to_f32(bits)), EXACT)
+    # f64.
+    xd = p.input("xd", nonzero(rng, (4, 8), dtype=np.float64))
+    wd = p.input("wd", nonzero(rng, (8, 3), dtype=np.float64))
+    XD, WD = p.inputs["xd"], p.inputs["wd"]
+    erf = np.vectorize(math.erf)
+    td = p.t(xd)
+    f64_lines = {
+        "exp": (f"of.exp {xd} : ({td})", td, np.exp(XD)),
+        "tanh": (f"of.tanh {xd} : ({td})", td, np.tanh(XD)),
+        "gelu": (f"of.gelu {xd} : ({td})", td, XD * 0.5 * (1 + erf(XD / math.sqrt(2)))),
+        "matmul": (f"of.matmul {xd}, {wd} : ({td}, {p.t(wd)})", t((4, 3), "f64"), XD @ WD),
+        "log_softmax": (f"of.log_softmax {xd} : ({td})", td, np.log(softmax_ref(XD, -1))),
+        "layer_norm": (f"of.layer_norm {xd} : ({td})", td, layer_norm_ref(XD, -1)),
+        "reduce_mean": (f"of.reduce_mean {xd} {{axes = array<i64: 0>}} : ({td})", t((8,), "f64"), XD.mean(0)),
+    }
+    for name, (line, rty, ref) in f64_lines.items():
+        p.op(f"%{name}_f64 = {line} -> {rty}")
+        p.output(f"{name}_f64", f"%{name}_f64", rty, ref, F64)
+    return p
+
+
 GROUPS = {
     "unary": g_unary, "binary": g_binary, "compare_select": g_compare,
     "cast": g_cast, "shape": g_shape, "reduce": g_reduce, "matmul": g_matmul,
     "softmax": g_softmax, "norm": g_norm, "gather": g_gather, "conv": g_conv,
     "pool": g_pool, "batch_norm": g_batch_norm, "dropout": g_dropout,
     "boxing_constant": g_boxing_constant, "aliasing": g_aliasing,
+    "lowp": g_lowp,
 }
 
 # Each group also runs with the pipeline's optimisations off one at a time,

@@ -239,7 +239,27 @@ Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
 /// Sum, max (and so on) of `input` over `axes`, as a tensor without them.
 Value reduceSum(OpBuilder &b, Location loc, Value input,
                 ArrayRef<int64_t> axes) {
-  Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  Type elementType = inputType.getElementType();
+  // bf16 and f16 sums accumulate in f32 and round once, as PyTorch's do: a
+  // bf16 accumulator rounds at every term and stops growing altogether
+  // once it is 2^9 times the terms (the mean of a long row is lost).
+  if (auto floatType = dyn_cast<FloatType>(elementType);
+      floatType && floatType.getWidth() < 32) {
+    Type f32 = b.getF32Type();
+    Value wide =
+        elementwise(b, loc, inputType.clone(f32), input,
+                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      return arith::ExtFOp::create(nb, l, f32, args[0]);
+                    });
+    Value sum =
+        reduce(b, loc, wide, axes, scalarConstant(b, loc, f32, 0), addValues);
+    return elementwise(
+        b, loc, cast<RankedTensorType>(sum.getType()).clone(elementType), sum,
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::TruncFOp::create(nb, l, elementType, args[0]);
+        });
+  }
   return reduce(b, loc, input, axes, scalarConstant(b, loc, elementType, 0),
                 addValues);
 }

@@ -11,6 +11,7 @@
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/Dialect/Plan/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -34,12 +35,14 @@ namespace {
 /// polynomials. Memrefs use the bare-pointer convention: every kernel
 /// argument is a static identity-layout memref, so a pointer is all it needs.
 ///
-/// Math ops without an LLVM lowering or a polynomial approximation (f64 erf,
-/// say) become libm calls, which the loader resolves in the host process.
+/// Math ops that neither a polynomial approximation nor convert-math-to-llvm
+/// handles (f64 erf, say) become libm calls, which the loader resolves in
+/// the host process; libm last, as it would also make calls of ops that
+/// libm lacks (rsqrt).
 constexpr llvm::StringLiteral kToLLVM =
-    "builtin.module(convert-math-to-libm, "
-    "lower-affine, expand-strided-metadata, lower-affine, "
+    "builtin.module(lower-affine, expand-strided-metadata, lower-affine, "
     "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
+    "convert-math-to-libm, "
     "convert-arith-to-llvm, convert-index-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
     "convert-cf-to-llvm, reconcile-unrealized-casts)";
@@ -113,8 +116,18 @@ struct LowerCpuKernelsPass
       populateMathPolynomialApproximationPatterns(math);
       // bf16 conversions as integer ops, for the same reason.
       arith::populateExpandBFloat16Patterns(math);
-      if (failed(applyPatternsGreedily(kernels, std::move(math))) ||
-          failed(runPipeline(*toLLVM, kernels)))
+      if (failed(applyPatternsGreedily(kernels, std::move(math))))
+        return signalPassFailure();
+      // The emulation above marks its extf/truncf `contract`, and
+      // convert-arith-to-llvm copies that attribute verbatim onto
+      // llvm.fpext/fptrunc, which have no fast-math flags: the printed
+      // kernels would name the arith dialect. The flags mean nothing on a
+      // conversion, so drop them.
+      kernels.walk([](Operation *op) {
+        if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+          op->removeAttr("fastmath");
+      });
+      if (failed(runPipeline(*toLLVM, kernels)))
         return signalPassFailure();
 
       for (const std::string &name : names) {
