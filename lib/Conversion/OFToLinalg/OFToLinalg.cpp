@@ -318,53 +318,18 @@ Value geluScalar(OpBuilder &b, Location loc, Value x, bool tanhApprox) {
 
 Value compareScalar(OpBuilder &b, Location loc, CompareDirection direction,
                     Value lhs, Value rhs) {
-  if (isa<FloatType>(lhs.getType())) {
-    // NumPy semantics: every comparison with NaN is false except `!=`.
-    arith::CmpFPredicate pred;
-    switch (direction) {
-    case CompareDirection::eq:
-      pred = arith::CmpFPredicate::OEQ;
-      break;
-    case CompareDirection::ne:
-      pred = arith::CmpFPredicate::UNE;
-      break;
-    case CompareDirection::lt:
-      pred = arith::CmpFPredicate::OLT;
-      break;
-    case CompareDirection::le:
-      pred = arith::CmpFPredicate::OLE;
-      break;
-    case CompareDirection::gt:
-      pred = arith::CmpFPredicate::OGT;
-      break;
-    case CompareDirection::ge:
-      pred = arith::CmpFPredicate::OGE;
-      break;
-    }
-    return arith::CmpFOp::create(b, loc, pred, lhs, rhs);
-  }
-  arith::CmpIPredicate pred;
-  switch (direction) {
-  case CompareDirection::eq:
-    pred = arith::CmpIPredicate::eq;
-    break;
-  case CompareDirection::ne:
-    pred = arith::CmpIPredicate::ne;
-    break;
-  case CompareDirection::lt:
-    pred = arith::CmpIPredicate::slt;
-    break;
-  case CompareDirection::le:
-    pred = arith::CmpIPredicate::sle;
-    break;
-  case CompareDirection::gt:
-    pred = arith::CmpIPredicate::sgt;
-    break;
-  case CompareDirection::ge:
-    pred = arith::CmpIPredicate::sge;
-    break;
-  }
-  return arith::CmpIOp::create(b, loc, pred, lhs, rhs);
+  // Indexed by CompareDirection (eq, ne, lt, le, gt, ge). NumPy semantics for
+  // floats: every comparison with NaN is false except `!=` (unordered).
+  using F = arith::CmpFPredicate;
+  using I = arith::CmpIPredicate;
+  static constexpr F floatPredicates[] = {F::OEQ, F::UNE, F::OLT,
+                                          F::OLE, F::OGT, F::OGE};
+  static constexpr I intPredicates[] = {I::eq,  I::ne,  I::slt,
+                                        I::sle, I::sgt, I::sge};
+  auto index = static_cast<unsigned>(direction);
+  if (isa<FloatType>(lhs.getType()))
+    return arith::CmpFOp::create(b, loc, floatPredicates[index], lhs, rhs);
+  return arith::CmpIOp::create(b, loc, intPredicates[index], lhs, rhs);
 }
 
 /// Converts a scalar between the element types of of.cast.
