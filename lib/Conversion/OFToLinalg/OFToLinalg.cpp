@@ -264,6 +264,23 @@ Value reduceSum(OpBuilder &b, Location loc, Value input,
                 addValues);
 }
 
+/// Mean over `axes` of `x` as a reduced tensor.
+Value reduceMeanOf(OpBuilder &b, Location loc, Value x,
+                   ArrayRef<int64_t> axes) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t count = 1;
+  for (int64_t axis : axes)
+    count *= type.getDimSize(axis);
+  Value sum = reduceSum(b, loc, x, axes);
+  return elementwise(
+      b, loc, cast<RankedTensorType>(sum.getType()), sum,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::DivFOp::create(
+            nb, l, args[0],
+            scalarConstant(nb, l, args[0].getType(), double(count)));
+      });
+}
+
 Value reduceMax(OpBuilder &b, Location loc, Value input,
                 ArrayRef<int64_t> axes) {
   Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
@@ -611,25 +628,12 @@ template <typename OpTy> struct ReduceLowering : OpConversionPattern<OpTy> {
     SmallVector<int64_t> axes = reductionAxes(op);
     Value input = adaptor.getInput();
     Value result;
-    if constexpr (std::is_same_v<OpTy, ReduceMaxOp>) {
+    if constexpr (std::is_same_v<OpTy, ReduceMaxOp>)
       result = reduceMax(rewriter, loc, input, axes);
-    } else {
+    else if constexpr (std::is_same_v<OpTy, ReduceMeanOp>)
+      result = reduceMeanOf(rewriter, loc, input, axes);
+    else
       result = reduceSum(rewriter, loc, input, axes);
-      if constexpr (std::is_same_v<OpTy, ReduceMeanOp>) {
-        auto inputType = cast<RankedTensorType>(input.getType());
-        int64_t count = 1;
-        for (int64_t axis : axes)
-          count *= inputType.getDimSize(axis);
-        auto reducedType = cast<RankedTensorType>(result.getType());
-        result = elementwise(
-            rewriter, loc, reducedType, result,
-            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-              return arith::DivFOp::create(
-                  b, l, args[0],
-                  scalarConstant(b, l, args[0].getType(), double(count)));
-            });
-      }
-    }
     rewriter.replaceOp(
         op, keepDims(rewriter, loc, result, localType(op.getType())));
     return success();
@@ -803,23 +807,6 @@ template <typename OpTy> struct SoftmaxLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// Mean over `axes` of `x` as a reduced tensor.
-Value reduceMeanOf(OpBuilder &b, Location loc, Value x,
-                   ArrayRef<int64_t> axes) {
-  auto type = cast<RankedTensorType>(x.getType());
-  int64_t count = 1;
-  for (int64_t axis : axes)
-    count *= type.getDimSize(axis);
-  Value sum = reduceSum(b, loc, x, axes);
-  return elementwise(
-      b, loc, cast<RankedTensorType>(sum.getType()), sum,
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::DivFOp::create(
-            nb, l, args[0],
-            scalarConstant(nb, l, args[0].getType(), double(count)));
-      });
-}
-
 /// Scales `y` by `weight` and shifts by `bias` (either may be null), both of
 /// the shape of y's trailing dimensions.
 Value affineTail(OpBuilder &b, Location loc, Value y, Value weight,
@@ -836,6 +823,26 @@ Value affineTail(OpBuilder &b, Location loc, Value y, Value weight,
                       return arith::AddFOp::create(nb, l, args[0], args[1]);
                     });
   return y;
+}
+
+/// `v / sqrt(mean(v^2 over axes) + eps)`: the variance scaling of
+/// layer_norm (on centred input) and of rms_norm (on the input itself).
+Value scaleByRsqrtMeanSquare(OpBuilder &b, Location loc, Value v,
+                             ArrayRef<int64_t> axes, double eps) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Value squares = elementwise(
+      b, loc, type, v, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::MulFOp::create(nb, l, args[0], args[0]);
+      });
+  Value meanSquare = reduceMeanOf(b, loc, squares, axes);
+  return combineWithReduced(
+      b, loc, type, v, meanSquare, axes,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value denom = arith::AddFOp::create(
+            nb, l, args[1], scalarConstant(nb, l, args[1].getType(), eps));
+        return arith::MulFOp::create(nb, l, args[0],
+                                     math::RsqrtOp::create(nb, l, denom));
+      });
 }
 
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
@@ -855,20 +862,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
           return arith::SubFOp::create(b, l, args[0], args[1]);
         });
-    Value squares =
-        elementwise(rewriter, loc, type, centered,
-                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                      return arith::MulFOp::create(b, l, args[0], args[0]);
-                    });
-    Value var = reduceMeanOf(rewriter, loc, squares, axes);
-    Value normed = combineWithReduced(
-        rewriter, loc, type, centered, var, axes,
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value denom = arith::AddFOp::create(
-              b, l, args[1], scalarConstant(b, l, args[1].getType(), eps));
-          return arith::MulFOp::create(b, l, args[0],
-                                       math::RsqrtOp::create(b, l, denom));
-        });
+    Value normed = scaleByRsqrtMeanSquare(rewriter, loc, centered, axes, eps);
     rewriter.replaceOp(op, affineTail(rewriter, loc, normed,
                                       adaptor.getWeight(), adaptor.getBias()));
     return success();
@@ -886,20 +880,7 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
         trailingAxes(normAxis(op.getAxis(), type.getRank()), type.getRank());
     double eps = op.getEpsilon().convertToDouble();
     Value x = adaptor.getInput();
-    Value squares =
-        elementwise(rewriter, loc, type, x,
-                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                      return arith::MulFOp::create(b, l, args[0], args[0]);
-                    });
-    Value ms = reduceMeanOf(rewriter, loc, squares, axes);
-    Value normed = combineWithReduced(
-        rewriter, loc, type, x, ms, axes,
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value denom = arith::AddFOp::create(
-              b, l, args[1], scalarConstant(b, l, args[1].getType(), eps));
-          return arith::MulFOp::create(b, l, args[0],
-                                       math::RsqrtOp::create(b, l, denom));
-        });
+    Value normed = scaleByRsqrtMeanSquare(rewriter, loc, x, axes, eps);
     rewriter.replaceOp(
         op, affineTail(rewriter, loc, normed, adaptor.getWeight(), nullptr));
     return success();
