@@ -17,6 +17,12 @@ mkdir -p "$WORK/include/OF/Runtime" "$WORK/corpus"
 flatc --cpp --scoped-enums --gen-object-api -o "$WORK/include/OF/Runtime" \
   "$ROOT/include/OF/Runtime/PlanFormat.fbs"
 includes=(-I"$ROOT/include" -I"$WORK/include" -I/usr/include/x86_64-linux-gnu)
+# The MPI backend compiles against Open MPI's <mpi.h> (for types only; libmpi
+# is loaded with dlopen at run time and never by the fuzzer).
+for dir in $(mpicc --showme:incdirs 2>/dev/null ||
+             echo /usr/lib/x86_64-linux-gnu/openmpi/include); do
+  includes+=(-isystem "$dir")
+done
 
 # The seed corpus: the sample plans, with the test kernel object.
 "$CC" -O1 -shared -fPIC -o "$WORK/libofrt_test_kernels.so" \

@@ -10,6 +10,8 @@
 
 #include "Executor.h"
 
+#include "Collective.h"
+
 #include <cblas.h>
 #include <cstring>
 #include <type_traits>
@@ -94,6 +96,8 @@ public:
       if (step.bytes)
         std::memmove(step.dst, step.src, static_cast<size_t>(step.bytes));
       return Status::success();
+    case StepKind::Collective:
+      return step.collective->run();
     case StepKind::EventRecord:
     case StepKind::EventWait:
       // One thread runs every stream in program order: a recorded event has

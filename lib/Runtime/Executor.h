@@ -7,7 +7,8 @@
 // streams of the plan run in program order and events are satisfied
 // trivially; a CUDA executor would enqueue each step on its stream, map
 // events to CUDA events, and synchronize at the end of the run. Output steps
-// and one-rank collectives arrive as copies.
+// arrive as copies; collectives as PreparedCollectives (Collective.h), which
+// call their communicator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,9 +30,12 @@ enum class StepKind {
   Gemm,
   IndexRangeCheck,
   Copy,
+  Collective,
   EventRecord,
   EventWait
 };
+
+class PreparedCollective;
 
 /// One step with its buffers resolved; the fields of its kind are set.
 struct PreparedStep {
@@ -62,6 +66,9 @@ struct PreparedStep {
   void *dst = nullptr;
   const void *src = nullptr;
   uint64_t bytes = 0;
+
+  // Collective: run by the collective itself (it owns the communication).
+  PreparedCollective *collective = nullptr;
 
   // EventRecord / EventWait.
   uint32_t event = 0;

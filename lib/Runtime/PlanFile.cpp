@@ -15,11 +15,16 @@
 
 #include "PlanFile.h"
 
+#include "Collective.h"
+#include "Distribution.h"
+#include "Reduce.h"
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -215,7 +220,7 @@ public:
       if (Status status = checkProgram(*plan_.programs()->Get(i), i);
           status.failed())
         return status;
-    return Status::success();
+    return checkEntriesAgree();
   }
 
 private:
@@ -257,6 +262,9 @@ private:
   /// Every program has an entry and ranks; no rank runs two programs of the
   /// same entry. Collects every rank of the plan.
   Status checkProgramRanks() {
+    if (plan_.world_size() < 1)
+      return fail("the plan's world size is ", plan_.world_size(),
+                  "; it must be at least 1");
     std::set<std::pair<std::string, int>> entryRanks;
     for (uint32_t i = 0; i < count(plan_.programs()); ++i) {
       const Program &program = *plan_.programs()->Get(i);
@@ -268,10 +276,14 @@ private:
       for (int rank : *program.ranks()) {
         if (rank < 0)
           return fail("program '", entry, "' lists the negative rank ", rank);
+        if (rank >= plan_.world_size())
+          return fail("program '", entry, "' runs rank ", rank,
+                      ", but the plan's world size is ", plan_.world_size());
         if (!entryRanks.emplace(std::string(entry), rank).second)
           return fail("rank ", rank, " runs entry '", entry,
                       "' twice (ranks must be unique per entry)");
         allRanks_.insert(rank);
+        entryRanks_[std::string(entry)].insert(rank);
       }
     }
     return Status::success();
@@ -279,6 +291,8 @@ private:
 
   Status checkProgram(const Program &program, uint32_t index) {
     program_ = &program;
+    programRanks_.assign(program.ranks()->begin(), program.ranks()->end());
+    ranksOfEntry_ = &entryRanks_[std::string(text(program.entry()))];
     label_ = formatMessage("program '", text(program.entry()), "'");
     // Name the program by index only when its entry name is ambiguous.
     for (uint32_t i = 0; i < count(plan_.programs()); ++i)
@@ -374,6 +388,96 @@ private:
           return fail(label_, ": input buffer ", name, " has no binding name");
         break;
       }
+      if (buf.dist()) {
+        if (buf.kind() != BufferKind::Input)
+          return fail(label_, ": buffer ", name, " has a distribution, but "
+                      "only input buffers have one");
+        if (Status status = checkDistribution(
+                formatMessage(label_, ": input buffer ", name), *buf.dist(),
+                buf);
+            status.failed())
+          return status;
+      }
+    }
+    return Status::success();
+  }
+
+  /// A distribution is well formed, and gives every rank of the program
+  /// exactly the shape of `local`.
+  Status checkDistribution(const std::string &where, const Distribution &dist,
+                           const Buffer &local) const {
+    if (!elementsAligned(dist.global_shape()) || !elementsAligned(dist.mesh()))
+      return fail(where, ": misaligned distribution vectors (corrupt "
+                  "metadata)");
+    DistSpec spec = DistSpec::from(dist);
+    std::string described = spec.describe();
+    for (int64_t extent : spec.globalShape)
+      if (extent < 0)
+        return fail(where, ": the distribution's global shape ",
+                    formatDims(spec.globalShape), " has a negative extent");
+    if (spec.mesh.empty())
+      return fail(where, ": the distribution (", described,
+                  ") has an empty mesh");
+    uint64_t positions = 1;
+    for (int64_t extent : spec.mesh)
+      if (extent < 1 || __builtin_mul_overflow(
+                            positions, static_cast<uint64_t>(extent),
+                            &positions))
+        return fail(where, ": the distribution's mesh ",
+                    formatDims(spec.mesh),
+                    " needs extents of at least 1 (and a product that fits)");
+    if (positions != spec.meshRanks.size())
+      return fail(where, ": the distribution's mesh ", formatDims(spec.mesh),
+                  " has ", positions, " positions, but mesh_ranks lists ",
+                  spec.meshRanks.size(), " ranks");
+    std::set<int> seen;
+    for (int rank : spec.meshRanks) {
+      if (!ranksOfEntry_->count(rank))
+        return fail(where, ": the distribution's mesh_ranks ",
+                    formatRanks(spec.meshRanks), " name rank ", rank,
+                    ", which runs no program of this entry");
+      if (!seen.insert(rank).second)
+        return fail(where, ": the distribution's mesh_ranks ",
+                    formatRanks(spec.meshRanks), " name rank ", rank,
+                    " twice");
+    }
+    if (spec.sbp.size() != spec.mesh.size())
+      return fail(where, ": the distribution has ", spec.sbp.size(),
+                  " sbp entries for the ", spec.mesh.size(), "-axis mesh ",
+                  formatDims(spec.mesh), " (one per axis)");
+    bool sum = false, max = false;
+    for (int entry : spec.sbp) {
+      if (entry < kSbpPartialMax ||
+          (entry >= 0 &&
+           static_cast<size_t>(entry) >= spec.globalShape.size()))
+        return fail(where, ": the distribution's sbp entry ", sbpName(entry),
+                    " is invalid for the global shape ",
+                    formatDims(spec.globalShape),
+                    " (S(d) needs d < rank; -1 B, -2 P, -3 P(max))");
+      sum = sum || entry == kSbpPartialSum;
+      max = max || entry == kSbpPartialMax;
+    }
+    if (sum && max)
+      return fail(where, ": the distribution (", described,
+                  ") mixes P (sum) and P(max)");
+    if ((sum || max) && !isReducible(local.dtype()))
+      return fail(where, ": the distribution (", described, ") is partial, "
+                  "but ", dtypeName(local.dtype()), " values cannot be "
+                  "reduced");
+    std::vector<int64_t> localShape;
+    if (local.shape())
+      localShape.assign(local.shape()->begin(), local.shape()->end());
+    for (int rank : programRanks_) {
+      int member = spec.memberIndex(rank);
+      if (member < 0)
+        return fail(where, ": rank ", rank, " runs the program but is not in "
+                    "the distribution's mesh_ranks ",
+                    formatRanks(spec.meshRanks));
+      LocalPart part = localPart(spec, member);
+      if (part.extents != localShape)
+        return fail(where, " is ", formatDims(localShape), " on rank ", rank,
+                    ", but its distribution (", described, ") gives rank ",
+                    rank, " the part ", formatDims(part.extents));
     }
     return Status::success();
   }
@@ -632,9 +736,9 @@ private:
       return fail(where, ": the collective's group is empty");
     std::set<int> members;
     for (int rank : *collective.group()) {
-      if (!allRanks_.count(rank))
+      if (!ranksOfEntry_->count(rank))
         return fail(where, ": the group names rank ", rank,
-                    ", which runs no program of the plan");
+                    ", which runs no program of this entry");
       if (!members.insert(rank).second)
         return fail(where, ": the group names rank ", rank, " twice");
     }
@@ -653,18 +757,32 @@ private:
       if (members.size() == 1)
         return fail(where, ": ", EnumNameCollectiveKind(collective.kind()),
                     " needs a group of two ranks, the group has one");
-      if (!allRanks_.count(collective.peer()))
+      if (!ranksOfEntry_->count(collective.peer()))
         return fail(where, ": peer rank ", collective.peer(),
-                    " runs no program of the plan");
+                    " runs no program of this entry");
     }
-    // A one-rank collective is the identity: a copy of src to dst.
-    if (members.size() == 1 &&
-        buffer(collective.src()).size() != buffer(collective.dst()).size())
-      return fail(
-          where, ": a one-rank collective copies ",
-          bufferLabel(collective.src()), " (", buffer(collective.src()).size(),
-          " bytes) to ", bufferLabel(collective.dst()), " (",
-          buffer(collective.dst()).size(), " bytes); the sizes must match");
+    if (!elementsAligned(collective.mesh()) ||
+        !elementsAligned(collective.shape()))
+      return fail(where, ": misaligned mesh or shape vector (corrupt "
+                  "metadata)");
+    for (uint32_t d = 0; d < count(collective.shape()); ++d)
+      if (collective.shape()->Get(d) < 0)
+        return fail(where, ": the shape ", formatShape(collective.shape()),
+                    " has a negative extent");
+    // What the collective does on every rank that runs this program, and
+    // whether the buffers have the sizes that implies there.
+    const Buffer &src = buffer(collective.src());
+    const Buffer &dst = buffer(collective.dst());
+    for (int rank : programRanks_) {
+      CollectiveLayout layout;
+      if (Status status =
+              CollectiveLayout::compute(collective, src, dst, rank, layout);
+          status.failed())
+        return fail(where, ": ", status.message());
+      if (Status status = layout.checkBuffers(collective, src, dst, rank);
+          status.failed())
+        return fail(where, ": ", status.message());
+    }
     return Status::success();
   }
 
@@ -677,12 +795,117 @@ private:
       return fail(where, ": the output has no name");
     if (!outputNames_.insert(name).second)
       return fail(where, ": a second output named '", name, "'");
+    if (output.dist())
+      return checkDistribution(formatMessage(where, ": output '", name, "'"),
+                               *output.dist(), buffer(output.buffer()));
+    return Status::success();
+  }
+
+  /// What the caller sees of an input or output: its dtype and its global
+  /// shape and layout (without a distribution, its shape).
+  struct Interface {
+    DType dtype;
+    bool distributed;
+    DistSpec dist; // globalShape holds the shape when not distributed
+    std::string describe() const {
+      return formatMessage(dtypeName(dtype), " ",
+                           distributed ? dist.describe()
+                                       : formatDims(dist.globalShape));
+    }
+    bool operator==(const Interface &other) const {
+      return dtype == other.dtype && distributed == other.distributed &&
+             dist == other.dist;
+    }
+  };
+
+  static Interface interfaceOf(const Buffer &buffer,
+                               const Distribution *dist) {
+    Interface face{buffer.dtype(), dist != nullptr, {}};
+    if (dist)
+      face.dist = DistSpec::from(*dist);
+    else if (buffer.shape())
+      face.dist.globalShape.assign(buffer.shape()->begin(),
+                                   buffer.shape()->end());
+    return face;
+  }
+
+  /// The programs of one entry (one per role of its ranks) take the same
+  /// inputs and give the same outputs, by name, dtype and global layout
+  /// (an input without a distribution: its shape), so that the caller binds
+  /// and collects them once for all ranks.
+  Status checkEntriesAgree() const {
+    using Interfaces = std::map<std::string, Interface>;
+    std::map<std::string, std::pair<const Program *,
+                                    std::pair<Interfaces, Interfaces>>>
+        first;
+    auto programLabel = [](const Program &program) {
+      std::vector<int> ranks(program.ranks()->begin(), program.ranks()->end());
+      return formatMessage("the program of ranks ", formatRanks(ranks));
+    };
+    for (uint32_t p = 0; p < count(plan_.programs()); ++p) {
+      const Program *program = plan_.programs()->Get(p);
+      Interfaces inputs, outputs;
+      for (uint32_t i = 0; i < count(program->inputs()); ++i) {
+        const Buffer &buf = *program->buffers()->Get(program->inputs()->Get(i));
+        inputs.emplace(std::string(text(buf.binding())),
+                       interfaceOf(buf, buf.dist()));
+      }
+      for (uint32_t s = 0; s < count(program->steps()); ++s)
+        if (const Output *output = program->steps()->Get(s)->detail_as_Output())
+          outputs.emplace(
+              std::string(text(output->name())),
+              interfaceOf(*program->buffers()->Get(output->buffer()),
+                          output->dist()));
+      std::string entry(text(program->entry()));
+      auto [known, inserted] = first.emplace(
+          entry, std::make_pair(program, std::make_pair(inputs, outputs)));
+      if (inserted)
+        continue;
+      const Program &reference = *known->second.first;
+      for (int role = 0; role < 2; ++role) {
+        const Interfaces &mine = role ? outputs : inputs;
+        const Interfaces &theirs =
+            role ? known->second.second.second : known->second.second.first;
+        const char *noun = role ? "output" : "input";
+        for (const auto &[name, face] : theirs) {
+          auto found = mine.find(name);
+          if (found == mine.end())
+            return fail("entry '", entry, "': ", programLabel(*program),
+                        " has no ", noun, " '", name, "', which ",
+                        programLabel(reference), " has (the programs of an "
+                        "entry take and give the same tensors)");
+          // An output without a distribution is rank 0's value: other
+          // roles may hold other shapes (their values are not collected).
+          bool agrees = role && !face.distributed &&
+                                !found->second.distributed
+                            ? found->second.dtype == face.dtype
+                            : found->second == face;
+          if (!agrees)
+            return fail("entry '", entry, "': the ", noun, " '", name,
+                        "' is ", found->second.describe(), " in ",
+                        programLabel(*program), " but ", face.describe(),
+                        " in ", programLabel(reference));
+        }
+        for (const auto &[name, face] : mine)
+          if (!theirs.count(name))
+            return fail("entry '", entry, "': ", programLabel(*program),
+                        " has the ", noun, " '", name, "', which ",
+                        programLabel(reference), " does not have (the "
+                        "programs of an entry take and give the same "
+                        "tensors)");
+      }
+    }
     return Status::success();
   }
 
   const Plan &plan_;
   const FileHeader &header_;
   std::set<int> allRanks_;
+  std::map<std::string, std::set<int>> entryRanks_;
+
+  // The program being checked: its ranks, and every rank of its entry.
+  std::vector<int> programRanks_;
+  const std::set<int> *ranksOfEntry_ = nullptr;
 
   // The program being checked.
   const Program *program_ = nullptr;

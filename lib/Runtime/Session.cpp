@@ -2,13 +2,16 @@
 //
 // Creation resolves everything a run needs (storage, kernels, pointers) so
 // that a run is a loop over prepared steps. It relies on the plan having
-// been verified at open (PlanFile.cpp): indices, ranges and gemm layouts are
-// not re-checked here. What is checked here is what depends on the session:
-// the entry and rank, the device, and collectives this runtime can run.
+// been verified at open (PlanFile.cpp): indices, ranges, gemm layouts and
+// every rank's collective layouts are not re-checked here. What is checked
+// here is what depends on the session: the entry and rank, the device, and
+// the communicator.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
+
+#include "Reduce.h"
 
 #include <chrono>
 #include <cstring>
@@ -31,44 +34,61 @@ std::string joinQuoted(const std::vector<std::string> &names) {
   return joined;
 }
 
-std::string formatDims(const std::vector<int64_t> &dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
-TensorInfo describeBuffer(const Buffer &buffer, std::string_view name) {
+TensorInfo describeBuffer(const Buffer &buffer, std::string_view name,
+                          const Distribution *dist) {
   TensorInfo info;
   info.name = std::string(name);
   info.dtype = buffer.dtype();
   if (buffer.shape())
     info.dims.assign(buffer.shape()->begin(), buffer.shape()->end());
   info.bytes = buffer.size();
+  if (dist) {
+    info.distributed = true;
+    info.dist = DistSpec::from(*dist);
+    info.globalBytes = product(info.dist.globalShape) * dtypeSize(info.dtype);
+  } else {
+    info.globalBytes = info.bytes;
+  }
   return info;
 }
+
+/// The tag of the messages that gather outputs.
+constexpr int kGatherTag = 101;
 
 } // namespace
 
 Session::~Session() = default;
 
 Status Session::create(std::shared_ptr<const PlanFile> plan, const char *entry,
-                       int rank, std::unique_ptr<Session> &out) {
+                       int rank, Communicator *comm,
+                       std::unique_ptr<Session> &out) {
   if (!plan)
     return fail("no plan");
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
-  if (Status status = session->prepare(entry, rank); status.failed())
+  if (Status status = session->prepare(entry, rank, comm); status.failed())
     return status;
   out = std::move(session);
   return Status::success();
 }
 
-Status Session::prepare(const char *requestedEntry, int rank) {
+Status Session::prepare(const char *requestedEntry, int rank,
+                        Communicator *comm) {
   const PlanFile &plan = *plan_;
   const std::vector<std::string> &entries = plan.entries();
   if (entries.empty())
     return fail("the plan has no programs");
+  if (comm) {
+    int worldSize = plan.plan().world_size();
+    if (comm->size() != worldSize)
+      return fail("the plan is compiled for ", worldSize,
+                  worldSize == 1 ? " rank" : " ranks", " but ", comm->size(),
+                  comm->size() == 1 ? " is" : " are", " running");
+    if (comm->worldRank() != rank)
+      return fail("the session is for rank ", rank,
+                  ", but the communicator's rank is ", comm->worldRank());
+    comm_ = comm;
+  }
 
   std::string entry;
   if (requestedEntry) {
@@ -126,7 +146,8 @@ Status Session::prepare(const char *requestedEntry, int rank) {
   for (uint32_t i = 0; i < numInputs; ++i) {
     uint32_t index = program.inputs()->Get(i);
     const Buffer &buffer = *program.buffers()->Get(index);
-    inputs_.push_back(describeBuffer(buffer, text(buffer.binding())));
+    inputs_.push_back(
+        describeBuffer(buffer, text(buffer.binding()), buffer.dist()));
     if (Status status = inputStorage_[i].allocate(
             buffer.size(), ("input '" + inputs_.back().name + "'").c_str());
         status.failed())
@@ -238,20 +259,20 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   }
   case StepDetail::Collective: {
     const Collective &collective = *step.detail_as_Collective();
-    uint32_t groupSize = collective.group()->size();
-    if (groupSize > 1)
-      return fail(where, ": a collective over ", groupSize,
-                  " ranks needs the MPI backend, which this runtime does not "
-                  "have yet; only one-rank groups run");
-    if (collective.group()->Get(0) != rank_)
-      return fail(where, ": the one-rank group is rank ",
-                  collective.group()->Get(0), ", but this session is rank ",
-                  rank_);
-    // The loader checked that src and dst have the same size.
-    prepared.kind = StepKind::Copy;
-    prepared.src = bufferData(collective.src());
-    prepared.dst = bufferData(collective.dst());
-    prepared.bytes = program.buffers()->Get(collective.src())->size();
+    std::unique_ptr<PreparedCollective> run;
+    if (Status status = PreparedCollective::prepare(
+            collective, *program.buffers()->Get(collective.src()),
+            *program.buffers()->Get(collective.dst()),
+            bufferData(collective.src()), bufferData(collective.dst()), rank_,
+            comm_,
+            formatMessage(collectiveKindName(collective.kind()), " at step ",
+                          index, " (", label_, ")"),
+            run);
+        status.failed())
+      return status;
+    prepared.kind = StepKind::Collective;
+    prepared.collective = run.get();
+    collectives_.push_back(std::move(run));
     break;
   }
   case StepDetail::EventRecord:
@@ -265,7 +286,8 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   case StepDetail::Output: {
     const Output &output = *step.detail_as_Output();
     const Buffer &buffer = *program.buffers()->Get(output.buffer());
-    outputs_.push_back(describeBuffer(buffer, text(output.name())));
+    outputs_.push_back(
+        describeBuffer(buffer, text(output.name()), output.dist()));
     outputStorage_.emplace_back();
     if (Status status = outputStorage_.back().allocate(
             buffer.size(), ("output '" + outputs_.back().name + "'").c_str());
@@ -324,6 +346,9 @@ Status Session::run() {
     return fail(label_, ": ", unset.size() == 1 ? "input " : "inputs ",
                 joinQuoted(unset), unset.size() == 1 ? " was" : " were",
                 " never set");
+  for (const std::unique_ptr<PreparedCollective> &collective : collectives_)
+    if (collective->needsCommunicator())
+      return collective->run(); // fails, saying why
 
   outputsValid_ = false;
   using Clock = std::chrono::steady_clock;
@@ -342,6 +367,103 @@ Status Session::run() {
   if (profiling_)
     ++profiledRuns_;
   outputsValid_ = true;
+  return Status::success();
+}
+
+Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
+  if (index >= inputs_.size() || !inputs_[index].distributed)
+    return setInput(index, data, bytes);
+  const TensorInfo &info = inputs_[index];
+  if (bytes != info.globalBytes)
+    return fail("input '", info.name, "' takes the global ",
+                dtypeName(info.dtype), " ", formatDims(info.dist.globalShape),
+                " (", info.globalBytes, " bytes), got ", bytes);
+  if (!data && bytes)
+    return fail("input '", info.name, "': the data pointer is NULL");
+  // The loader checked that this rank is in the mesh with this local shape.
+  LocalPart part = localPart(info.dist, info.dist.memberIndex(rank_));
+  void *local = inputStorage_[index].data();
+  if (part.holdsIdentity)
+    fillIdentity(info.dtype, info.dist.partialOp(), local,
+                 info.bytes / dtypeSize(info.dtype));
+  else if (info.bytes)
+    copyBox(data, info.dist.globalShape, part.offsets, part.extents, local,
+            dtypeSize(info.dtype));
+  inputSet_[index] = true;
+  return Status::success();
+}
+
+Status Session::gatherOutput(size_t index, void *data, size_t bytes,
+                             bool &isRoot) const {
+  isRoot = false;
+  if (index >= outputs_.size())
+    return fail("output index ", index, " is out of range (", label_, " has ",
+                outputs_.size(), " outputs)");
+  const TensorInfo &info = outputs_[index];
+  if (!outputsValid_)
+    return fail("output '", info.name,
+                "' has no value: no run has completed successfully");
+  bool root = !comm_ || comm_->worldRank() == 0;
+  if (root) {
+    if (bytes != info.globalBytes)
+      return fail("output '", info.name, "' is ", info.globalBytes,
+                  " bytes globally (", dtypeName(info.dtype), " ",
+                  formatDims(info.distributed ? info.dist.globalShape
+                                              : info.dims),
+                  "), got ", bytes);
+    if (!data && bytes)
+      return fail("output '", info.name, "': the data pointer is NULL");
+  }
+  isRoot = root;
+  const uint8_t *mine = outputStorage_[index].data();
+  if (!info.distributed) {
+    if (root && bytes)
+      std::memcpy(data, mine, bytes);
+    return Status::success();
+  }
+  const DistSpec &dist = info.dist;
+  if (!comm_ && dist.meshRanks.size() > 1)
+    return fail("output '", info.name, "' is distributed over ",
+                dist.meshRanks.size(),
+                " ranks; gathering it needs the session's communicator");
+  size_t elementSize = dtypeSize(info.dtype);
+  bool partial = dist.partial();
+  if (root && partial)
+    fillIdentity(info.dtype, dist.partialOp(), data,
+                 info.globalBytes / elementSize);
+  std::string what =
+      formatMessage("gathering output '", info.name, "' on rank 0");
+  AlignedBytes piece;
+  for (size_t member = 0; member < dist.meshRanks.size(); ++member) {
+    LocalPart part = localPart(dist, static_cast<int>(member));
+    if (part.duplicate)
+      continue; // the same value as the member with coordinate 0
+    int owner = dist.meshRanks[member];
+    uint64_t partBytes = product(part.extents) * elementSize;
+    if (root) {
+      const void *value = mine;
+      if (owner != rank_) {
+        if (Status status = piece.allocate(partBytes, "an output part");
+            status.failed())
+          return status;
+        if (Status status =
+                comm_->recv(piece.data(), partBytes, owner, kGatherTag, what);
+            status.failed())
+          return status;
+        value = piece.data();
+      }
+      if (partial)
+        reduceIntoBox(data, dist.globalShape, part.offsets, part.extents,
+                      value, info.dtype, dist.partialOp());
+      else
+        copyIntoBox(data, dist.globalShape, part.offsets, part.extents, value,
+                    elementSize);
+    } else if (owner == rank_) {
+      if (Status status = comm_->send(mine, info.bytes, 0, kGatherTag, what);
+          status.failed())
+        return status;
+    }
+  }
   return Status::success();
 }
 

@@ -4,9 +4,16 @@
 // (64-byte aligned, zeroed), session-owned storage for every input and
 // output, the kernels of its launches loaded and resolved, and every step
 // prepared with data pointers. Creation fails cleanly for what this runtime
-// cannot run (a CUDA program, a multi-rank collective); running needs every
-// input set. The session shares ownership of its plan, whose constant blobs
-// it reads in place.
+// cannot run (a CUDA program); running needs every input set. The session
+// shares ownership of its plan, whose constant blobs it reads in place.
+//
+// A rank of a multi-rank plan runs with a communicator (the job's world):
+// creating the session then makes the sub-group communicators of its
+// collectives, which is collective over each sub-group, so every rank
+// creates its session at the same point. Without a communicator a session
+// still prepares (for listing) but refuses to run a collective over several
+// ranks. Inputs and outputs with a distribution can be set from and
+// gathered into their global values (setInputGlobal, gatherOutput).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +21,9 @@
 #define OF_LIB_RUNTIME_SESSION_H
 
 #include "AlignedBytes.h"
+#include "Collective.h"
+#include "Communicator.h"
+#include "Distribution.h"
 #include "Executor.h"
 #include "KernelObject.h"
 #include "PlanFile.h"
@@ -33,14 +43,22 @@ struct TensorInfo {
   plan::DType dtype = plan::DType::F32;
   std::vector<int64_t> dims;
   uint64_t bytes = 0;
+  /// The global tensor this rank's value is part of (`dist.globalShape`
+  /// etc.), when the plan gives a distribution.
+  bool distributed = false;
+  DistSpec dist;
+  uint64_t globalBytes = 0;
 };
 
 class Session {
 public:
   /// Prepares entry `entry` (null: "main", or the plan's only entry) for
-  /// `rank`.
+  /// `rank`. With a communicator `comm` (not owned; it outlives the
+  /// session), `rank` must be its world rank and its size the plan's world
+  /// size.
   static Status create(std::shared_ptr<const PlanFile> plan, const char *entry,
-                       int rank, std::unique_ptr<Session> &out);
+                       int rank, Communicator *comm,
+                       std::unique_ptr<Session> &out);
   ~Session();
 
   /// Inputs in the program's `inputs` order, outputs in Output step order.
@@ -52,10 +70,24 @@ public:
 
   /// Copies exactly the input's size in bytes into the session.
   Status setInput(size_t index, const void *data, size_t bytes);
+  /// Takes this rank's part of the global value `data` (exactly the global
+  /// size) by the input's distribution: a balanced slice per S axis, the
+  /// whole along B, and along P the value on coordinate 0 and the
+  /// reduction's identity (0, or the lowest value for P(max)) elsewhere.
+  /// An input without a distribution is set whole.
+  Status setInputGlobal(size_t index, const void *data, size_t bytes);
   /// Runs every step; fails, naming them, if inputs were never set.
   Status run();
   /// Copies an output of the last successful run (exactly its size).
   Status getOutput(size_t index, void *data, size_t bytes) const;
+  /// Assembles the global value of an output on world rank 0 (S parts
+  /// concatenated, B from coordinate 0, P reduced). Collective: every rank
+  /// calls it, for the same outputs in the same order. On rank 0 `data`
+  /// receives the global value (`bytes` is its size) and `isRoot` is set;
+  /// other ranks pass any `data`. An output without a distribution is
+  /// rank 0's value.
+  Status gatherOutput(size_t index, void *data, size_t bytes,
+                      bool &isRoot) const;
 
   void enableProfiling(bool enable) { profiling_ = enable; }
   size_t numSteps() const { return steps_.size(); }
@@ -66,7 +98,7 @@ public:
 
 private:
   Session() = default;
-  Status prepare(const char *entry, int rank);
+  Status prepare(const char *entry, int rank, Communicator *comm);
   Status loadKernels();
   Status prepareStep(const plan::Step &step, uint32_t index);
   void *bufferData(uint32_t index) const { return bufferData_[index]; }
@@ -74,6 +106,7 @@ private:
   std::shared_ptr<const PlanFile> plan_;
   const plan::Program *program_ = nullptr;
   int rank_ = 0;
+  Communicator *comm_ = nullptr;
   std::string label_;
   std::unique_ptr<Executor> executor_;
 
@@ -90,6 +123,7 @@ private:
   /// Resolved kernels by (executable index, name).
   std::map<std::pair<uint32_t, std::string>, KernelFunction> kernels_;
   std::vector<PreparedStep> steps_;
+  std::vector<std::unique_ptr<PreparedCollective>> collectives_;
 
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Communicator.h"
 #include "PlanFile.h"
 #include "Session.h"
 
@@ -15,6 +16,7 @@
 #include "OF/Runtime/ofrt.h"
 #pragma GCC visibility pop
 
+#include <cstdlib>
 #include <new>
 
 using namespace of::rt;
@@ -31,6 +33,10 @@ struct ofrt_session {
   std::unique_ptr<Session> session;
 };
 
+struct ofrt_comm {
+  std::unique_ptr<Communicator> comm;
+};
+
 namespace {
 
 ofrt_error *toError(const Status &status) {
@@ -41,6 +47,23 @@ ofrt_error *toError(const Status &status) {
 
 ofrt_error *makeError(const char *message) {
   return new (std::nothrow) ofrt_error{message};
+}
+
+int toDist(const TensorInfo &info, ofrt_dist *out) {
+  if (!out)
+    return info.distributed ? 1 : 0;
+  *out = ofrt_dist{};
+  if (!info.distributed)
+    return 0;
+  out->rank = info.dist.globalShape.size();
+  out->global_dims = info.dist.globalShape.data();
+  out->global_bytes = static_cast<size_t>(info.globalBytes);
+  out->mesh_rank = info.dist.mesh.size();
+  out->mesh = info.dist.mesh.data();
+  out->sbp = info.dist.sbp.data();
+  out->num_mesh_ranks = info.dist.meshRanks.size();
+  out->mesh_ranks = info.dist.meshRanks.data();
+  return 1;
 }
 
 ofrt_tensor_info toInfo(const TensorInfo &info) {
@@ -96,6 +119,10 @@ ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,
 
 void ofrt_plan_close(ofrt_plan *plan) { delete plan; }
 
+int ofrt_plan_world_size(const ofrt_plan *plan) {
+  return plan ? plan->file->plan().world_size() : 0;
+}
+
 size_t ofrt_plan_num_entries(const ofrt_plan *plan) {
   return plan ? plan->file->entries().size() : 0;
 }
@@ -114,7 +141,28 @@ ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
   if (!plan)
     return makeError("ofrt_session_create: the plan is NULL");
   std::unique_ptr<Session> session;
-  if (Status status = Session::create(plan->file, entry, rank, session);
+  if (Status status = Session::create(plan->file, entry, rank, nullptr, session);
+      status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_session{std::move(session)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
+ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
+                                          ofrt_comm *comm,
+                                          ofrt_session **out) {
+  if (!out)
+    return makeError(
+        "ofrt_session_create_with_comm: the output pointer is NULL");
+  *out = nullptr;
+  if (!plan)
+    return makeError("ofrt_session_create_with_comm: the plan is NULL");
+  if (!comm)
+    return makeError("ofrt_session_create_with_comm: the communicator is NULL");
+  std::unique_ptr<Session> session;
+  if (Status status = Session::create(plan->file, entry,
+                                      comm->comm->worldRank(), comm->comm.get(),
+                                      session);
       status.failed())
     return toError(status);
   *out = new (std::nothrow) ofrt_session{std::move(session)};
@@ -145,6 +193,26 @@ ofrt_tensor_info ofrt_session_output_info(const ofrt_session *session,
   return toInfo(session->session->outputs()[index]);
 }
 
+int ofrt_session_input_dist(const ofrt_session *session, size_t index,
+                            ofrt_dist *out) {
+  if (!session || index >= session->session->inputs().size()) {
+    if (out)
+      *out = ofrt_dist{};
+    return 0;
+  }
+  return toDist(session->session->inputs()[index], out);
+}
+
+int ofrt_session_output_dist(const ofrt_session *session, size_t index,
+                             ofrt_dist *out) {
+  if (!session || index >= session->session->outputs().size()) {
+    if (out)
+      *out = ofrt_dist{};
+    return 0;
+  }
+  return toDist(session->session->outputs()[index], out);
+}
+
 int64_t ofrt_session_find_input(const ofrt_session *session, const char *name) {
   if (!session || !name)
     return -1;
@@ -165,6 +233,13 @@ ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
   return toError(session->session->setInput(index, data, bytes));
 }
 
+ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
+                                          const void *data, size_t bytes) {
+  if (!session)
+    return makeError("ofrt_session_set_input_global: the session is NULL");
+  return toError(session->session->setInputGlobal(index, data, bytes));
+}
+
 ofrt_error *ofrt_session_run(ofrt_session *session) {
   if (!session)
     return makeError("ofrt_session_run: the session is NULL");
@@ -176,6 +251,20 @@ ofrt_error *ofrt_session_get_output(const ofrt_session *session, size_t index,
   if (!session)
     return makeError("ofrt_session_get_output: the session is NULL");
   return toError(session->session->getOutput(index, data, bytes));
+}
+
+ofrt_error *ofrt_session_gather_output(const ofrt_session *session,
+                                       size_t index, void *data, size_t bytes,
+                                       int *is_root) {
+  if (is_root)
+    *is_root = 0;
+  if (!session)
+    return makeError("ofrt_session_gather_output: the session is NULL");
+  bool root = false;
+  Status status = session->session->gatherOutput(index, data, bytes, root);
+  if (is_root)
+    *is_root = root ? 1 : 0;
+  return toError(status);
 }
 
 void ofrt_session_enable_profiling(ofrt_session *session, int enable) {
@@ -205,6 +294,56 @@ size_t ofrt_session_profiled_runs(const ofrt_session *session) {
 
 uint64_t ofrt_session_arena_bytes(const ofrt_session *session) {
   return session ? session->session->arenaBytes() : 0;
+}
+
+int ofrt_comm_launched(void) { return launchedByMpi() ? 1 : 0; }
+
+ofrt_error *ofrt_comm_init_mpi(int *argc, char ***argv, ofrt_comm **out) {
+  if (!out)
+    return makeError("ofrt_comm_init_mpi: the output pointer is NULL");
+  *out = nullptr;
+  std::unique_ptr<Communicator> comm;
+  if (Status status = createMpiCommunicator(argc, argv, comm); status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_comm{std::move(comm)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
+int ofrt_comm_rank(const ofrt_comm *comm) {
+  return comm ? comm->comm->rank() : 0;
+}
+
+int ofrt_comm_size(const ofrt_comm *comm) {
+  return comm ? comm->comm->size() : 1;
+}
+
+void ofrt_comm_set_timeout(ofrt_comm *comm, double seconds) {
+  if (comm)
+    comm->comm->setTimeout(seconds);
+}
+
+double ofrt_comm_timeout(const ofrt_comm *comm) {
+  return comm ? comm->comm->timeout() : commTimeoutFromEnvironment();
+}
+
+ofrt_error *ofrt_comm_barrier(ofrt_comm *comm) {
+  if (!comm)
+    return makeError("ofrt_comm_barrier: the communicator is NULL");
+  return toError(comm->comm->barrier("a barrier"));
+}
+
+void ofrt_comm_abort(ofrt_comm *comm, int code) {
+  if (comm)
+    comm->comm->abort(code);
+  std::_Exit(code);
+}
+
+ofrt_error *ofrt_comm_finalize(ofrt_comm *comm) {
+  if (!comm)
+    return nullptr;
+  double timeout = comm->comm->timeout();
+  delete comm;
+  return toError(finalizeMpi(timeout));
 }
 
 } // extern "C"

@@ -28,6 +28,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 using namespace mlir;
@@ -154,6 +156,33 @@ static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
   return exe.emitOpError("object must be a dense resource of i8"), failure();
 }
 
+/// The `dist` attribute of an input buffer or an output as a Distribution
+/// (a null offset when absent). The op verifiers checked its form.
+static FailureOr<flatbuffers::Offset<fb::Distribution>>
+writeDistribution(Operation *op, DictionaryAttr dist,
+                  flatbuffers::FlatBufferBuilder &fbb) {
+  if (!dist)
+    return flatbuffers::Offset<fb::Distribution>();
+  auto field = [&](StringRef key) -> FailureOr<ArrayRef<int64_t>> {
+    auto array = dist.getAs<DenseI64ArrayAttr>(key);
+    if (!array)
+      return op->emitOpError("dist needs `") << key << " = array<i64: ...>`";
+    return array.asArrayRef();
+  };
+  FailureOr<ArrayRef<int64_t>> globalShape = field("global_shape"),
+                               mesh = field("mesh"),
+                               meshRanks = field("mesh_ranks"),
+                               sbp = field("sbp");
+  if (failed(globalShape) || failed(mesh) || failed(meshRanks) || failed(sbp))
+    return failure();
+  std::vector<int64_t> shapeVector(globalShape->begin(), globalShape->end());
+  std::vector<int64_t> meshVector(mesh->begin(), mesh->end());
+  std::vector<int32_t> ranksVector(meshRanks->begin(), meshRanks->end());
+  std::vector<int32_t> sbpVector(sbp->begin(), sbp->end());
+  return fb::CreateDistributionDirect(fbb, &shapeVector, &meshVector,
+                                      &ranksVector, &sbpVector);
+}
+
 LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   flatbuffers::FlatBufferBuilder fbb;
   BlobTable blobs;
@@ -184,7 +213,10 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   }
 
   std::vector<flatbuffers::Offset<fb::Program>> programs;
+  int64_t worldSize = 1;
   for (auto program : module.getOps<ProgramOp>()) {
+    for (int64_t rank : program.getRanks())
+      worldSize = std::max(worldSize, rank + 1);
     llvm::StringMap<uint32_t> bufferIndex;
     std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
     std::vector<uint32_t> inputs;
@@ -227,11 +259,15 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                 bufferIndex[buffer.getSymName()] = buffers.size();
                 std::string binding =
                     buffer.getBinding() ? buffer.getBinding()->str() : "";
+                auto dist =
+                    writeDistribution(buffer, buffer.getDistAttr(), fbb);
+                if (failed(dist))
+                  return failure();
                 buffers.push_back(fb::CreateBufferDirect(
                     fbb, buffer.getSymName().str().c_str(), kind, *dtype,
                     &shape, buffer.getSize(),
                     buffer.getOffset() ? *buffer.getOffset() : 0, blob,
-                    buffer.getBinding() ? binding.c_str() : nullptr));
+                    buffer.getBinding() ? binding.c_str() : nullptr, *dist));
                 return success();
               })
               .Case([&](LaunchOp launch) -> LogicalResult {
@@ -275,15 +311,29 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     {"all_to_all", fb::CollectiveKind::AllToAll},
                     {"broadcast", fb::CollectiveKind::Broadcast},
                     {"send", fb::CollectiveKind::Send},
-                    {"recv", fb::CollectiveKind::Recv}};
+                    {"recv", fb::CollectiveKind::Recv},
+                    {"slice", fb::CollectiveKind::Slice},
+                    {"to_partial", fb::CollectiveKind::ToPartial}};
                 std::vector<int32_t> group(coll.getGroup().begin(),
                                            coll.getGroup().end());
+                // Absent and empty stay distinct, so text and binary round
+                // trip exactly.
+                std::vector<int64_t> mesh, shape;
+                if (auto attr = coll.getMeshAttr())
+                  mesh.assign(attr.asArrayRef().begin(),
+                              attr.asArrayRef().end());
+                if (auto attr = coll.getShapeAttr())
+                  shape.assign(attr.asArrayRef().begin(),
+                               attr.asArrayRef().end());
                 auto detail = fb::CreateCollectiveDirect(
                     fbb, kinds.lookup(coll.getKind()),
                     coll.getReduce() == "max" ? fb::ReduceOp::Max
                                               : fb::ReduceOp::Sum,
                     &group, indexOf(coll.getSourceAttr()),
-                    indexOf(coll.getTargetAttr()), coll.getPeer());
+                    indexOf(coll.getTargetAttr()), coll.getPeer(),
+                    coll.getMeshAttr() ? &mesh : nullptr, coll.getAxis(),
+                    coll.getShapeAttr() ? &shape : nullptr, coll.getDim(),
+                    coll.getDim2());
                 steps.push_back(fb::CreateStep(fbb, coll.getStream(),
                                                fb::StepDetail::Collective,
                                                detail.Union()));
@@ -304,9 +354,13 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                 return success();
               })
               .Case([&](OutputOp output) -> LogicalResult {
-                auto detail =
-                    fb::CreateOutputDirect(fbb, output.getName().str().c_str(),
-                                           indexOf(output.getBufferAttr()));
+                auto dist =
+                    writeDistribution(output, output.getDistAttr(), fbb);
+                if (failed(dist))
+                  return failure();
+                auto detail = fb::CreateOutputDirect(
+                    fbb, output.getName().str().c_str(),
+                    indexOf(output.getBufferAttr()), *dist);
                 steps.push_back(fb::CreateStep(fbb, output.getStream(),
                                                fb::StepDetail::Output,
                                                detail.Union()));
@@ -338,8 +392,12 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
     cursor += blob.size();
   }
   std::string producer = std::string("OF ") + getVersionString();
+  if (worldSize > INT32_MAX)
+    return module.emitError("a program's rank exceeds the plan format's "
+                            "32-bit ranks");
   auto plan = fb::CreatePlanDirect(fbb, producer.c_str(), &executables,
-                                   &programs, &blobOffsets);
+                                   &programs, &blobOffsets,
+                                   static_cast<int32_t>(worldSize));
   fb::FinishPlanBuffer(fbb, plan);
 
   ::of::plan::FileHeader header{};
@@ -363,6 +421,19 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   header.checksum = ::of::plan::checksum(file.data() + header.headerSize,
                                          file.size() - header.headerSize);
   std::memcpy(file.data(), &header, sizeof(header));
+  // The runtime's loader is the one verifier of the format: a plan it would
+  // refuse (a collective's buffers that do not fit what it does on some
+  // rank, a distribution that does not give a rank its buffer's shape, ...)
+  // is an error here, where it is produced.
+  ofrt_plan *verified = nullptr;
+  if (ofrt_error *error =
+          ofrt_plan_open_memory(file.data(), file.size(), &verified)) {
+    mlir::emitError(module.getLoc(), "the plan does not verify: ")
+        << ofrt_error_message(error);
+    ofrt_error_free(error);
+    return failure();
+  }
+  ofrt_plan_close(verified);
   os.write(file.data(), file.size());
   return success();
 }
@@ -378,6 +449,24 @@ static std::string str(const flatbuffers::String *s) {
 
 /// A blob of the file as a dense resource attribute (kept out of line in the
 /// printed IR, in the file's resource section).
+/// A Distribution as the `dist` attribute (null when absent).
+static DictionaryAttr readDistribution(const fb::Distribution *dist,
+                                       Builder &b) {
+  if (!dist)
+    return DictionaryAttr();
+  auto array = [&](auto *vector) {
+    SmallVector<int64_t> values;
+    if (vector)
+      values.assign(vector->begin(), vector->end());
+    return b.getDenseI64ArrayAttr(values);
+  };
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("global_shape", array(dist->global_shape())),
+       b.getNamedAttr("mesh", array(dist->mesh())),
+       b.getNamedAttr("mesh_ranks", array(dist->mesh_ranks())),
+       b.getNamedAttr("sbp", array(dist->sbp()))});
+}
+
 static DenseResourceElementsAttr blobAttr(MLIRContext *ctx, StringRef name,
                                           ArrayRef<char> data,
                                           ShapedType type) {
@@ -430,7 +519,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
   }
   static const char *collectiveNames[] = {
       "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
-      "send",       "recv"};
+      "send",       "recv",       "slice",          "to_partial"};
   if (!plan->programs()) {
     emitError(loc, "invalid plan: no programs");
     return nullptr;
@@ -483,7 +572,8 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         BufferOp::create(pb, loc, b.getStringAttr(str(buffer->name())),
                          BufferKindAttr::get(ctx, kind), offset, binding,
                          b.getI64IntegerAttr(buffer->size()), value,
-                         TypeAttr::get(type));
+                         TypeAttr::get(type),
+                         readDistribution(buffer->dist(), b));
       }
     auto refsOf = [&](const flatbuffers::Vector<uint32_t> *indices) {
       SmallVector<Attribute> attrs;
@@ -528,12 +618,21 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
           SmallVector<int64_t> group;
           if (c->group())
             group.assign(c->group()->begin(), c->group()->end());
+          auto optionalArray = [&](const flatbuffers::Vector<int64_t> *v) {
+            if (!v)
+              return DenseI64ArrayAttr();
+            return b.getDenseI64ArrayAttr(
+                SmallVector<int64_t>(v->begin(), v->end()));
+          };
           CollectiveOp::create(
               pb, loc,
               b.getStringAttr(collectiveNames[static_cast<int>(c->kind())]),
               refs[c->src()], refs[c->dst()], b.getDenseI64ArrayAttr(group),
               b.getStringAttr(c->reduce() == fb::ReduceOp::Max ? "max" : "sum"),
-              b.getI64IntegerAttr(c->peer()), stream);
+              b.getI64IntegerAttr(c->peer()), stream,
+              optionalArray(c->mesh()), b.getI64IntegerAttr(c->axis()),
+              optionalArray(c->shape()), b.getI64IntegerAttr(c->dim()),
+              b.getI64IntegerAttr(c->dim2()));
           break;
         }
         case fb::StepDetail::EventRecord:
@@ -551,7 +650,8 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         case fb::StepDetail::Output: {
           const fb::Output *o = step->detail_as_Output();
           OutputOp::create(pb, loc, b.getStringAttr(str(o->name())),
-                           refs[o->buffer()], stream);
+                           refs[o->buffer()], stream,
+                           readDistribution(o->dist(), b));
           break;
         }
         case fb::StepDetail::NONE:

@@ -244,7 +244,7 @@ TEST(Runtime, IndexRangeCheck) {
   EXPECT_EQ(out, ids);
 }
 
-TEST(Runtime, OneRankCollectiveIsACopyAndMultiRankNeedsMpi) {
+TEST(Runtime, OneRankCollectiveIsACopy) {
   SamplePlan sample;
   auto program = makeProgram("main", 64);
   program->ranks = {0};
@@ -258,40 +258,349 @@ TEST(Runtime, OneRankCollectiveIsACopyAndMultiRankNeedsMpi) {
   addStep(*program, collective);
   addOutput(*program, "r", r);
   sample.plan.programs.push_back(std::move(program));
-  {
-    Bytes file = sample.write();
-    PlanHandle plan;
-    ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
-              "");
-    SessionHandle session;
-    ASSERT_EQ(
-        take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)), "");
-    EXPECT_STREQ(ofrt_session_step_name(session.session, 0),
-                 "collective AllReduce");
-    std::vector<float> x = sequence(16, 2, 1), r(16);
-    ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(), 64)),
-              "");
-    ASSERT_EQ(take(ofrt_session_run(session.session)), "");
-    ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, r.data(), 64)),
-              "");
-    EXPECT_EQ(r, x);
+  Bytes file = sample.write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  EXPECT_EQ(ofrt_plan_world_size(plan.plan), 1);
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 0, &session.session)),
+            "");
+  EXPECT_STREQ(ofrt_session_step_name(session.session, 0),
+               "collective AllReduce");
+  std::vector<float> in = sequence(16, 2, 1), out(16);
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, in.data(), 64)),
+            "");
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+  ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 64)),
+            "");
+  EXPECT_EQ(out, in);
+}
+
+//===----------------------------------------------------------------------===//
+// Multi-rank plans without MPI: local collectives, distributions, checks
+//===----------------------------------------------------------------------===//
+
+DistributionT makeDist(std::vector<int64_t> global, std::vector<int64_t> mesh,
+                       std::vector<int32_t> ranks, std::vector<int32_t> sbp) {
+  DistributionT dist;
+  dist.global_shape = std::move(global);
+  dist.mesh = std::move(mesh);
+  dist.mesh_ranks = std::move(ranks);
+  dist.sbp = std::move(sbp);
+  return dist;
+}
+
+void addCollective(ProgramT &program, CollectiveKind kind, uint32_t src,
+                   uint32_t dst, std::vector<int32_t> group,
+                   std::vector<int64_t> shape, int dim = 0,
+                   ReduceOp reduce = ReduceOp::Sum,
+                   std::vector<int64_t> mesh = {}, int axis = 0,
+                   int dim2 = 0) {
+  CollectiveT collective;
+  collective.kind = kind;
+  collective.reduce = reduce;
+  collective.group = std::move(group);
+  collective.src = src;
+  collective.dst = dst;
+  collective.shape = std::move(shape);
+  collective.dim = dim;
+  collective.dim2 = dim2;
+  collective.mesh = std::move(mesh);
+  collective.axis = axis;
+  addStep(program, std::move(collective));
+}
+
+void setDist(ProgramT &program, uint32_t buffer, DistributionT dist) {
+  program.buffers[buffer]->dist = std::make_unique<DistributionT>(dist);
+}
+
+void addOutputWithDist(ProgramT &program, const std::string &name,
+                       uint32_t buffer, DistributionT dist) {
+  OutputT output;
+  output.name = name;
+  output.buffer = buffer;
+  output.dist = std::make_unique<DistributionT>(dist);
+  addStep(program, std::move(output));
+}
+
+/// A 2-rank plan with one program per rank: x is f32 [5, 3] S(0) (3 and
+/// 2 rows); rank r slices its x by columns (slice, dim 1: 2 and 1
+/// columns) and turns it partial (to_partial, sum and max); outputs s, p,
+/// m (no distribution) and x (S(0)).
+SamplePlan makeTwoRankLocalPlan() {
+  SamplePlan sample;
+  sample.plan.world_size = 2;
+  for (int rank = 0; rank < 2; ++rank) {
+    int64_t rows = rank == 0 ? 3 : 2, cols = rank == 0 ? 2 : 1;
+    auto program = makeProgram("main", 256);
+    program->ranks = {rank};
+    uint32_t x = addInput(*program, "x", DType::F32, {rows, 3});
+    setDist(*program, x, makeDist({5, 3}, {2}, {0, 1}, {0}));
+    uint32_t s = addArena(*program, "s", DType::F32, {rows, cols}, 0);
+    uint32_t p = addArena(*program, "p", DType::F32, {rows, 3}, 64);
+    uint32_t m = addArena(*program, "m", DType::F32, {rows, 3}, 128);
+    addCollective(*program, CollectiveKind::Slice, x, s, {0, 1}, {rows, 3},
+                  1);
+    addCollective(*program, CollectiveKind::ToPartial, x, p, {0, 1},
+                  {rows, 3});
+    addCollective(*program, CollectiveKind::ToPartial, x, m, {0, 1},
+                  {rows, 3}, 0, ReduceOp::Max);
+    addOutput(*program, "s", s);
+    addOutput(*program, "p", p);
+    addOutput(*program, "m", m);
+    addOutputWithDist(*program, "x", x, makeDist({5, 3}, {2}, {0, 1}, {0}));
+    sample.plan.programs.push_back(std::move(program));
   }
-  sample.plan.programs[0]->ranks = {0, 1};
-  sample.plan.programs[0]->steps[0]->detail.AsCollective()->group = {0, 1};
-  EXPECT_EQ(sessionError(sample.write()),
-            "program 'main' step 0 (collective AllReduce): a collective over 2 "
-            "ranks needs the MPI backend, which this runtime does not have "
-            "yet; only one-rank groups run");
-  sample.plan.programs[0]->steps[0]->detail.AsCollective()->group = {1};
-  EXPECT_EQ(sessionError(sample.write()),
-            "program 'main' step 0 (collective AllReduce): the one-rank group "
-            "is rank 1, but this session is rank 0");
-  auto *send = sample.plan.programs[0]->steps[0]->detail.AsCollective();
-  send->kind = CollectiveKind::Send;
-  send->group = {0};
-  EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 0 (collective): Send needs a group of two "
-            "ranks, the group has one");
+  return sample;
+}
+
+TEST(MultiRank, LocalCollectivesAndInputPartsWithoutMpi) {
+  Bytes file = makeTwoRankLocalPlan().write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  EXPECT_EQ(ofrt_plan_world_size(plan.plan), 2);
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 1, &session.session)),
+            "");
+  ofrt_session *s = session.session;
+  ofrt_dist dist;
+  ASSERT_EQ(ofrt_session_input_dist(s, 0, &dist), 1);
+  ASSERT_EQ(dist.rank, 2u);
+  EXPECT_EQ(dist.global_dims[0], 5);
+  EXPECT_EQ(dist.global_bytes, 60u);
+  ASSERT_EQ(dist.mesh_rank, 1u);
+  EXPECT_EQ(dist.mesh[0], 2);
+  EXPECT_EQ(dist.sbp[0], 0);
+  ASSERT_EQ(dist.num_mesh_ranks, 2u);
+  EXPECT_EQ(dist.mesh_ranks[1], 1);
+  EXPECT_EQ(ofrt_session_output_dist(s, 1, &dist), 0);
+  EXPECT_EQ(dist.rank, 0u);
+
+  std::vector<float> global = sequence(15, 1, 0);
+  EXPECT_EQ(take(ofrt_session_set_input_global(s, 0, global.data(), 24)),
+            "input 'x' takes the global f32 [5, 3] (60 bytes), got 24");
+  ASSERT_EQ(take(ofrt_session_set_input_global(s, 0, global.data(), 60)), "");
+  ASSERT_EQ(take(ofrt_session_run(s)), "");
+  // Rank 1 holds rows 3 and 4; its column chunk of 3 over 2 is column 2.
+  std::vector<float> sliced(2), partial(6), maxed(6);
+  ASSERT_EQ(take(ofrt_session_get_output(s, 0, sliced.data(), 8)), "");
+  EXPECT_EQ(sliced, (std::vector<float>{11, 14}));
+  ASSERT_EQ(take(ofrt_session_get_output(s, 1, partial.data(), 24)), "");
+  EXPECT_EQ(partial, std::vector<float>(6, 0.0f));
+  ASSERT_EQ(take(ofrt_session_get_output(s, 2, maxed.data(), 24)), "");
+  EXPECT_EQ(maxed, std::vector<float>(6, -INFINITY));
+  // Gathering a part of two ranks needs the communicator; an output
+  // without a distribution is this process's value.
+  std::vector<float> all(15);
+  int root = -1;
+  EXPECT_EQ(take(ofrt_session_gather_output(s, 3, all.data(), 60, &root)),
+            "output 'x' is distributed over 2 ranks; gathering it needs the "
+            "session's communicator");
+  EXPECT_EQ(take(ofrt_session_gather_output(s, 3, all.data(), 24, &root)),
+            "output 'x' is 60 bytes globally (f32 [5, 3]), got 24");
+  std::fill(sliced.begin(), sliced.end(), 0.0f);
+  ASSERT_EQ(take(ofrt_session_gather_output(s, 0, sliced.data(), 8, &root)),
+            "");
+  EXPECT_EQ(root, 1);
+  EXPECT_EQ(sliced, (std::vector<float>{11, 14}));
+}
+
+TEST(MultiRank, CollectiveOverRanksNeedsACommunicator) {
+  SamplePlan sample;
+  sample.plan.world_size = 2;
+  auto program = makeProgram("main", 64);
+  program->ranks = {0, 1};
+  uint32_t x = addInput(*program, "x", DType::F32, {4});
+  uint32_t r = addArena(*program, "r", DType::F32, {4}, 0);
+  addCollective(*program, CollectiveKind::AllReduce, x, r, {0, 1}, {4});
+  addOutput(*program, "r", r);
+  sample.plan.programs.push_back(std::move(program));
+  Bytes file = sample.write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, nullptr, 1, &session.session)),
+            "");
+  std::vector<float> in(4, 1.0f);
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, in.data(), 16)),
+            "");
+  EXPECT_EQ(take(ofrt_session_run(session.session)),
+            "all_reduce at step 0 (program 'main') runs over 2 ranks; the "
+            "session has no communicator (run the plan under MPI: of-run -n "
+            "N, or ofrt_session_create_with_comm)");
+  EXPECT_EQ(take(ofrt_session_create_with_comm(plan.plan, nullptr, nullptr,
+                                               &session.session)),
+            "ofrt_session_create_with_comm: the communicator is NULL");
+}
+
+/// Edits one collective of a fresh 2-rank plan and returns the loader's
+/// error: x f32 [4, 6] on both ranks, r f32 [2, 6].
+std::string collectiveError(void (*edit)(SamplePlan &, CollectiveT &)) {
+  SamplePlan sample;
+  sample.plan.world_size = 2;
+  auto program = makeProgram("main", 256);
+  program->ranks = {0, 1};
+  uint32_t x = addInput(*program, "x", DType::F32, {4, 6});
+  uint32_t r = addArena(*program, "r", DType::F32, {2, 6}, 0);
+  addArena(*program, "b", DType::I1, {4, 6}, 64);
+  addCollective(*program, CollectiveKind::ReduceScatter, x, r, {0, 1}, {4, 6},
+                0);
+  sample.plan.programs.push_back(std::move(program));
+  EXPECT_EQ(openError(sample.write()), "");
+  edit(sample, *sample.plan.programs[0]->steps[0]->detail.AsCollective());
+  return openError(sample.write());
+}
+
+TEST(PlanErrors, CollectiveLayouts) {
+  const std::string where = "program 'main' step 0 (collective): ";
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.shape = {5, 6};
+            }),
+            where + "on rank 0 (coordinate 0 of 2 on axis 0) the source 'x' "
+                    "must hold f32 [5, 6] (30 elements), but it holds 24");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.kind = CollectiveKind::AllGather;
+              c.shape = {5, 6};
+            }),
+            where + "on rank 0 (coordinate 0 of 2 on axis 0) the source 'x' "
+                    "must hold f32 [3, 6] (18 elements), but it holds 24");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) { c.dim = 2; }),
+            where + "dim 2 is outside the shape [4, 6]");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.mesh = {3};
+            }),
+            where + "the mesh [3] has 3 positions, but the group [0, 1] has 2 "
+                    "ranks");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.axis = 1;
+            }),
+            where + "axis 1 is outside the mesh [2]");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.group = {1};
+            }),
+            where + "rank 0 runs the reduce_scatter but is not in its group "
+                    "[1]");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.group = {0, 2};
+            }),
+            where + "the group names rank 2, which runs no program of this "
+                    "entry");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) { c.dst = 0; }),
+            where + "on rank 0 (coordinate 0 of 2 on axis 0) the destination "
+                    "'x' must hold f32 [2, 6] (12 elements), but it holds 24");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) { c.src = 2; }),
+            where + "the source 'b' is i1 but the destination 'r' is f32");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.kind = CollectiveKind::AllReduce;
+              c.src = 2;
+              c.dst = 2;
+              c.shape = {4, 6};
+            }),
+            where + "cannot reduce i1 values (reductions take floats and "
+                    "integers)");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.kind = CollectiveKind::AllToAll;
+              c.shape.clear();
+            }),
+            where + "all_to_all needs a shape");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.kind = CollectiveKind::AllToAll;
+              c.shape = {4, 6};
+              c.dim2 = 0;
+            }),
+            where + "all_to_all needs dim != dim2 (both are 0)");
+  EXPECT_EQ(collectiveError([](SamplePlan &, CollectiveT &c) {
+              c.kind = CollectiveKind::Send;
+              c.peer = 0;
+            }),
+            where + "rank 0 would send to itself (peer 0)");
+  EXPECT_EQ(collectiveError([](SamplePlan &s, CollectiveT &) {
+              s.plan.world_size = 1;
+            }),
+            "program 'main' runs rank 1, but the plan's world size is 1");
+}
+
+/// Edits a fresh 2-rank plan whose input x is f32 [4, 6] S(0) (local
+/// [2, 6]) and returns the loader's error.
+std::string distError(void (*edit)(SamplePlan &, ProgramT &)) {
+  SamplePlan sample;
+  sample.plan.world_size = 2;
+  auto program = makeProgram("main", 64);
+  program->ranks = {0, 1};
+  uint32_t x = addInput(*program, "x", DType::F32, {2, 6});
+  setDist(*program, x, makeDist({4, 6}, {2}, {0, 1}, {0}));
+  addOutputWithDist(*program, "y", x, makeDist({4, 6}, {2}, {0, 1}, {0}));
+  sample.plan.programs.push_back(std::move(program));
+  EXPECT_EQ(openError(sample.write()), "");
+  edit(sample, *sample.plan.programs[0]);
+  return openError(sample.write());
+}
+
+TEST(PlanErrors, Distributions) {
+  const std::string input = "program 'main': input buffer 'x'";
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->global_shape = {5, 6};
+            }),
+            input + " is [2, 6] on rank 0, but its distribution (global [5, "
+                    "6] over mesh [2] ranks [0, 1] sbp [S(0)]) gives rank 0 "
+                    "the part [3, 6]");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->sbp = {0, -1};
+            }),
+            input + ": the distribution has 2 sbp entries for the 1-axis mesh "
+                    "[2] (one per axis)");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->sbp = {2};
+            }),
+            input + ": the distribution's sbp entry S(2) is invalid for the "
+                    "global shape [4, 6] (S(d) needs d < rank; -1 B, -2 P, -3 "
+                    "P(max))");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->mesh = {4};
+            }),
+            input + ": the distribution's mesh [4] has 4 positions, but "
+                    "mesh_ranks lists 2 ranks");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->mesh_ranks = {0, 0};
+            }),
+            input + ": the distribution's mesh_ranks [0, 0] name rank 0 "
+                    "twice");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.buffers[0]->dist->mesh = {1, 2};
+              p.buffers[0]->dist->sbp = {-2, -3};
+            }),
+            input + ": the distribution (global [4, 6] over mesh [1, 2] ranks "
+                    "[0, 1] sbp [P, P(max)]) mixes P (sum) and P(max)");
+  EXPECT_EQ(distError([](SamplePlan &, ProgramT &p) {
+              p.steps[0]->detail.AsOutput()->dist->sbp = {1};
+            }),
+            "program 'main' step 0 (output): output 'y' is [2, 6] on rank 0, "
+            "but its distribution (global [4, 6] over mesh [2] ranks [0, 1] "
+            "sbp [S(1)]) gives rank 0 the part [4, 3]");
+  EXPECT_EQ(distError([](SamplePlan &s, ProgramT &p) {
+              auto other = std::make_unique<ProgramT>();
+              flatbuffers::FlatBufferBuilder builder;
+              builder.Finish(Program::Pack(builder, &p));
+              flatbuffers::GetRoot<Program>(builder.GetBufferPointer())
+                  ->UnPackTo(
+                  other.get());
+              p.ranks = {0};
+              other->ranks = {1};
+              other->buffers[0]->dist->sbp = {-1};
+              other->buffers[0]->shape = {4, 6};
+              other->buffers[0]->size = 96;
+              other->steps.clear();
+              addOutputWithDist(*other, "y", 0,
+                                makeDist({4, 6}, {2}, {0, 1}, {-1}));
+              s.plan.programs.push_back(std::move(other));
+            }),
+            "entry 'main': the input 'x' is f32 global [4, 6] over mesh [2] "
+            "ranks [0, 1] sbp [B] in the program of ranks [1] but f32 global "
+            "[4, 6] over mesh [2] ranks [0, 1] sbp [S(0)] in the program of "
+            "ranks [0]");
 }
 
 //===----------------------------------------------------------------------===//

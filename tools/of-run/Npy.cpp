@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 
 namespace ofrun {
 
@@ -305,17 +306,30 @@ bool writeNpy(const std::string &path, ofrt_dtype dtype,
     head += static_cast<char>((length >> (8 * i)) & 0xff);
   head += dict;
 
-  FILE *file = std::fopen(path.c_str(), "wb");
+  // Written next to the target and renamed over it: a reader (or a failed
+  // run) never sees a partial file.
+  std::string temporary =
+      path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  FILE *file = std::fopen(temporary.c_str(), "wb");
   if (!file) {
-    error = "cannot create '" + path + "': " + std::strerror(errno);
+    error = "cannot create '" + temporary + "': " + std::strerror(errno);
     return false;
   }
   bool ok = std::fwrite(head.data(), 1, head.size(), file) == head.size() &&
             (bytes == 0 || std::fwrite(data, 1, bytes, file) == bytes);
   ok = (std::fclose(file) == 0) && ok;
-  if (!ok)
+  if (!ok) {
     error = "cannot write '" + path + "'";
-  return ok;
+    std::remove(temporary.c_str());
+    return false;
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot rename '" + temporary + "' to '" + path +
+            "': " + std::strerror(errno);
+    std::remove(temporary.c_str());
+    return false;
+  }
+  return true;
 }
 
 } // namespace ofrun

@@ -1,10 +1,18 @@
 //===- of-run.cpp - Run a binary plan on .npy inputs ----------------------===//
 //
 // The command-line face of libofrt: opens a plan, binds inputs from .npy
-// files by name, runs one entry as one rank, and writes each output as
+// files by name, runs one entry, and writes each output as
 // <output-dir>/<name>.npy. It uses only the C API (ofrt.h), so it exercises
 // exactly what other clients (the Python package) will. Every error is one
 // message starting with "of-run: error: " and a non-zero exit code.
+//
+// A plan compiled for several ranks runs as one process per rank: `-n N`
+// re-executes of-run under mpirun, and a process that an MPI launcher
+// started (mpirun, srun) runs as its rank. Every rank reads the global
+// inputs and takes its part by their distributions; rank 0 gathers the
+// global outputs and writes them once every rank has finished. An error on
+// any rank is printed with the rank and ends the whole job (MPI_Abort), so
+// every rank exits non-zero and no output is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,14 +21,18 @@
 #include "OF/Runtime/PlanFormat.h"
 #include "OF/Runtime/ofrt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -33,23 +45,34 @@ namespace {
 constexpr const char *kUsage = R"(OF plan runner
 
 USAGE: of-run PLAN.ofp [--input NAME=FILE.npy]... --output-dir DIR [options]
+       of-run -n N PLAN.ofp [--input NAME=FILE.npy]... --output-dir DIR
        of-run PLAN.ofp --list [--entry NAME] [--rank R]
 
-Runs one entry function of a binary plan (written by of-translate) as one
-rank, with inputs and outputs as NumPy .npy files.
+Runs one entry function of a binary plan (written by of-translate), with
+inputs and outputs as NumPy .npy files.
 
 OPTIONS:
   --input NAME=FILE   Bind the input NAME to FILE (.npy, C order, little
                       endian). Every input of the entry must be given; its
-                      dtype and shape must match the plan's exactly.
+                      dtype and shape must match the plan's exactly (for a
+                      distributed input, its global shape).
   --output-dir DIR    Write each output as DIR/<name>.npy (DIR is created).
                       Required unless --list is given.
   --entry NAME        The entry function to run (default: "main", or the
                       plan's only entry).
-  --rank R            The rank to run as (default 0).
+  --rank R            The rank to run as without MPI (default 0).
+  -n N, --nproc N     Run N ranks: re-executes of-run under mpirun -n N
+                      (Open MPI; as root with --allow-run-as-root). N must be
+                      the plan's world size. Without -n, a process started by
+                      mpirun or srun runs as its MPI rank, and any other runs
+                      one rank without MPI.
+  --timeout S         Seconds a rank waits for the others in a collective
+                      before the job is aborted (default 60, or
+                      $OF_COMM_TIMEOUT).
   --repeat N          Run N times (default 1); outputs are from the last run.
   --print-timing      Print a per-step table (step, calls, mean ms, share %)
-                      and the total time per run.
+                      and the total time per run; with several ranks, rank
+                      0's, and the share of the collectives.
   --list              Print the plan's entries and each one's inputs and
                       outputs with dtype and shape, then exit.
   --help              Print this help.
@@ -64,10 +87,24 @@ rejected.
 DTYPES: f32 <f4, f64 <f8, f16 <f2, i64 <i8, i32 <i4, i8 |i1, i1 |b1; bf16 is
 read from <u2 (raw bits) or <V2 (np.save of an ml_dtypes.bfloat16 array) and
 written as <u2.
+
+SEVERAL RANKS: every rank reads each input's global .npy and takes its part
+by the input's distribution (S: its balanced slice, B: the whole, P: the
+value on coordinate 0 of that axis and zeros, or the lowest value for
+P(max), elsewhere). Rank 0 gathers every output (S parts concatenated, B
+from coordinate 0, P summed or maxed) and writes the global .npy once every
+rank has finished; a failing rank ends the job and nothing is written.
 )";
 
+/// "rank R: " under MPI, so every message says which rank it is from.
+std::string rankPrefix;
+/// The world communicator under MPI (null otherwise).
+ofrt_comm *worldComm = nullptr;
+
 int error(const std::string &message) {
-  std::fprintf(stderr, "of-run: error: %s\n", message.c_str());
+  std::fprintf(stderr, "of-run: error: %s%s\n", rankPrefix.c_str(),
+               message.c_str());
+  std::fflush(stderr);
   return 1;
 }
 
@@ -94,6 +131,10 @@ struct Options {
   long repeat = 1;
   bool printTiming = false;
   bool list = false;
+  long nproc = 0;       // -n; 0 when not given
+  double timeout = 0;   // --timeout; 0 when not given
+  /// argv without -n/--nproc and its value, for the re-execution.
+  std::vector<std::string> passThrough;
 };
 
 bool parseInteger(const std::string &text, long minimum, long &out) {
@@ -112,6 +153,7 @@ bool parseInteger(const std::string &text, long minimum, long &out) {
 int parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    int first = i;
     std::string value;
     bool hasInlineValue = false;
     if (arg.rfind("--", 0) == 0) {
@@ -176,6 +218,25 @@ int parseOptions(int argc, char **argv, Options &options) {
         return usageError("--rank expects a non-negative integer, got '" +
                           text + "'");
       options.rank = static_cast<int>(rank);
+    } else if (arg == "-n" || arg == "--nproc") {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      if (!parseInteger(text, 1, options.nproc))
+        return usageError(arg + " expects a positive integer, got '" + text +
+                          "'");
+      continue; // not passed on to the re-executed of-run
+    } else if (arg == "--timeout") {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      char *end = nullptr;
+      double seconds = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(seconds > 0) || !std::isfinite(seconds))
+        return usageError("--timeout expects a positive number of seconds, "
+                          "got '" +
+                          text + "'");
+      options.timeout = seconds;
     } else if (arg == "--repeat") {
       std::string text;
       if (!takeValue(text))
@@ -191,6 +252,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       return usageError("more than one plan given ('" + options.planPath +
                         "' and '" + arg + "')");
     }
+    for (int j = first; j <= i; ++j)
+      options.passThrough.push_back(argv[j]);
   }
   if (options.planPath.empty())
     return error("no plan given (usage: of-run PLAN.ofp --input NAME=FILE "
@@ -203,6 +266,34 @@ int parseOptions(int argc, char **argv, Options &options) {
 
 std::vector<int64_t> dimsOf(const ofrt_tensor_info &info) {
   return std::vector<int64_t>(info.dims, info.dims + info.rank);
+}
+
+std::vector<int64_t> globalDims(const ofrt_dist &dist) {
+  return std::vector<int64_t>(dist.global_dims, dist.global_dims + dist.rank);
+}
+
+/// " (part of f32 [7, 4] over mesh [2] ranks [0, 1] as [S(0)])".
+std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist) {
+  auto list = [](auto begin, auto end) {
+    std::string text = "[";
+    for (auto it = begin; it != end; ++it)
+      text += (it == begin ? "" : ", ") + std::to_string(*it);
+    return text + "]";
+  };
+  std::string sbp = "[";
+  for (size_t a = 0; a < dist.mesh_rank; ++a) {
+    int entry = dist.sbp[a];
+    sbp += a ? ", " : "";
+    sbp += entry >= 0  ? "S(" + std::to_string(entry) + ")"
+           : entry == -1 ? "B"
+           : entry == -2 ? "P"
+                         : "P(max)";
+  }
+  sbp += "]";
+  return " (part of " + ofrun::describeTensor(dtype, globalDims(dist)) +
+         " over mesh " + list(dist.mesh, dist.mesh + dist.mesh_rank) +
+         " ranks " + list(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks) +
+         " as " + sbp + ")";
 }
 
 int listPlan(ofrt_plan *plan, const Options &options) {
@@ -220,13 +311,19 @@ int listPlan(ofrt_plan *plan, const Options &options) {
     std::printf("entry %s (rank %d)\n", entry, options.rank);
     for (size_t i = 0; i < ofrt_session_num_inputs(session); ++i) {
       ofrt_tensor_info info = ofrt_session_input_info(session, i);
-      std::printf("  input  %s: %s\n", info.name,
-                  ofrun::describeTensor(info.dtype, dimsOf(info)).c_str());
+      ofrt_dist dist;
+      bool distributed = ofrt_session_input_dist(session, i, &dist);
+      std::printf("  input  %s: %s%s\n", info.name,
+                  ofrun::describeTensor(info.dtype, dimsOf(info)).c_str(),
+                  distributed ? describeDist(info.dtype, dist).c_str() : "");
     }
     for (size_t i = 0; i < ofrt_session_num_outputs(session); ++i) {
       ofrt_tensor_info info = ofrt_session_output_info(session, i);
-      std::printf("  output %s: %s\n", info.name,
-                  ofrun::describeTensor(info.dtype, dimsOf(info)).c_str());
+      ofrt_dist dist;
+      bool distributed = ofrt_session_output_dist(session, i, &dist);
+      std::printf("  output %s: %s%s\n", info.name,
+                  ofrun::describeTensor(info.dtype, dimsOf(info)).c_str(),
+                  distributed ? describeDist(info.dtype, dist).c_str() : "");
     }
     ofrt_session_destroy(session);
   }
@@ -266,16 +363,21 @@ int bindInputs(ofrt_session *session, const Options &options) {
 
   for (const auto &[index, file] : files) {
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
+    ofrt_dist dist;
+    // A distributed input is read whole; this rank takes its part.
+    std::vector<int64_t> expected =
+        ofrt_session_input_dist(session, index, &dist) ? globalDims(dist)
+                                                       : dimsOf(info);
     ofrun::NpyArray array;
     std::string message;
     if (!ofrun::readNpy(file, array, message))
       return error("input '" + std::string(info.name) + "': " + message);
-    if (array.dtype != info.dtype || array.shape != dimsOf(info))
+    if (array.dtype != info.dtype || array.shape != expected)
       return error("input '" + std::string(info.name) + "': expected " +
-                   ofrun::describeTensor(info.dtype, dimsOf(info)) + ", got " +
+                   ofrun::describeTensor(info.dtype, expected) + ", got " +
                    ofrun::describeTensor(array.dtype, array.shape) + " in " +
                    file);
-    if (ofrt_error *err = ofrt_session_set_input(
+    if (ofrt_error *err = ofrt_session_set_input_global(
             session, index, array.data.data(), array.data.size()))
       return error(err);
   }
@@ -302,19 +404,57 @@ bool makeDirectories(const std::string &path, std::string &message) {
   return true;
 }
 
+/// Gathers every output's global value (on rank 0, collectively, in name
+/// order so that every rank takes part in the same order), waits until every
+/// rank got there, then rank 0 writes them.
 int writeOutputs(ofrt_session *session, const Options &options) {
+  struct Gathered {
+    std::string name;
+    ofrt_dtype dtype;
+    std::vector<int64_t> dims;
+    std::vector<unsigned char> data;
+  };
+  std::vector<size_t> order(ofrt_session_num_outputs(session));
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::strcmp(ofrt_session_output_info(session, a).name,
+                       ofrt_session_output_info(session, b).name) < 0;
+  });
+  std::vector<Gathered> gathered;
+  bool root = true;
+  for (size_t index : order) {
+    ofrt_tensor_info info = ofrt_session_output_info(session, index);
+    ofrt_dist dist;
+    bool distributed = ofrt_session_output_dist(session, index, &dist);
+    Gathered output{info.name, info.dtype,
+                    distributed ? globalDims(dist) : dimsOf(info),
+                    {}};
+    bool isRoot = !worldComm || ofrt_comm_rank(worldComm) == 0;
+    if (isRoot)
+      output.data.resize(distributed ? dist.global_bytes : info.bytes);
+    int rootFlag = 0;
+    if (ofrt_error *err = ofrt_session_gather_output(
+            session, index, isRoot ? output.data.data() : nullptr,
+            isRoot ? output.data.size() : 0, &rootFlag))
+      return error(err);
+    root = rootFlag != 0;
+    if (root)
+      gathered.push_back(std::move(output));
+  }
+  // Every rank has run and gathered: only now may files appear.
+  if (worldComm)
+    if (ofrt_error *err = ofrt_comm_barrier(worldComm))
+      return error(err);
+  if (!root)
+    return 0;
   std::string message;
   if (!makeDirectories(options.outputDir, message))
     return error(message);
-  for (size_t i = 0; i < ofrt_session_num_outputs(session); ++i) {
-    ofrt_tensor_info info = ofrt_session_output_info(session, i);
-    std::vector<unsigned char> data(info.bytes);
-    if (ofrt_error *err =
-            ofrt_session_get_output(session, i, data.data(), data.size()))
-      return error(err);
-    std::string path = options.outputDir + "/" + info.name + ".npy";
-    if (!ofrun::writeNpy(path, info.dtype, dimsOf(info), data.data(),
-                         data.size(), message))
+  for (const Gathered &output : gathered) {
+    std::string path = options.outputDir + "/" + output.name + ".npy";
+    if (!ofrun::writeNpy(path, output.dtype, output.dims, output.data.data(),
+                         output.data.size(), message))
       return error(message);
   }
   return 0;
@@ -342,6 +482,21 @@ void printTiming(ofrt_session *session, double wallSeconds, long runs) {
   std::printf("total per run: %.4f ms in steps, %.4f ms wall (%ld runs)\n",
               profiled ? total * 1e3 / static_cast<double>(profiled) : 0.0,
               wallSeconds * 1e3 / static_cast<double>(runs), runs);
+  double collectives = 0;
+  size_t numCollectives = 0;
+  for (size_t i = 0; i < numSteps; ++i)
+    if (std::strncmp(ofrt_session_step_name(session, i), "collective", 10) ==
+        0) {
+      collectives += ofrt_session_step_seconds(session, i);
+      ++numCollectives;
+    }
+  if (numCollectives)
+    std::printf("collectives per run: %.4f ms in %zu steps (%.1f %% of the "
+                "steps)%s\n",
+                profiled ? collectives * 1e3 / static_cast<double>(profiled)
+                         : 0.0,
+                numCollectives, total > 0 ? 100.0 * collectives / total : 0.0,
+                worldComm ? " on rank 0" : "");
 }
 
 /// Checks every output name can be a file name before anything runs.
@@ -359,7 +514,10 @@ int checkOutputNames(ofrt_session *session) {
 int runPlan(ofrt_plan *plan, const Options &options) {
   ofrt_session *session;
   if (ofrt_error *err =
-          ofrt_session_create(plan, options.entry, options.rank, &session))
+          worldComm ? ofrt_session_create_with_comm(plan, options.entry,
+                                                    worldComm, &session)
+                    : ofrt_session_create(plan, options.entry, options.rank,
+                                          &session))
     return error(err);
   struct SessionGuard {
     ofrt_session *session;
@@ -380,9 +538,83 @@ int runPlan(ofrt_plan *plan, const Options &options) {
           .count();
   if (int status = writeOutputs(session, options))
     return status;
-  if (options.printTiming)
+  if (options.printTiming && (!worldComm || ofrt_comm_rank(worldComm) == 0))
     printTiming(session, wall, options.repeat);
   return 0;
+}
+
+/// The mpirun to start ranks with: $OF_MPIRUN, else mpirun on PATH.
+std::string findMpirun() {
+  if (const char *path = std::getenv("OF_MPIRUN"); path && *path)
+    return path;
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos)
+      end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/mpirun";
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+/// Re-executes this of-run under `mpirun -n N`; returns only on failure.
+int relaunch(const Options &options) {
+  std::string mpirun = findMpirun();
+  if (mpirun.empty())
+    return error("-n " + std::to_string(options.nproc) +
+                 " starts the ranks with mpirun, which is not on PATH "
+                 "(install Open MPI: apt-get install openmpi-bin; or set "
+                 "OF_MPIRUN, or start of-run under your MPI launcher)");
+  char self[PATH_MAX];
+  ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0)
+    return error(std::string("cannot find this executable to re-run it "
+                             "under mpirun: ") +
+                 std::strerror(errno));
+  self[length] = '\0';
+
+  std::vector<std::string> args = {mpirun, "-n",
+                                   std::to_string(options.nproc)};
+  // Open MPI refuses root unless told twice; ranks may outnumber cores;
+  // shared-memory transport between the processes of this machine.
+  if (::geteuid() == 0) {
+    args.push_back("--allow-run-as-root");
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  for (const char *arg : {"--oversubscribe", "--bind-to", "none", "--mca",
+                          "btl", "self,vader", "--mca", "pml", "ob1"})
+    args.push_back(arg);
+  args.push_back(self);
+  args.insert(args.end(), options.passThrough.begin(),
+              options.passThrough.end());
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(mpirun.c_str(), argv.data());
+  return error("cannot run " + mpirun + ": " + std::strerror(errno));
+}
+
+/// Ends the job after an error on this rank: under MPI every rank must
+/// stop (some may wait for this one in a collective).
+int finish(int status) {
+  if (status != 0 && worldComm)
+    ofrt_comm_abort(worldComm, status);
+  if (worldComm) {
+    if (ofrt_error *err = ofrt_comm_finalize(worldComm)) {
+      worldComm = nullptr;
+      return error(err);
+    }
+    worldComm = nullptr;
+  }
+  return status;
 }
 
 } // namespace
@@ -392,10 +624,39 @@ int main(int argc, char **argv) {
   if (int status = parseOptions(argc, argv, options); status >= 0)
     return status;
 
+  bool launched = ofrt_comm_launched() != 0;
+  if (!launched && options.nproc > 1 && !options.list)
+    return relaunch(options);
+  if (launched && !options.list) {
+    if (ofrt_error *err = ofrt_comm_init_mpi(&argc, &argv, &worldComm))
+      return error(err);
+    rankPrefix = "rank " + std::to_string(ofrt_comm_rank(worldComm)) + ": ";
+    if (options.timeout > 0)
+      ofrt_comm_set_timeout(worldComm, options.timeout);
+    if (options.nproc && options.nproc != ofrt_comm_size(worldComm))
+      return finish(error("-n " + std::to_string(options.nproc) + " asks for " +
+                          std::to_string(options.nproc) + " ranks, but the "
+                          "launcher started " +
+                          std::to_string(ofrt_comm_size(worldComm))));
+  }
+
   ofrt_plan *plan;
   if (ofrt_error *err = ofrt_plan_open_file(options.planPath.c_str(), &plan))
-    return error(err);
-  int status = options.list ? listPlan(plan, options) : runPlan(plan, options);
+    return finish(error(err));
+  int status = 0;
+  int worldSize = ofrt_plan_world_size(plan);
+  int running = worldComm ? ofrt_comm_size(worldComm) : 1;
+  if (!options.list && worldSize != running) {
+    status = error("the plan is compiled for " + std::to_string(worldSize) +
+                   (worldSize == 1 ? " rank" : " ranks") + " but " +
+                   std::to_string(running) + (running == 1 ? " is" : " are") +
+                   " running" +
+                   (worldComm ? std::string()
+                              : " (run it with -n " +
+                                    std::to_string(worldSize) + ")"));
+  } else {
+    status = options.list ? listPlan(plan, options) : runPlan(plan, options);
+  }
   ofrt_plan_close(plan);
-  return status;
+  return finish(status);
 }

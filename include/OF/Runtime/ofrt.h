@@ -7,7 +7,8 @@
  *
  * Errors are values: every call that can fail returns an `ofrt_error *`,
  * NULL on success. The message names the problem; free it with
- * ofrt_error_free. No function of the library prints or exits.
+ * ofrt_error_free. No function of the library prints or exits, except
+ * ofrt_comm_abort (and a blocking MPI call past its deadline, see below).
  *
  *   ofrt_plan *plan;
  *   if ((err = ofrt_plan_open_file("mlp.ofp", &plan))) ...
@@ -16,6 +17,31 @@
  *   ofrt_session_set_input(s, 0, x, x_bytes);
  *   ofrt_session_run(s);
  *   ofrt_session_get_output(s, 0, y, y_bytes);
+ *
+ *
+ * Multi-rank plans (Plan.world_size > 1) run one process per rank, started
+ * by an MPI launcher (mpirun, srun; `of-run -n N` starts mpirun itself).
+ * Each process makes the world communicator, then a session for its rank:
+ *
+ *   ofrt_comm *comm;
+ *   if ((err = ofrt_comm_init_mpi(&argc, &argv, &comm))) ...
+ *   if ((err = ofrt_session_create_with_comm(plan, "main", comm, &s))) ...
+ *   ofrt_session_set_input_global(s, 0, x_global, x_global_bytes);
+ *   if ((err = ofrt_session_run(s))) { report; ofrt_comm_abort(comm, 1); }
+ *   ofrt_session_gather_output(s, 0, y_global, y_global_bytes, &is_root);
+ *   ofrt_session_destroy(s);
+ *   ofrt_comm_finalize(comm);
+ *
+ * libofrt does not link MPI: ofrt_comm_init_mpi loads Open MPI's libmpi
+ * (libmpi.so.40, or $OF_MPI_LIBRARY) with dlopen, so single-rank plans run
+ * where MPI is absent. Every wait for other ranks has a deadline (60 s, or
+ * $OF_COMM_TIMEOUT seconds, or ofrt_comm_set_timeout): past it the call
+ * fails with a message naming the rank, the step and the ranks waited for.
+ * After a failed collective the job cannot continue (other ranks may be
+ * blocked in it): report the error and call ofrt_comm_abort, which ends
+ * every rank with a non-zero exit code. The few MPI calls that cannot wait
+ * non-blockingly (MPI_Init, making sub-group communicators, MPI_Finalize)
+ * end the process with a message on stderr when their deadline passes.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -32,6 +58,7 @@ extern "C" {
 typedef struct ofrt_error ofrt_error;
 typedef struct ofrt_plan ofrt_plan;
 typedef struct ofrt_session ofrt_session;
+typedef struct ofrt_comm ofrt_comm;
 
 /* Element types; the values match of.plan.DType in PlanFormat.fbs. */
 typedef enum ofrt_dtype {
@@ -59,6 +86,9 @@ ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,
                                   ofrt_plan **out);
 void ofrt_plan_close(ofrt_plan *plan);
 
+/* The number of ranks the plan is compiled for (1 for a one-rank plan). */
+int ofrt_plan_world_size(const ofrt_plan *plan);
+
 /* The distinct entry function names of the plan. */
 size_t ofrt_plan_num_entries(const ofrt_plan *plan);
 const char *ofrt_plan_entry_name(const ofrt_plan *plan, size_t index);
@@ -73,10 +103,33 @@ typedef struct ofrt_tensor_info {
   size_t bytes;
 } ofrt_tensor_info;
 
+/* How a rank's input or output is part of a global tensor: the ranks of a
+ * placement (`mesh` its grid, `mesh_ranks` the world rank of each grid
+ * position in row-major order) and one SBP entry per grid axis: d >= 0 is
+ * S(d) (balanced split: member k of p holds e/p + (k < e%p) of extent e),
+ * -1 B, -2 P (sum), -3 P(max). Pointers stay valid as long as the session. */
+typedef struct ofrt_dist {
+  size_t rank; /* of the global tensor */
+  const int64_t *global_dims;
+  size_t global_bytes;
+  size_t mesh_rank; /* axes of the mesh, and of sbp */
+  const int64_t *mesh;
+  const int *sbp;
+  size_t num_mesh_ranks;
+  const int *mesh_ranks;
+} ofrt_dist;
+
 /* A session runs one entry function as one rank. `entry` may be NULL: then
- * "main", or the only entry. Loads the kernels and allocates the arena. */
+ * "main", or the only entry. Loads the kernels and allocates the arena.
+ * Without a communicator, a collective over several ranks fails at run. */
 ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
                                 ofrt_session **out);
+/* A session for rank ofrt_comm_rank(comm) of a plan compiled for
+ * ofrt_comm_size(comm) ranks. Collective: every rank creates its session
+ * (it sets up the communicators of the plan's sub-groups). `comm` must
+ * outlive the session. */
+ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
+                                          ofrt_comm *comm, ofrt_session **out);
 void ofrt_session_destroy(ofrt_session *session);
 
 size_t ofrt_session_num_inputs(const ofrt_session *session);
@@ -85,6 +138,12 @@ ofrt_tensor_info ofrt_session_input_info(const ofrt_session *session,
                                          size_t index);
 ofrt_tensor_info ofrt_session_output_info(const ofrt_session *session,
                                           size_t index);
+/* When the input/output has a distribution, fills `out` and returns 1;
+ * else zeroes `out` and returns 0 (the value is the same on every rank). */
+int ofrt_session_input_dist(const ofrt_session *session, size_t index,
+                            ofrt_dist *out);
+int ofrt_session_output_dist(const ofrt_session *session, size_t index,
+                             ofrt_dist *out);
 /* Index of the input/output named `name`, or -1. */
 int64_t ofrt_session_find_input(const ofrt_session *session, const char *name);
 int64_t ofrt_session_find_output(const ofrt_session *session,
@@ -93,11 +152,28 @@ int64_t ofrt_session_find_output(const ofrt_session *session,
 /* Copies `bytes` bytes (exactly the input's size) into the session. */
 ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
                                    const void *data, size_t bytes);
+/* Sets an input from its global value (`bytes` is the global size): this
+ * rank takes its part by the input's distribution (a balanced slice per S
+ * axis, the whole along B; along P the value on coordinate 0 and the
+ * reduction's identity elsewhere: 0, or the lowest value for P(max)). An
+ * input without a distribution is set whole, as by ofrt_session_set_input. */
+ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
+                                          const void *data, size_t bytes);
 /* Runs every step. Fails if an input was never set. */
 ofrt_error *ofrt_session_run(ofrt_session *session);
 /* Copies an output of the last run out (`bytes` is exactly its size). */
 ofrt_error *ofrt_session_get_output(const ofrt_session *session, size_t index,
                                     void *data, size_t bytes);
+
+/* Assembles an output's global value on rank 0 from every rank's part by
+ * its distribution (S parts concatenated, B from coordinate 0, P summed or
+ * maxed). Collective: every rank calls it for the same outputs in the same
+ * order. On rank 0, `data` receives `bytes` (the global size) and
+ * *is_root is set to 1; elsewhere `data` may be NULL and *is_root is 0. An
+ * output without a distribution is rank 0's value. `is_root` may be NULL. */
+ofrt_error *ofrt_session_gather_output(const ofrt_session *session,
+                                       size_t index, void *data, size_t bytes,
+                                       int *is_root);
 
 /* Step profiling: when enabled, every run adds each step's wall time. */
 void ofrt_session_enable_profiling(ofrt_session *session, int enable);
@@ -109,6 +185,26 @@ double ofrt_session_step_seconds(const ofrt_session *session, size_t index);
 size_t ofrt_session_profiled_runs(const ofrt_session *session);
 /* Bytes of the arena the session allocated. */
 uint64_t ofrt_session_arena_bytes(const ofrt_session *session);
+
+/* Communicators (MPI). */
+
+/* 1 when an MPI launcher started this process (OMPI_COMM_WORLD_SIZE,
+ * PMI_SIZE or PMIX_RANK is set), else 0. */
+int ofrt_comm_launched(void);
+/* Loads libmpi, initialises MPI (argc/argv may be NULL) and returns the
+ * world communicator. Fails where no Open MPI library can be loaded. */
+ofrt_error *ofrt_comm_init_mpi(int *argc, char ***argv, ofrt_comm **out);
+int ofrt_comm_rank(const ofrt_comm *comm);
+int ofrt_comm_size(const ofrt_comm *comm);
+/* The deadline of every wait, in seconds (> 0). */
+void ofrt_comm_set_timeout(ofrt_comm *comm, double seconds);
+double ofrt_comm_timeout(const ofrt_comm *comm);
+/* Waits for every rank (under the deadline). */
+ofrt_error *ofrt_comm_barrier(ofrt_comm *comm);
+/* Ends the whole job with exit code `code` (MPI_Abort); never returns. */
+void ofrt_comm_abort(ofrt_comm *comm, int code);
+/* Frees the communicator and finalises MPI; destroy its sessions first. */
+ofrt_error *ofrt_comm_finalize(ofrt_comm *comm);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,70 @@ int64_t mlir::ofrt::getElementByteSize(Type type) {
   return 0;
 }
 
+/// Checks the form of a `dist` attribute (see Distribution in
+/// PlanFormat.fbs) on `op`, whose local tensor is `local`. That it gives
+/// each rank exactly `local`'s shape is checked by the plan loader, which
+/// of-translate --of-plan-to-binary runs on what it writes.
+static LogicalResult verifyDist(Operation *op, DictionaryAttr dist,
+                                RankedTensorType local) {
+  static constexpr llvm::StringLiteral keys[] = {"global_shape", "mesh",
+                                                 "mesh_ranks", "sbp"};
+  for (NamedAttribute entry : dist)
+    if (!llvm::is_contained(keys, entry.getName().strref()))
+      return op->emitOpError("dist has the unknown key '")
+             << entry.getName().strref()
+             << "' (expected global_shape, mesh, mesh_ranks, sbp)";
+  SmallVector<ArrayRef<int64_t>> fields;
+  for (StringRef key : keys) {
+    auto array = dist.getAs<DenseI64ArrayAttr>(key);
+    if (!array)
+      return op->emitOpError("dist needs `") << key << " = array<i64: ...>`";
+    fields.push_back(array.asArrayRef());
+  }
+  ArrayRef<int64_t> globalShape = fields[0], mesh = fields[1],
+                    meshRanks = fields[2], sbp = fields[3];
+  if (llvm::any_of(globalShape, [](int64_t d) { return d < 0; }))
+    return op->emitOpError("dist global_shape has a negative extent");
+  if (static_cast<int64_t>(globalShape.size()) != local.getRank())
+    return op->emitOpError("dist global_shape has rank ")
+           << globalShape.size() << ", but the local tensor " << local
+           << " has rank " << local.getRank();
+  if (mesh.empty())
+    return op->emitOpError("dist mesh must not be empty");
+  int64_t positions = 1;
+  for (int64_t extent : mesh) {
+    if (extent < 1)
+      return op->emitOpError("dist mesh extents must be at least 1");
+    positions *= extent;
+  }
+  if (positions != static_cast<int64_t>(meshRanks.size()))
+    return op->emitOpError("dist mesh has ")
+           << positions << " positions, but mesh_ranks lists "
+           << meshRanks.size() << " ranks";
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t rank : meshRanks)
+    if (rank < 0 || !seen.insert(rank).second)
+      return op->emitOpError("dist mesh_ranks must be distinct, non-negative "
+                             "ranks");
+  if (sbp.size() != mesh.size())
+    return op->emitOpError("dist has ")
+           << sbp.size() << " sbp entries for a " << mesh.size()
+           << "-axis mesh (one per axis)";
+  bool sum = false, max = false;
+  for (int64_t entry : sbp) {
+    if (entry < -3 || entry >= static_cast<int64_t>(globalShape.size()))
+      return op->emitOpError("dist sbp entry ")
+             << entry << " is invalid (d >= 0 splits dimension d of the "
+             << globalShape.size() << "-d global tensor; -1 B, -2 P, -3 "
+             << "P(max))";
+    sum |= entry == -2;
+    max |= entry == -3;
+  }
+  if (sum && max)
+    return op->emitOpError("dist mixes P (sum) and P(max)");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ExecutableOp
 //===----------------------------------------------------------------------===//
@@ -185,8 +249,14 @@ LogicalResult ProgramOp::verify() {
             .Case([&](OutputOp output) -> LogicalResult {
               if (failed(checkStream(output.getStream())))
                 return failure();
-              return success(
-                  lookupBuffer(*this, output, output.getBufferAttr()));
+              BufferOp buffer =
+                  lookupBuffer(*this, output, output.getBufferAttr());
+              if (!buffer)
+                return failure();
+              if (DictionaryAttr dist = output.getDistAttr())
+                if (auto type = dyn_cast<RankedTensorType>(buffer.getType()))
+                  return verifyDist(output, dist, type);
+              return success();
             })
             .Default([&](Operation *other) -> LogicalResult {
               return other->emitOpError("is not a step of an ofrt.program");
@@ -240,6 +310,11 @@ LogicalResult BufferOp::verify() {
              << getValue()->getType() << " does not match " << type;
     break;
   }
+  if (DictionaryAttr dist = getDistAttr()) {
+    if (getKind() != BufferKind::Input)
+      return emitOpError("only an input buffer has a dist");
+    return verifyDist(*this, dist, type);
+  }
   return success();
 }
 
@@ -249,14 +324,66 @@ LogicalResult BufferOp::verify() {
 
 LogicalResult CollectiveOp::verify() {
   static constexpr llvm::StringLiteral kinds[] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
-      "send",       "recv"};
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+      "broadcast",  "send",       "recv",           "slice",
+      "to_partial"};
   if (!llvm::is_contained(kinds, getKind()))
     return emitOpError("unknown collective kind '") << getKind() << "'";
   if (getReduce() != "sum" && getReduce() != "max")
     return emitOpError("reduce must be 'sum' or 'max'");
-  if (getGroup().empty())
+  ArrayRef<int64_t> group = getGroup();
+  if (group.empty())
     return emitOpError("group must not be empty");
+  llvm::SmallDenseSet<int64_t> members;
+  for (int64_t rank : group)
+    if (rank < 0 || !members.insert(rank).second)
+      return emitOpError("group must list distinct, non-negative ranks");
+  StringRef kind = getKind();
+  if (kind == "send" || kind == "recv") {
+    if (group.size() < 2)
+      return emitOpError(kind) << " needs a group of two ranks";
+    int64_t peer = static_cast<int64_t>(getPeer());
+    if (!members.contains(peer))
+      return emitOpError("peer ") << peer << " is not in the group";
+    return success();
+  }
+  SmallVector<int64_t> mesh =
+      getMesh() ? SmallVector<int64_t>(*getMesh())
+                : SmallVector<int64_t>{static_cast<int64_t>(group.size())};
+  int64_t positions = 1;
+  for (int64_t extent : mesh) {
+    if (extent < 1)
+      return emitOpError("mesh extents must be at least 1");
+    positions *= extent;
+  }
+  if (mesh.empty() || positions != static_cast<int64_t>(group.size()))
+    return emitOpError("mesh has ")
+           << positions << " positions, but the group has " << group.size()
+           << " ranks";
+  // (The I64Attr getters are unsigned; the values are signed.)
+  int64_t axis = static_cast<int64_t>(getAxis());
+  int64_t dim = static_cast<int64_t>(getDim());
+  int64_t dim2 = static_cast<int64_t>(getDim2());
+  if (axis < 0 || axis >= static_cast<int64_t>(mesh.size()))
+    return emitOpError("axis ")
+           << axis << " is outside the " << mesh.size() << "-axis mesh";
+  if (kind == "all_to_all" && !getShape())
+    return emitOpError("all_to_all needs a shape");
+  if (std::optional<ArrayRef<int64_t>> shape = getShape()) {
+    if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+      return emitOpError("shape has a negative extent");
+    int64_t rank = shape->size();
+    bool splits = kind == "all_gather" || kind == "reduce_scatter" ||
+                  kind == "all_to_all" || kind == "slice";
+    if (splits && rank > 0 && (dim < 0 || dim >= rank))
+      return emitOpError("dim ") << dim << " is outside the shape";
+    if (kind == "all_to_all" && rank > 0) {
+      if (dim2 < 0 || dim2 >= rank)
+        return emitOpError("dim2 ") << dim2 << " is outside the shape";
+      if (dim2 == dim && mesh[axis] > 1)
+        return emitOpError("all_to_all needs dim != dim2");
+    }
+  }
   return success();
 }
 

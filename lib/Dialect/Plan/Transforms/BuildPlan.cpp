@@ -280,7 +280,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
                          : StringAttr(),
                      pb.getI64IntegerAttr(byteSize(root.type)),
                      cast_or_null<ElementsAttr>(root.constant),
-                     TypeAttr::get(tensorType(root.type)));
+                     TypeAttr::get(tensorType(root.type)), DictionaryAttr());
   }
   auto bufferRefs = [&](const Step &step) {
     SmallVector<Attribute> attrs;
@@ -309,7 +309,8 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       break;
     case Step::Output:
       OutputOp::create(pb, loc, pb.getStringAttr(step.name),
-                       refs[step.buffers[0]]);
+                       refs[step.buffers[0]], pb.getI64IntegerAttr(0),
+                       DictionaryAttr());
       break;
     }
   }

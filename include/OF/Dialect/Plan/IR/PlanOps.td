@@ -98,11 +98,18 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
     buffer sits at `offset` in the arena; an `input` buffer is bound by the
     caller under the name `binding`; a `constant` buffer holds `value`.
     Buffers whose lifetimes do not overlap may share arena bytes.
+
+    An input of a multi-rank program carries `dist`, the global tensor it is
+    this rank's part of: `{global_shape = array<i64: ...>, mesh = array<i64:
+    ...>, mesh_ranks = array<i64: ...>, sbp = array<i64: ...>}` with one sbp
+    entry per mesh axis, `d >= 0` for S(d), -1 B, -2 P, -3 P(max) (see
+    `Distribution` in PlanFormat.fbs).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Plan_BufferKind:$kind,
                        OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<StrAttr>:$binding, I64Attr:$size,
-                       OptionalAttr<ElementsAttr>:$value, TypeAttr:$type);
+                       OptionalAttr<ElementsAttr>:$value, TypeAttr:$type,
+                       OptionalAttr<DictionaryAttr>:$dist);
   let assemblyFormat = [{
     $sym_name $kind (`binding` $binding^)? (`offset` $offset^)? `size` $size
     (`value` $value^)? attr-dict `:` $type
@@ -151,13 +158,28 @@ def Plan_CollectiveOp : Plan_StepOp<"collective"> {
   let summary = "A collective over a group of ranks";
   let description = [{
     `kind` is one of `all_reduce`, `all_gather`, `reduce_scatter`,
-    `all_to_all`, `broadcast`, `send`, `recv`; `reduce` is `sum` or `max`.
+    `all_to_all`, `broadcast`, `send`, `recv`, `slice` (B to S, local) and
+    `to_partial` (B to P, local); `reduce` is `sum` or `max`.
+
+    `group` is the ranks of a placement in row-major order over the grid
+    `mesh` (absent: one axis). The collective runs among the ranks that share
+    this rank's coordinates on every grid axis but `axis`. `shape` is the
+    full (gathered, unscattered) local shape, `dim` the dimension that is
+    gathered or scattered, `dim2` the dimension an `all_to_all` scatters.
+    Chunks are balanced splits, and each rank computes its own from its
+    coordinate, so one program serves every rank of a role. The exact
+    semantics of each kind are in `Collective` in PlanFormat.fbs.
   }];
   let arguments = (ins StrAttr:$kind, FlatSymbolRefAttr:$source,
                        FlatSymbolRefAttr:$target, DenseI64ArrayAttr:$group,
                        DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce,
                        DefaultValuedAttr<I64Attr, "-1">:$peer,
-                       DefaultValuedAttr<I64Attr, "0">:$stream);
+                       DefaultValuedAttr<I64Attr, "0">:$stream,
+                       OptionalAttr<DenseI64ArrayAttr>:$mesh,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       OptionalAttr<DenseI64ArrayAttr>:$shape,
+                       DefaultValuedAttr<I64Attr, "0">:$dim,
+                       DefaultValuedAttr<I64Attr, "0">:$dim2);
   let assemblyFormat = "$kind $source `to` $target `group` $group attr-dict";
   let hasVerifier = 1;
 }
@@ -176,8 +198,13 @@ def Plan_EventWaitOp : Plan_StepOp<"event_wait"> {
 
 def Plan_OutputOp : Plan_StepOp<"output"> {
   let summary = "Hand a buffer's content to the caller as a named output";
+  let description = [{
+    In a multi-rank program `dist` (as on `ofrt.buffer`) says how this rank's
+    part makes up the global output.
+  }];
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer,
-                       DefaultValuedAttr<I64Attr, "0">:$stream);
+                       DefaultValuedAttr<I64Attr, "0">:$stream,
+                       OptionalAttr<DictionaryAttr>:$dist);
   let assemblyFormat = "$name `=` $buffer attr-dict";
 }
 
