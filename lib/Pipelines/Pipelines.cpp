@@ -1,12 +1,15 @@
 //===- Pipelines.cpp - The end-to-end OF compilation pipelines ------------===//
 //
 // The CPU pipeline, stage by stage (each can be the last, see stop-after):
-//   linalg    : canonicalize, inline, convert-of-to-linalg
+//   sbp       : canonicalize, inline, of-propagate-sbp, of-insert-boxing
+//   partition : of-partition (per-rank programs with collectives)
+//   linalg    : convert-of-to-linalg
 //   fusion    : of-fuse-elementwise (unless fuse=false), cse
 //   bufferize : one-shot-bufferize at function boundaries, identity layouts
 //   plan      : of-build-plan (kernels outlined, static arena, BLAS steps)
 //   (all)     : of-lower-cpu-kernels (kernels in the LLVM dialect)
-// Until partitioning (issue 4) exists the program runs as one rank.
+// Functions without distributions pass the SBP stages unchanged and run as
+// one rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +51,11 @@ LogicalResult mlir::of::parsePipelineOptions(
   for (StringRef part : ArrayRef(parts).drop_front()) {
     auto [key, value] = part.trim().split('=');
     if (key == "stop-after") {
-      if (!llvm::is_contained({"linalg", "fusion", "bufferize", "plan"}, value))
-        return errorHandler("--of-pipeline: stop-after takes linalg, fusion, "
-                            "bufferize or plan, not '" +
+      if (!llvm::is_contained({"sbp", "partition", "linalg", "fusion",
+                               "bufferize", "plan"},
+                              value))
+        return errorHandler("--of-pipeline: stop-after takes sbp, partition, "
+                            "linalg, fusion, bufferize or plan, not '" +
                             value + "'");
       options.stopAfter = value.str();
     } else if (key == "fuse") {
@@ -74,6 +79,15 @@ void mlir::of::buildPipeline(OpPassManager &pm,
                              const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createInlinerPass());
+  pm.addPass(createPropagateSbpPass());
+  pm.addPass(createInsertBoxingPass());
+  pm.addPass(createCSEPass()); // one boxing per value and target
+  if (options.stopAfter == "sbp")
+    return;
+  pm.addPass(createPartitionPass());
+  pm.addPass(createCanonicalizerPass());
+  if (options.stopAfter == "partition")
+    return;
   pm.addPass(createConvertOFToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")
@@ -106,7 +120,8 @@ void mlir::of::registerOFPipelines() {
   registerPassPipeline(
       "of-pipeline",
       "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
-      "linalg|fusion|bufferize|plan][,fuse=false][,in-place=false]"
+      "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
+      "[,in-place=false]"
       "[,use-blas=false]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {

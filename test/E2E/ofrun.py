@@ -46,10 +46,12 @@ def compile_program(mlir, tmp_path, pipeline="cpu"):
     return plan
 
 
-def run_plan(plan, inputs, tmp_path):
-    """Runs a compiled plan on named NumPy inputs; returns {name: array}."""
+def run_plan(plan, inputs, tmp_path, nproc=1):
+    """Runs a compiled plan on named NumPy inputs (global arrays; with
+    nproc > 1 on that many ranks through `of-run -n`); returns
+    {name: array}."""
     tmp_path = Path(tmp_path)
-    cmd = [tool("of-run"), str(plan)]
+    cmd = [tool("of-run")] + (["-n", str(nproc)] if nproc > 1 else []) + [str(plan)]
     for name, array in inputs.items():
         path = tmp_path / f"in_{name}.npy"
         np.save(path, np.asarray(array, order="C"))
@@ -60,9 +62,10 @@ def run_plan(plan, inputs, tmp_path):
     return {p.stem: np.load(p) for p in sorted(out_dir.glob("*.npy"))}
 
 
-def run_mlir(mlir, inputs, tmp_path, pipeline="cpu"):
-    """Compiles and runs `mlir` on `inputs`; returns the outputs by name."""
-    return run_plan(compile_program(mlir, tmp_path, pipeline), inputs, tmp_path)
+def run_mlir(mlir, inputs, tmp_path, pipeline="cpu", nproc=1):
+    """Compiles and runs `mlir` on `inputs` (on `nproc` ranks); returns the
+    outputs by name."""
+    return run_plan(compile_program(mlir, tmp_path, pipeline), inputs, tmp_path, nproc)
 
 
 def rel_err(y, ref):
@@ -118,8 +121,9 @@ class Program:
         p.output("y", "%y", p.t(x), ref=np.exp(array), tol=1e-5)
     """
 
-    def __init__(self, header=""):
+    def __init__(self, header="", nproc=1):
         self.header = header
+        self.nproc = nproc  # ranks of the header's placement
         self.args, self.lines, self.results = [], [], []
         self.inputs, self.refs, self.tols = {}, {}, {}
         self.types = {}
@@ -156,4 +160,4 @@ class Program:
                 f"{body}\n  return {rets} : {rtypes}\n}}\n")
 
     def run(self, tmp_path, pipeline="cpu"):
-        return run_mlir(self.text(), self.inputs, tmp_path, pipeline)
+        return run_mlir(self.text(), self.inputs, tmp_path, pipeline, self.nproc)

@@ -51,7 +51,8 @@ def test_mlp_3_layers(rng, tmp_path):
 def test_example_mlp(rng, tmp_path):
     x = nonzero(rng, (64, 128))
     w = (nonzero(rng, (128, 256)) / math.sqrt(128)).astype(F32)
-    out = run_mlir((EXAMPLES / "mlp.mlir").read_text(), {"x": x, "w": w}, tmp_path)
+    # The example's placement is a [2, 2] mesh: four ranks.
+    out = run_mlir((EXAMPLES / "mlp.mlir").read_text(), {"x": x, "w": w}, tmp_path, nproc=4)
     (name,) = out
     check(out[name], np.maximum(f64(x) @ f64(w), 0), TOL, name)
 
@@ -89,7 +90,7 @@ def test_example_gpt_block(rng, tmp_path):
     h2 = layer_norm_ref(r1, -1, g["ln2.weight"], g["ln2.bias"])
     y = r1 + gelu_tanh(h2 @ g["mlp.fc.weight"]) @ g["mlp.proj.weight"]
 
-    out = run_mlir((EXAMPLES / "gpt_block.mlir").read_text(), inp, tmp_path)
+    out = run_mlir((EXAMPLES / "gpt_block.mlir").read_text(), inp, tmp_path, nproc=2)
     check(out["y"], y, TOL, "y")
 
 
@@ -120,7 +121,7 @@ def test_example_convnet(rng, tmp_path):
     new_mean = 0.9 * g["bn.running_mean"] + 0.1 * mean
     new_var = 0.9 * g["bn.running_var"] + 0.1 * var * count / (count - 1)
 
-    out = run_mlir((EXAMPLES / "convnet.mlir").read_text(), inp, tmp_path)
+    out = run_mlir((EXAMPLES / "convnet.mlir").read_text(), inp, tmp_path, nproc=2)
     check(out["loss"], loss, TOL, "loss")
     check(out["bn.running_mean"], new_mean, TOL, "bn.running_mean")
     check(out["bn.running_var"], new_var, TOL, "bn.running_var")

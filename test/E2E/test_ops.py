@@ -583,7 +583,9 @@ def g_dropout(rng):
 
 
 def g_boxing_constant(rng):
-    p = Program(header='of.placement @mesh {device = "cpu", shape = [2]}')
+    # A real two-rank program: x arrives split, is gathered, and the
+    # constants are broadcast.
+    p = Program(header='of.placement @mesh {device = "cpu", shape = [2]}', nproc=2)
     sp = "#of.sbp<@mesh, [S(0)]>"
     bc = "#of.sbp<@mesh, [B]>"
     xv = nonzero(rng, (4, 3))

@@ -3,6 +3,7 @@
 #ifndef OF_TRANSFORMS_PASSES_H
 #define OF_TRANSFORMS_PASSES_H
 
+#include "OF/Dialect/OF/IR/OFDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"

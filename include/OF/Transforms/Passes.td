@@ -24,4 +24,88 @@ def FuseElementwisePass : Pass<"of-fuse-elementwise"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// SBP: propagation, boxing, partitioning
+//===----------------------------------------------------------------------===//
+
+defvar OF_CostModelOptions = [
+    Option<"interconnect", "interconnect", "std::string", "\"mpi-shm\"",
+           "Cost model preset: mpi-shm, nvlink or infiniband">,
+    Option<"machineFile", "machine-file", "std::string", "\"\"",
+           "JSON machine file overriding the preset's figures">,
+];
+
+def PropagateSbpPass : Pass<"of-propagate-sbp", "::mlir::ModuleOp"> {
+  let summary = "Give every value an SBP distribution, choosing each op's cheapest signature";
+  let description = [{
+    Starts from the distributions the user wrote (function arguments and
+    results, `of.boxing` targets, any annotated value); an argument without
+    one is broadcast. Then, in program order, each op takes the nd
+    signature (one SbpOpInterface signature per placement axis) with the
+    lowest cost: boxing its operands from their distributions to the
+    signature's, plus its compute, plus boxing its results to annotations
+    they carry (alpha-beta per placement axis, see CostModel). Ties go to
+    the op's first-listed signature, so the result is deterministic.
+    Results get the chosen distributions as their types' encodings; the
+    chosen operand and result distributions are recorded as `of.operand_sbp`
+    and `of.result_sbp` for `--of-insert-boxing`. Unannotated function
+    results take their operand's distribution.
+  }];
+  let options = !listconcat(OF_CostModelOptions, [
+    Option<"explain", "explain", "bool", "false",
+           "Emit a remark per op with its chosen signature and the cost of the alternatives">,
+  ]);
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
+def ExplainSbpPass : Pass<"of-explain-sbp", "::mlir::ModuleOp"> {
+  let summary = "SBP propagation that explains every choice in a remark";
+  let description = [{
+    `--of-propagate-sbp` with a remark per op: the chosen nd signature with
+    its cost in seconds, and the alternatives, cheapest first.
+  }];
+  let options = OF_CostModelOptions;
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
+def InsertBoxingPass : Pass<"of-insert-boxing", "::mlir::ModuleOp"> {
+  let summary = "Make every distribution mismatch an explicit of.boxing";
+  let description = [{
+    Where an operand's distribution is not the one its op's signature needs
+    (`of.operand_sbp`, or, on ops that carry none, the cheapest signature
+    that matches their result distributions), an `of.boxing` converts it;
+    likewise for results whose signature differs from their annotation and
+    for returned values. Afterwards every op's operands and results form a
+    legal signature. Fails, naming the op and the distributions, when an
+    op has no legal signature at all for its annotated results or when
+    operands are on different placements.
+  }];
+  let options = OF_CostModelOptions;
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
+def PartitionPass : Pass<"of-partition", "::mlir::ModuleOp"> {
+  let summary = "Turn global programs into per-rank programs with explicit collectives";
+  let description = [{
+    Each function on a placement becomes one function per *role*: the ranks
+    whose local shapes (and those of every boxing step) are all equal share
+    one program, so an even split gives one program whatever the rank count
+    and an uneven one a few. Tensors get their local types (no encoding),
+    every `of.boxing` becomes the per-axis collectives of its boxing plan
+    (`of.all_reduce`, `of.all_gather`, `of.reduce_scatter`,
+    `of.all_to_all`, `of.shard_slice`, `of.to_partial`), and ops whose local
+    form differs are rewritten (a mean over a split dimension divides by the
+    global count). A role's function carries `of.ranks` (its world ranks)
+    and `of.entry` (the original name); its arguments and results carry
+    `of.global`, the global type with its distribution, so the runtime can
+    shard inputs and gather outputs.
+  }];
+  let dependentDialects = ["::mlir::of::OFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def TestSbpSignaturesPass : Pass<"of-test-sbp-signatures", "::mlir::ModuleOp"> {
+  let summary = "Emit a remark per op listing its SBP signatures (for tests and docs)";
+}
+
 #endif // OF_TRANSFORMS_PASSES_TD

@@ -1250,6 +1250,7 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
     Type et = type.getElementType();
     double p = op.getP().convertToDouble();
     Value seedTensor = adaptor.getSeed();
+    Value offsets = adaptor.getOffsets();
     int64_t rank = type.getRank();
     uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 16777216.0));
     Value result = elementwise(
@@ -1260,15 +1261,22 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
             return arith::ConstantOp::create(
                 b, l, b.getIntegerAttr(i64, static_cast<int64_t>(v)));
           };
-          // Row-major linear index.
+          // Row-major linear index in the global tensor (a shard adds its
+          // offsets and uses the global extents).
           Value linear = c(0);
           for (int64_t d = 0; d < rank; ++d) {
             Value idx = arith::IndexCastOp::create(
                 b, l, i64, linalg::IndexOp::create(b, l, d));
+            int64_t extent = type.getDimSize(d);
+            if (offsets) {
+              Value at = arith::ConstantIndexOp::create(b, l, d);
+              idx = arith::AddIOp::create(
+                  b, l, idx,
+                  tensor::ExtractOp::create(b, l, offsets, ValueRange{at}));
+              extent = (*op.getGlobalShape())[d];
+            }
             linear = arith::AddIOp::create(
-                b, l,
-                arith::MulIOp::create(b, l, linear, c(type.getDimSize(d))),
-                idx);
+                b, l, arith::MulIOp::create(b, l, linear, c(extent)), idx);
           }
           Value seed =
               tensor::ExtractOp::create(b, l, seedTensor, ValueRange{});
@@ -1312,7 +1320,9 @@ struct ConvertOFToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<OFDialect>();
-    target.addLegalOp<PlacementOp, ModuleOp>();
+    // The local collectives of partitioned programs stay for the plan.
+    target.addLegalOp<PlacementOp, ModuleOp, AllReduceOp, AllGatherOp,
+                      ReduceScatterOp, AllToAllOp, ShardSliceOp, ToPartialOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
@@ -1330,11 +1340,9 @@ struct ConvertOFToLinalgPass
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    // Placements have no meaning on one rank; the caller's arguments are
-    // read-only to the program.
-    for (auto placement :
-         llvm::make_early_inc_range(module.getOps<PlacementOp>()))
-      placement.erase();
+    // Placements stay for the plan builder (collective groups, the
+    // distributions of inputs and outputs), which removes them. The
+    // caller's arguments are read-only to the program.
     OpBuilder b(ctx);
     module.walk([&](func::FuncOp func) {
       for (unsigned i = 0; i < func.getNumArguments(); ++i)

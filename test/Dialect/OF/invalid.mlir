@@ -115,14 +115,14 @@ func.func @f(%x: tensor<4x4xf32>) {
 of.placement @a {device = "cpu", shape = [2]}
 of.placement @b {device = "cpu", shape = [2]}
 func.func @f(%x: tensor<4xf32, #of.sbp<@a, [B]>>, %y: tensor<4xf32, #of.sbp<@b, [B]>>) {
-  // expected-error@+1 {{mixes placements @a and @b; move tensors between placements with of.boxing}}
+  // expected-error@+1 {{mixes placements @a and @b ('tensor<4xf32, #of.sbp<@a, [B]>>' and 'tensor<4xf32, #of.sbp<@b, [B]>>'); move tensors between placements with of.boxing}}
   %0 = of.add %x, %y : (tensor<4xf32, #of.sbp<@a, [B]>>, tensor<4xf32, #of.sbp<@b, [B]>>) -> tensor<4xf32, #of.sbp<@a, [B]>>
   return
 }
 
 // -----
 
-// expected-error@+1 {{unknown argument attribute 'of.nmae'; known: of.name, of.param}}
+// expected-error@+1 {{unknown argument attribute 'of.nmae'; known: of.name, of.global, of.param}}
 func.func private @f(%x: tensor<4xf32> {of.nmae = "x"})
 
 // -----
@@ -137,7 +137,7 @@ func.func private @f(%x: tensor<4xf32> {of.param = 1})
 
 // -----
 
-// expected-error@+1 {{unknown result attribute 'of.param'; known: of.name}}
+// expected-error@+1 {{unknown result attribute 'of.param'; known: of.name, of.global}}
 func.func private @f() -> (tensor<4xf32> {of.param})
 
 // -----

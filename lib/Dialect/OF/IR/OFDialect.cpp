@@ -187,6 +187,7 @@ static LogicalResult verifySbpPlacements(Operation *op, TypeRange types,
                                          SymbolTableCollection &tables,
                                          bool samePlacement) {
   FlatSymbolRefAttr common;
+  Type commonType;
   for (Type type : types) {
     SbpAttr sbp = getSbp(type);
     if (!sbp)
@@ -204,9 +205,11 @@ static LogicalResult verifySbpPlacements(Operation *op, TypeRange types,
              << (axes == 1 ? " axis" : " axes") << " (one entry per axis)";
     if (samePlacement && common && common != sbp.getPlacement())
       return op->emitOpError("mixes placements ")
-             << common << " and " << sbp.getPlacement()
-             << "; move tensors between placements with of.boxing";
+             << common << " and " << sbp.getPlacement() << " (" << commonType
+             << " and " << type
+             << "); move tensors between placements with of.boxing";
     common = sbp.getPlacement();
+    commonType = type;
   }
   return success();
 }
@@ -295,9 +298,20 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
              << index << " takes no value";
     return success();
   }
+  if (attr.getName() == "of.global") {
+    // Set by --of-partition: the global type (with its distribution) that
+    // this local argument or result is a part of.
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    auto tensor = type ? dyn_cast<RankedTensorType>(type.getValue()) : nullptr;
+    if (!tensor || !getSbp(tensor))
+      return op->emitError("of.global of ")
+             << kind << " " << index
+             << " must be a tensor type with an #of.sbp encoding";
+    return success();
+  }
   return op->emitError("unknown ")
          << kind << " attribute '" << attr.getName().getValue()
-         << "'; known: of.name" << (isArg ? ", of.param" : "");
+         << "'; known: of.name, of.global" << (isArg ? ", of.param" : "");
 }
 
 LogicalResult OFDialect::verifyRegionArgAttribute(Operation *op, unsigned,
@@ -317,4 +331,5 @@ void mlir::of::registerOFDialect(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
     func::FuncOp::attachInterface<FuncSbpSymbolUser>(*context);
   });
+  registerCollectiveBufferization(registry);
 }

@@ -1038,6 +1038,22 @@ LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0 && p < 1))
     return emitOpError("p = ") << p << " must be in [0, 1)";
+  if (static_cast<bool>(getOffsets()) != getGlobalShape().has_value())
+    return emitOpError("offsets and global_shape go together");
+  if (getOffsets()) {
+    auto type = cast<RankedTensorType>(getInput().getType());
+    auto offsets = cast<RankedTensorType>(getOffsets().getType());
+    if (offsets.getRank() != 1 || offsets.getDimSize(0) != type.getRank())
+      return emitOpError("offsets must be a tensor<") << type.getRank()
+                                                      << "xi64>";
+    ArrayRef<int64_t> global = *getGlobalShape();
+    if (static_cast<int64_t>(global.size()) != type.getRank())
+      return emitOpError("global_shape must have rank ") << type.getRank();
+    for (auto [g, l] : llvm::zip(global, type.getShape()))
+      if (g < l)
+        return emitOpError("global_shape ") << g << " is smaller than the "
+                                            << "local extent " << l;
+  }
   return success();
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/Dialect/Plan/Transforms/ArenaPlanner.h"
 #include "OF/Dialect/Plan/Transforms/Passes.h"
@@ -41,16 +42,23 @@ struct Root {
   MemRefType type;
   std::string symbol;
   std::string binding; // inputs
+  DictionaryAttr dist; // inputs of multi-rank programs
   Attribute constant;  // constants
   int64_t first = -1, last = -1;
 };
 
 struct Step {
-  enum Kind { Launch, Library, Copy, Output } kind;
+  enum Kind { Launch, Library, Copy, Output, Collective } kind;
   std::string name;              // kernel, library function, output name
   SmallVector<unsigned> buffers; // root indices
   SmallVector<int64_t> params;   // library params
   int64_t srcOffset = 0, dstOffset = 0, bytes = 0; // copies
+  // Collectives: kind in `name`, the placement's grid and ranks, and the
+  // full local shape with the gathered/scattered dims.
+  std::string reduce = "sum";
+  SmallVector<int64_t> mesh, group, shape;
+  int64_t axis = 0, dim = 0, dim2 = 0;
+  DictionaryAttr dist; // outputs of multi-rank programs
   bool dead = false;
   /// The outlined kernel of a launch.
   func::FuncOp kernel;
@@ -95,6 +103,10 @@ public:
 
 private:
   LogicalResult visit(Operation *op);
+  LogicalResult visitCollective(Operation *op);
+  /// The `dist` of a multi-rank program's input or output, from the
+  /// `of.global` type that --of-partition put on it (null without one).
+  DictionaryAttr distribution(TypeAttr global);
   unsigned rootOf(Value value);
   LogicalResult outline(Operation *op, Step &step);
   std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
@@ -152,6 +164,8 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     auto name =
         func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "of.name");
     root.binding = name ? name.str() : root.symbol;
+    root.dist = distribution(
+        func.getArgAttrOfType<TypeAttr>(arg.getArgNumber(), "of.global"));
     rootIndex[arg] = roots.size();
     roots.push_back(root);
   }
@@ -176,6 +190,43 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     operand.set(copy);
   }
 
+  // A collective works on whole buffers: a view operand (a slice, a
+  // strided subview) goes through a contiguous copy.
+  auto isWhole = [&](Value v) {
+    auto type = cast<MemRefType>(v.getType());
+    Value root = traceRoot(v);
+    int64_t offset;
+    return root == v ||
+           (isContiguous(type, offset) && offset == 0 &&
+            cast<MemRefType>(root.getType()).getNumElements() ==
+                type.getNumElements());
+  };
+  SmallVector<Operation *> collectives;
+  body.walk([&](Operation *op) {
+    if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
+            of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp>(op))
+      collectives.push_back(op);
+  });
+  for (Operation *op : collectives) {
+    OpBuilder cb(op);
+    for (unsigned i = 0; i < 2; ++i) {
+      Value v = op->getOperand(i);
+      if (isWhole(v))
+        continue;
+      auto type = cast<MemRefType>(v.getType());
+      Value tmp = memref::AllocOp::create(
+          cb, op->getLoc(), MemRefType::get(type.getShape(), type.getElementType()));
+      if (i == 0) {
+        memref::CopyOp::create(cb, op->getLoc(), v, tmp);
+      } else {
+        OpBuilder after(op->getContext());
+        after.setInsertionPointAfter(op);
+        memref::CopyOp::create(after, op->getLoc(), tmp, v);
+      }
+      op->setOperand(i, tmp);
+    }
+  }
+
   for (Operation &op : body.without_terminator())
     if (failed(visit(&op)))
       return failure();
@@ -186,6 +237,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     auto name = func.getResultAttrOfType<StringAttr>(i, "of.name");
     step.name = name ? name.str() : "out" + std::to_string(i);
     step.buffers.push_back(rootOf(v));
+    step.dist = distribution(func.getResultAttrOfType<TypeAttr>(i, "of.global"));
     steps.push_back(step);
   }
 
@@ -254,9 +306,12 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
 
   // Emit the program.
   MLIRContext *ctx = func.getContext();
+  auto entry = func->getAttrOfType<StringAttr>("of.entry");
+  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
   auto program = ProgramOp::create(
-      planBuilder, loc, planBuilder.getStringAttr(func.getSymName()),
-      planBuilder.getDenseI64ArrayAttr({0}), planBuilder.getStringAttr("cpu"),
+      planBuilder, loc, entry ? entry : planBuilder.getStringAttr(func.getSymName()),
+      ranks ? ranks : planBuilder.getDenseI64ArrayAttr({0}),
+      planBuilder.getStringAttr("cpu"),
       planBuilder.getI64IntegerAttr(arena.size), IntegerAttr(), IntegerAttr());
   Block *block = new Block();
   program.getBody().push_back(block);
@@ -280,7 +335,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
                          : StringAttr(),
                      pb.getI64IntegerAttr(byteSize(root.type)),
                      cast_or_null<ElementsAttr>(root.constant),
-                     TypeAttr::get(tensorType(root.type)), DictionaryAttr());
+                     TypeAttr::get(tensorType(root.type)), root.dist);
   }
   auto bufferRefs = [&](const Step &step) {
     SmallVector<Attribute> attrs;
@@ -310,7 +365,16 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     case Step::Output:
       OutputOp::create(pb, loc, pb.getStringAttr(step.name),
                        refs[step.buffers[0]], pb.getI64IntegerAttr(0),
-                       DictionaryAttr());
+                       step.dist);
+      break;
+    case Step::Collective:
+      CollectiveOp::create(
+          pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
+          refs[step.buffers[1]], pb.getDenseI64ArrayAttr(step.group),
+          pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(-1),
+          pb.getI64IntegerAttr(0), pb.getDenseI64ArrayAttr(step.mesh),
+          pb.getI64IntegerAttr(step.axis), pb.getDenseI64ArrayAttr(step.shape),
+          pb.getI64IntegerAttr(step.dim), pb.getI64IntegerAttr(step.dim2));
       break;
     }
   }
@@ -390,6 +454,11 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
       }
     }
   }
+
+  // Local collectives of partitioned programs.
+  if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
+          of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp>(op))
+    return visitCollective(op);
 
   // Whole contiguous copies are memcpys.
   if (auto copy = dyn_cast<memref::CopyOp>(op)) {
@@ -629,6 +698,74 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   return success();
 }
 
+DictionaryAttr ProgramBuilder::distribution(TypeAttr global) {
+  if (!global)
+    return nullptr;
+  auto type = cast<RankedTensorType>(global.getValue());
+  auto sbp = cast<of::SbpAttr>(type.getEncoding());
+  auto placement = symbols.lookup<of::PlacementOp>(
+      sbp.getPlacement().getValue());
+  if (!placement)
+    return nullptr;
+  Builder b(func.getContext());
+  SmallVector<int64_t> entries;
+  for (const of::SbpEntry &e : sbp.getEntries())
+    entries.push_back(e.isSplit()                            ? e.dim
+                      : e.isBroadcast()                      ? -1
+                      : e.kind == of::SbpKind::PartialSum    ? -2
+                                                             : -3);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("global_shape", b.getDenseI64ArrayAttr(type.getShape())),
+       b.getNamedAttr("mesh", b.getDenseI64ArrayAttr(placement.getGridShape())),
+       b.getNamedAttr("mesh_ranks",
+                      b.getDenseI64ArrayAttr(placement.getRankList())),
+       b.getNamedAttr("sbp", b.getDenseI64ArrayAttr(entries))});
+}
+
+LogicalResult ProgramBuilder::visitCollective(Operation *op) {
+  Value in = op->getOperand(0), out = op->getOperand(1);
+  for (Value v : {in, out}) {
+    auto type = cast<MemRefType>(v.getType());
+    int64_t offset;
+    if (!isContiguous(type, offset) || offset != 0 ||
+        byteSize(type) != byteSize(roots[rootOf(v)].type))
+      return op->emitError("a collective needs whole contiguous buffers");
+  }
+  auto placementRef = op->getAttrOfType<FlatSymbolRefAttr>("placement");
+  auto placement = symbols.lookup<of::PlacementOp>(placementRef.getValue());
+  if (!placement)
+    return op->emitError("unknown placement ") << placementRef;
+  Step step{Step::Collective};
+  step.name = op->getName().stripDialect().str();
+  if (step.name == "shard_slice")
+    step.name = "slice";
+  step.buffers = {rootOf(in), rootOf(out)};
+  step.mesh = placement.getGridShape();
+  step.group = placement.getRankList();
+  step.axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+  if (auto reduce = op->getAttrOfType<StringAttr>("reduce"))
+    step.reduce = reduce.str();
+  ArrayRef<int64_t> inShape = cast<MemRefType>(in.getType()).getShape();
+  ArrayRef<int64_t> outShape = cast<MemRefType>(out.getType()).getShape();
+  step.shape.assign(inShape.begin(), inShape.end());
+  if (auto gather = dyn_cast<of::AllGatherOp>(op)) {
+    step.shape.assign(outShape.begin(), outShape.end());
+    step.dim = gather.getDim();
+  } else if (auto scatter = dyn_cast<of::ReduceScatterOp>(op)) {
+    step.dim = scatter.getDim();
+  } else if (auto slice = dyn_cast<of::ShardSliceOp>(op)) {
+    step.dim = slice.getDim();
+  } else if (auto a2a = dyn_cast<of::AllToAllOp>(op)) {
+    step.dim = a2a.getGatherDim();
+    step.dim2 = a2a.getScatterDim();
+    step.shape[step.dim] = outShape[step.dim];
+  }
+  read(step.buffers[0]);
+  write(step.buffers[1]);
+  steps.push_back(step);
+  return success();
+}
+
 struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
   using BuildPlanPassBase::BuildPlanPassBase;
 
@@ -665,7 +802,7 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
     }
     // What remains of the bufferized program is now in the plan.
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-      if (isa<func::FuncOp, memref::GlobalOp>(op))
+      if (isa<func::FuncOp, memref::GlobalOp, of::PlacementOp>(op))
         op.erase();
   }
 };

@@ -35,6 +35,10 @@ bool areCompatibleIgnoringSbp(TypeRange lhs, TypeRange rhs);
 /// symbol checks on func.func signatures).
 void registerOFDialect(DialectRegistry &registry);
 
+/// Attaches one-shot bufferization to the local collectives (of.all_reduce,
+/// ...); registerOFDialect calls it.
+void registerCollectiveBufferization(DialectRegistry &registry);
+
 } // namespace of
 } // namespace mlir
 

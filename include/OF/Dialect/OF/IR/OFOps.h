@@ -9,15 +9,18 @@
 
 #include "OF/Dialect/OF/IR/OFAttrs.h"
 #include "OF/Dialect/OF/IR/OFDialect.h"
+#include "OF/Dialect/OF/IR/Sbp.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "OF/Dialect/OF/IR/OFEnums.h.inc"
+#include "OF/Dialect/OF/IR/OFInterfaces.h.inc"
 
 namespace mlir {
 namespace of {

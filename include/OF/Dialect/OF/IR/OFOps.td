@@ -13,6 +13,8 @@
 
 include "OF/Dialect/OF/IR/OFBase.td"
 include "OF/Dialect/OF/IR/OFAttrs.td"
+include "OF/Dialect/OF/IR/OFInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -72,7 +74,7 @@ def OF_PlacementOp : OF_Op<"placement", [Symbol]> {
 // Constants and elementwise ops
 //===----------------------------------------------------------------------===//
 
-def OF_ConstantOp : OF_Op<"constant", [ConstantLike, Pure]> {
+def OF_ConstantOp : OF_Op<"constant", [ConstantLike, Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "A constant global tensor";
   let description = [{
     The value's type is the result's without an encoding. When the result
@@ -95,7 +97,7 @@ def OF_ConstantOp : OF_Op<"constant", [ConstantLike, Pure]> {
 }
 
 class OF_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
-    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes], traits)> {
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
   let arguments = (ins tensorType:$input);
   let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -129,7 +131,8 @@ def OF_ReluOp : OF_UnaryOp<"relu", OF_NumericTensor> {
 def OF_SiluOp : OF_UnaryOp<"silu", OF_FloatTensor> {
   let summary = "Elementwise SiLU (swish): `x * sigmoid(x)`";
 }
-def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes]> {
+def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise GELU, exact or with the tanh approximation";
   let description = [{
     `approximate = "none"` (the default) computes `x * Phi(x)` with the normal
@@ -145,7 +148,7 @@ def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes]> {
 }
 
 class OF_BinaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
-    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes], traits)> {
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
   let description = [{
     Operands broadcast as in NumPy: shapes are aligned at the trailing
     dimension, and a dimension of size 1 stretches to the other's size. Both
@@ -179,7 +182,8 @@ def OF_MinimumOp : OF_BinaryOp<"minimum", OF_NumericTensor, [Commutative]> {
   let summary = "Elementwise minimum with broadcasting";
 }
 
-def OF_CompareOp : OF_Op<"compare", [Pure, OF_InferShapes]> {
+def OF_CompareOp : OF_Op<"compare", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise comparison with broadcasting, giving i1";
   let description = [{
     ```mlir
@@ -192,7 +196,8 @@ def OF_CompareOp : OF_Op<"compare", [Pure, OF_InferShapes]> {
   let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes]> {
+def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise `condition ? on_true : on_false` with broadcasting";
   let arguments = (ins OF_BoolTensor:$condition, OF_AnyTensor:$on_true,
                        OF_AnyTensor:$on_false);
@@ -200,7 +205,7 @@ def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes]> {
   let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
 }
 
-def OF_CastOp : OF_Op<"cast", [Pure]> {
+def OF_CastOp : OF_Op<"cast", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise conversion of the element type";
   let description = [{
     Converts between f64, f32, bf16, f16, i64, i32, i8 and i1. Float to
@@ -221,7 +226,7 @@ def OF_CastOp : OF_Op<"cast", [Pure]> {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure]> {
+def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Broadcast a tensor to the result's shape (NumPy rules)";
   let description = [{
     ```mlir
@@ -235,7 +240,7 @@ def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure]> {
   let hasFolder = 1;
 }
 
-def OF_ReshapeOp : OF_Op<"reshape", [Pure]> {
+def OF_ReshapeOp : OF_Op<"reshape", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Reinterpret a tensor (row-major) with the result's shape";
   let arguments = (ins OF_AnyTensor:$input);
   let results = (outs OF_AnyTensor:$result);
@@ -245,7 +250,8 @@ def OF_ReshapeOp : OF_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes]> {
+def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Permute the dimensions: result dim i is input dim permutation[i]";
   let arguments = (ins OF_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs OF_AnyTensor:$result);
@@ -254,7 +260,8 @@ def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes]> {
   let hasCanonicalizer = 1;
 }
 
-def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes]> {
+def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Strided slice `input[starts : limits : strides]`";
   let description = [{
     One entry per dimension; `strides` defaults to all ones. Result dimension
@@ -273,7 +280,8 @@ def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes]> {
   let hasFolder = 1;
 }
 
-def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes]> {
+def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Concatenate tensors along `axis`";
   let arguments = (ins Variadic<OF_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs OF_AnyTensor:$result);
@@ -286,7 +294,7 @@ def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes]> {
 //===----------------------------------------------------------------------===//
 
 class OF_ReduceOp<string mnemonic, Type tensorType>
-    : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+    : OF_Op<mnemonic, [Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let description = [{
     Reduces over `axes` (negative axes count from the end). With
     `keepdims = true` the reduced dimensions stay with size 1.
@@ -316,7 +324,8 @@ def OF_ReduceMaxOp : OF_ReduceOp<"reduce_max", OF_NumericTensor> {
 // Linear algebra and normalisation
 //===----------------------------------------------------------------------===//
 
-def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes]> {
+def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Matrix product, batched over leading dimensions";
   let description = [{
     Both operands have rank >= 2. The last two dimensions are the matrices
@@ -336,7 +345,9 @@ def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-class OF_SoftmaxLikeOp<string mnemonic> : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+class OF_SoftmaxLikeOp<string mnemonic>
+    : OF_Op<mnemonic, [Pure, OF_InferShapes,
+        DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let arguments = (ins OF_FloatTensor:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs OF_FloatTensor:$result);
@@ -351,7 +362,8 @@ def OF_LogSoftmaxOp : OF_SoftmaxLikeOp<"log_softmax"> {
 }
 
 def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
-                                          AttrSizedOperandSegments]> {
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "Layer normalisation over the dimensions from `axis` on";
   let description = [{
     Normalises over dimensions `[axis, rank)` (`axis` may be negative), then
@@ -374,7 +386,8 @@ def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
   }];
 }
 
-def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes]> {
+def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "RMS normalisation over the dimensions from `axis` on";
   let description = [{
     `y = x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * weight`.
@@ -389,7 +402,8 @@ def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes]> {
   }];
 }
 
-def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes]> {
+def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Gather rows of a `[vocab, dim]` table by integer indices";
   let description = [{
     The result has shape `indices.shape + [dim]`. An index outside
@@ -408,7 +422,8 @@ def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes]> {
 // Convolutional ops (NCHW)
 //===----------------------------------------------------------------------===//
 
-def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes]> {
+def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
     `input : [N, C, H, W]`, `weight : [O, C / groups, KH, KW]`, optional
@@ -435,7 +450,7 @@ def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes]> {
 }
 
 class OF_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
-    : OF_Op<mnemonic, [Pure, OF_InferShapes]> {
+    : OF_Op<mnemonic, [Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let description = [{
     NCHW pooling over `kernel_size` windows. `strides` defaults to
     `kernel_size`; `padding` is `[top, bottom, left, right]`. Output sizes
@@ -458,7 +473,8 @@ def OF_AvgPool2DOp : OF_Pool2DOp<"avg_pool2d",
   let summary = "2-D average pooling";
 }
 
-def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes]> {
+def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Batch normalisation over dimension 1, with running statistics";
   let description = [{
     `input : [N, C, ...]`; `weight`, `bias`, `running_mean`, `running_var`
@@ -492,7 +508,8 @@ def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes]> {
 // Training ops
 //===----------------------------------------------------------------------===//
 
-def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes]> {
+def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Zero elements with probability `p`, scale the rest by 1/(1-p)";
   let description = [{
     The mask is a pure function of `seed` and the element's global index, so
@@ -506,15 +523,24 @@ def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes]> {
     ```mlir
     %y = of.dropout %x, %seed {p = 1.0e-01 : f64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
     ```
+
+    On one shard of a split tensor (after `--of-partition`), `offsets`
+    (`tensor<rank x i64>`) is where the shard starts in the global tensor
+    and `global_shape` the global shape, so that the index `i` and thus the
+    mask are the global ones.
   }];
   let arguments = (ins OF_FloatTensor:$input, OF_SeedTensor:$seed,
-                       F64Attr:$p);
+                       Optional<OF_TensorOf<[I64], "i64">>:$offsets,
+                       F64Attr:$p, OptionalAttr<DenseI64ArrayAttr>:$global_shape);
   let results = (outs OF_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $seed attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input `,` $seed (`offsets` $offsets^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
-def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes]> {
+def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "Per-example softmax cross-entropy with integer labels";
   let description = [{
     `logits : [..., C]`, `labels : [...]` (class indices). The result has the
@@ -553,6 +579,79 @@ def OF_BoxingOp : OF_Op<"boxing", [Pure]> {
   let hasVerifier = 1;
   let hasFolder = 1;
   let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Local collectives (the per-rank programs that --of-partition produces)
+//===----------------------------------------------------------------------===//
+
+// A collective of a partitioned program: every rank of the placement runs it
+// on its local tensors, among the ranks that share its coordinates on every
+// placement axis but `axis` (ordered by their coordinate on it). Chunks are
+// balanced splits (the first e % p members hold one more), and each rank
+// computes its own chunk from its coordinate, so one program serves every
+// rank whose local shapes are the same. In destination style: `init` is the
+// result's storage, so the ops bufferize like linalg ops and then become
+// `ofrt.collective` steps. Upstream `shard` collectives are not used: their
+// gathers require even splits and they have no max all-reduce to P(max)'s B.
+def OF_TensorOrMemRef : AnyTypeOf<[AnyRankedTensor, AnyMemRef]>;
+
+class OF_CollectiveOp<string mnemonic, dag extraArgs = (ins)>
+    : OF_Op<mnemonic, [DestinationStyleOpInterface,
+                       DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+                       DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let arguments = !con((ins OF_TensorOrMemRef:$input,
+                            OF_TensorOrMemRef:$init,
+                            FlatSymbolRefAttr:$placement, I64Attr:$axis),
+                       extraArgs);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input `into` $init attr-dict `:` type($input) `into` type($init)
+    (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+}
+
+def OF_AllReduceOp : OF_CollectiveOp<"all_reduce",
+    (ins DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce)> {
+  let summary = "Sum (or max) of the members' tensors, on every member (P to B)";
+  let description = [{
+    ```mlir
+    %e = tensor.empty() : tensor<4x8xf32>
+    %b = of.all_reduce %p into %e {placement = @mesh, axis = 0 : i64}
+        : tensor<4x8xf32> into tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+}
+
+def OF_AllGatherOp : OF_CollectiveOp<"all_gather", (ins I64Attr:$dim)> {
+  let summary = "Concatenate the members' chunks along `dim` (S(dim) to B)";
+}
+
+def OF_ReduceScatterOp : OF_CollectiveOp<"reduce_scatter",
+    (ins I64Attr:$dim, DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce)> {
+  let summary = "This member's chunk along `dim` of the members' sum (P to S(dim))";
+}
+
+def OF_AllToAllOp : OF_CollectiveOp<"all_to_all",
+    (ins I64Attr:$gather_dim, I64Attr:$scatter_dim)> {
+  let summary = "Re-split from `gather_dim` to `scatter_dim` (S(i) to S(j))";
+  let description = [{
+    The input is this member's chunk along `gather_dim` of a tensor that is
+    whole along `scatter_dim`; the result is whole along `gather_dim` and
+    this member's chunk along `scatter_dim`.
+  }];
+}
+
+def OF_ShardSliceOp : OF_CollectiveOp<"shard_slice", (ins I64Attr:$dim)> {
+  let summary = "This member's chunk along `dim`, without communication (B to S(dim))";
+}
+
+def OF_ToPartialOp : OF_CollectiveOp<"to_partial"> {
+  let summary = "The value on the member with coordinate 0, zeros elsewhere (B to P)";
 }
 
 #endif // OF_DIALECT_OF_IR_OFOPS_TD

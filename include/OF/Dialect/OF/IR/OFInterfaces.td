@@ -1,0 +1,49 @@
+//===- OFInterfaces.td - Interfaces of the of dialect ------*- tablegen -*-===//
+//
+// SbpOpInterface: the one place where an op says how it can be distributed.
+// SBP propagation, boxing insertion, partitioning, the cost model (and the
+// auto-parallel search of a later issue) all read it; the dialect reference
+// lists each op's signatures from the same code (`--of-test-sbp-signatures`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_DIALECT_OF_IR_OFINTERFACES_TD
+#define OF_DIALECT_OF_IR_OFINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def OF_SbpOpInterface : OpInterface<"SbpOpInterface"> {
+  let cppNamespace = "::mlir::of";
+  let description = [{
+    An op's legal SBP signatures over one placement axis (1-D): for each
+    signature one `SbpEntry` per operand and per result, meaning "if the
+    operands are laid out like this on the axis, computing the op on every
+    device's local operands gives its local results laid out like that".
+    On a hierarchy (nd-SBP) a signature is one 1-D signature per axis (the
+    product rule), each axis applied to the shards the previous axes left.
+
+    Signatures are a function of the op's global types and attributes only.
+    The compute cost of a signature is derived from `getSbpFlops` (the op's
+    floating-point work on its global shapes): a signature that splits any
+    operand or result on an axis divides the work by that axis's size.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Appends the op's legal 1-D SBP signatures, most preferred first.",
+      "void", "getSbpSignatures",
+      (ins "::llvm::SmallVectorImpl<::mlir::of::SbpSignature> &":$signatures)>,
+    InterfaceMethod<
+      "Floating-point operations of the op on its global shapes.",
+      "double", "getSbpFlops", (ins), "",
+      [{ return ::mlir::of::defaultSbpFlops($_op); }]>,
+    InterfaceMethod<
+      [{Elements the op's local form all-reduces across the axis under a
+        1-D signature (the two-stage forms, e.g. softmax over a split axis
+        reduces its maxima and sums); 0 for signatures computed locally.}],
+      "int64_t", "getSbpInternalAllReduce",
+      (ins "const ::mlir::of::SbpSignature &":$signature), "",
+      [{ return 0; }]>,
+  ];
+}
+
+#endif // OF_DIALECT_OF_IR_OFINTERFACES_TD

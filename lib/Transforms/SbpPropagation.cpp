@@ -1,0 +1,559 @@
+//===- SbpPropagation.cpp - SBP propagation and boxing insertion ----------===//
+//
+// --of-propagate-sbp / --of-explain-sbp give every value of a global program
+// a distribution, choosing per op the nd signature (SbpOpInterface, product
+// rule) with the lowest boxing + compute cost; --of-insert-boxing turns every
+// remaining mismatch into an explicit of.boxing. --of-test-sbp-signatures
+// lists the signatures of each op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Dialect/OF/IR/Sbp.h"
+#include "OF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::of {
+#define GEN_PASS_DEF_PROPAGATESBPPASS
+#define GEN_PASS_DEF_EXPLAINSBPPASS
+#define GEN_PASS_DEF_INSERTBOXINGPASS
+#define GEN_PASS_DEF_TESTSBPSIGNATURESPASS
+#include "OF/Transforms/Passes.h.inc"
+} // namespace mlir::of
+
+using namespace mlir;
+using namespace mlir::of;
+
+namespace {
+
+/// The one placement a function's distributions refer to.
+struct FuncPlacement {
+  FlatSymbolRefAttr ref;
+  SmallVector<int64_t> grid;
+};
+
+/// Finds the placement of `func`: nullopt when nothing in it is
+/// distributed, failure (with an error) when it uses several.
+FailureOr<std::optional<FuncPlacement>> findPlacement(func::FuncOp func) {
+  FlatSymbolRefAttr ref;
+  Operation *where = nullptr;
+  bool conflict = false;
+  auto visitType = [&](Type type, Operation *op) {
+    SbpAttr sbp = getSbp(type);
+    if (!sbp || conflict)
+      return;
+    if (!ref) {
+      ref = sbp.getPlacement();
+      where = op;
+    } else if (ref != sbp.getPlacement()) {
+      op->emitError("uses placement ")
+              << sbp.getPlacement() << " while the function also uses "
+              << ref
+              << "; programs over several placements (pipeline stages) are "
+                 "not supported yet";
+      conflict = true;
+    }
+  };
+  for (Type t : func.getArgumentTypes())
+    visitType(t, func);
+  for (Type t : func.getResultTypes())
+    visitType(t, func);
+  func.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      visitType(t, op);
+  });
+  if (conflict)
+    return failure();
+  if (!ref)
+    return std::optional<FuncPlacement>();
+  auto placement =
+      SymbolTable::lookupNearestSymbolFrom<PlacementOp>(func, ref);
+  if (!placement) {
+    where->emitError("refers to unknown placement ") << ref;
+    return failure();
+  }
+  return std::optional<FuncPlacement>(
+      FuncPlacement{ref, placement.getGridShape()});
+}
+
+RankedTensorType withSbp(Type type, FlatSymbolRefAttr placement,
+                         ArrayRef<SbpEntry> nd) {
+  auto t = cast<RankedTensorType>(type);
+  return RankedTensorType::get(
+      t.getShape(), t.getElementType(),
+      SbpAttr::get(type.getContext(), placement, nd));
+}
+
+std::optional<NdSbp> distOf(Type type) {
+  SbpAttr sbp = getSbp(type);
+  if (!sbp)
+    return std::nullopt;
+  return NdSbp(sbp.getEntries().begin(), sbp.getEntries().end());
+}
+
+int64_t elementBytes(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  return std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+CostModel makeCostModel(StringRef interconnect, StringRef machineFile,
+                        Operation *anchor, bool &ok) {
+  CostModel model;
+  std::string error;
+  ok = CostModel::preset(interconnect, model, error) &&
+       (machineFile.empty() ||
+        CostModel::readMachineFile(machineFile, model, error));
+  if (!ok)
+    anchor->emitError(error);
+  return model;
+}
+
+/// An nd signature: for each operand and result its nd-SBP, and the 1-D
+/// signature of every axis it came from.
+struct NdSignature {
+  SmallVector<NdSbp, 4> operands;
+  SmallVector<NdSbp, 2> results;
+  SmallVector<SbpSignature, 2> perAxis;
+  double cost = 0, boxing = 0;
+
+  std::string str() const {
+    std::string s;
+    for (auto [i, o] : llvm::enumerate(operands))
+      s += (i ? ", " : "") + of::str(o);
+    s += operands.empty() ? "-> " : " -> ";
+    for (auto [i, r] : llvm::enumerate(results))
+      s += (i ? ", " : "") + of::str(r);
+    return s;
+  }
+};
+
+/// Whether every split of `nd` on a tensor of `shape` leaves every rank a
+/// non-empty shard, and `nd` does not mix P and P(max) (a sum of maxima has
+/// no boxing back to B that every order of axes agrees on).
+bool splitsFit(ArrayRef<int64_t> shape, ArrayRef<SbpEntry> nd,
+               ArrayRef<int64_t> grid) {
+  bool sum = llvm::any_of(nd, [](const SbpEntry &e) {
+    return e.kind == SbpKind::PartialSum;
+  });
+  bool max = llvm::any_of(nd, [](const SbpEntry &e) {
+    return e.kind == SbpKind::PartialMax;
+  });
+  if (sum && max)
+    return false;
+  SmallVector<int64_t> parts(shape.size(), 1);
+  for (auto [a, e] : llvm::enumerate(nd))
+    if (e.isSplit())
+      parts[e.dim] *= grid[a];
+  for (auto [d, p] : llvm::enumerate(parts))
+    if (p > shape[d])
+      return false;
+  return true;
+}
+
+/// All nd signatures of `op` on `grid` (the product of its 1-D signatures
+/// over the axes), in a deterministic order, with their cost given the
+/// operands' distributions and the results' annotations (null: none).
+using ResultCost = function_ref<double(unsigned, ArrayRef<SbpEntry>)>;
+SmallVector<NdSignature, 0>
+rankSignatures(Operation *op, ArrayRef<SbpSignature> sigs,
+               ArrayRef<std::optional<NdSbp>> inputs,
+               ArrayRef<std::optional<NdSbp>> annotated, ArrayRef<int64_t> grid,
+               const CostModel &model, ResultCost resultCost = nullptr) {
+  SmallVector<NdSignature, 0> out;
+  size_t axes = grid.size();
+  SmallVector<unsigned> idx(axes, 0);
+  if (sigs.empty())
+    return out;
+  while (true) {
+    NdSignature nd;
+    for (unsigned a = 0; a < axes; ++a)
+      nd.perAxis.push_back(sigs[idx[a]]);
+    nd.operands.resize(op->getNumOperands());
+    nd.results.resize(op->getNumResults());
+    bool fits = true;
+    for (unsigned a = 0; a < axes; ++a) {
+      for (auto [i, e] : llvm::enumerate(nd.perAxis[a].operands))
+        nd.operands[i].push_back(e);
+      for (auto [i, e] : llvm::enumerate(nd.perAxis[a].results))
+        nd.results[i].push_back(e);
+    }
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      fits &= splitsFit(cast<ShapedType>(v.getType()).getShape(),
+                        nd.operands[i], grid);
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      fits &= splitsFit(cast<ShapedType>(v.getType()).getShape(),
+                        nd.results[i], grid);
+    if (fits) {
+      for (auto [i, v] : llvm::enumerate(op->getOperands()))
+        if (inputs[i])
+          nd.boxing += model.boxingCost(
+              cast<ShapedType>(v.getType()).getShape(),
+              elementBytes(v.getType()), *inputs[i], nd.operands[i], grid);
+      for (auto [i, v] : llvm::enumerate(op->getResults())) {
+        if (annotated[i])
+          nd.boxing += model.boxingCost(
+              cast<ShapedType>(v.getType()).getShape(),
+              elementBytes(v.getType()), nd.results[i], *annotated[i], grid);
+        else if (resultCost)
+          nd.boxing += resultCost(i, nd.results[i]);
+      }
+      nd.cost = nd.boxing + model.computeCost(op, nd.perAxis, grid);
+      out.push_back(std::move(nd));
+    }
+    // Next index tuple (the last axis varies fastest).
+    int64_t a = static_cast<int64_t>(axes) - 1;
+    for (; a >= 0; --a) {
+      if (++idx[a] < sigs.size())
+        break;
+      idx[a] = 0;
+    }
+    if (a < 0)
+      break;
+  }
+  // Cheapest first; ties keep the op's order (stable).
+  std::stable_sort(out.begin(), out.end(),
+                   [](const NdSignature &l, const NdSignature &r) {
+                     return l.cost < r.cost;
+                   });
+  return out;
+}
+
+ArrayAttr sbpArray(MLIRContext *ctx, FlatSymbolRefAttr placement,
+                   ArrayRef<NdSbp> dists) {
+  SmallVector<Attribute> attrs;
+  for (const NdSbp &d : dists)
+    attrs.push_back(SbpAttr::get(ctx, placement, d));
+  return ArrayAttr::get(ctx, attrs);
+}
+
+std::string costStr(double seconds) {
+  return llvm::formatv("{0:e2} s", seconds).str();
+}
+
+/// The distributions of an op's operands, checking that they exist and are
+/// all on `placement`.
+LogicalResult operandDists(Operation *op, const FuncPlacement &fp,
+                           SmallVectorImpl<std::optional<NdSbp>> &dists) {
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    SbpAttr sbp = getSbp(v.getType());
+    if (!sbp)
+      return op->emitError("operand ")
+             << i << " has no distribution; run --of-propagate-sbp first";
+    if (sbp.getPlacement() != fp.ref)
+      return op->emitError("operand ")
+             << i << " is on placement " << sbp.getPlacement() << " ("
+             << str(sbp.getEntries()) << ") but the op runs on " << fp.ref
+             << "; move it with an of.boxing";
+    dists.emplace_back(NdSbp(sbp.getEntries().begin(), sbp.getEntries().end()));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Propagation
+//===----------------------------------------------------------------------===//
+
+LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
+                                bool explain) {
+  FailureOr<std::optional<FuncPlacement>> found = findPlacement(func);
+  if (failed(found))
+    return failure();
+  if (!*found)
+    return success();
+  const FuncPlacement &fp = **found;
+  MLIRContext *ctx = func.getContext();
+  NdSbp broadcast(fp.grid.size(), SbpEntry::broadcast());
+
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("SBP propagation needs a single-block function");
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (isa<RankedTensorType>(arg.getType()) && !getSbp(arg.getType()))
+      arg.setType(withSbp(arg.getType(), fp.ref, broadcast));
+
+  // What the user wrote is fixed: annotated results and function results.
+  DenseMap<Value, NdSbp> pinned;
+  for (Operation &op : body)
+    if (!isa<BoxingOp>(op))
+      for (Value r : op.getResults())
+        if (std::optional<NdSbp> d = distOf(r.getType()))
+          pinned[r] = *d;
+  SmallVector<std::optional<NdSbp>> resultAnnotations;
+  for (Type t : func.getResultTypes())
+    resultAnnotations.push_back(distOf(t));
+
+  // What the users of a value need from it: the operand distributions their
+  // signatures chose, a boxing's target (a hint: the boxing converts
+  // anyway), an annotated function result.
+  auto consumerCost = [&](Value v, ArrayRef<SbpEntry> cand) {
+    double cost = 0;
+    auto type = cast<ShapedType>(v.getType());
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      std::optional<NdSbp> want;
+      if (auto attr = user->getAttrOfType<ArrayAttr>("of.operand_sbp"))
+        want = NdSbp(cast<SbpAttr>(attr[use.getOperandNumber()]).getEntries());
+      else if (auto boxing = dyn_cast<BoxingOp>(user))
+        want = distOf(boxing.getType());
+      else if (isa<func::ReturnOp>(user))
+        want = resultAnnotations[use.getOperandNumber()];
+      if (want)
+        cost += model.boxingCost(type.getShape(), elementBytes(type), cand,
+                                 *want, fp.grid);
+    }
+    return cost;
+  };
+
+  // A forward pass in program order, then sweeps that also weigh what each
+  // op's users need (coordinate descent: an op is revisited once its users
+  // have chosen), until nothing changes.
+  DenseMap<Operation *, std::string> explanation;
+  constexpr int kMaxSweeps = 4;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    bool changed = false;
+    for (Operation &op : body) {
+      if (isa<func::ReturnOp, BoxingOp>(op)) {
+        if (auto boxing = dyn_cast<BoxingOp>(op);
+            boxing && !getSbp(boxing.getType()))
+          return boxing.emitError(
+              "the target of an of.boxing needs a distribution");
+        continue;
+      }
+      auto sbpOp = dyn_cast<SbpOpInterface>(op);
+      if (!sbpOp)
+        return op.emitError("op has no SBP signatures (SbpOpInterface), so "
+                            "it cannot be distributed");
+      SmallVector<std::optional<NdSbp>> inputs;
+      if (failed(operandDists(&op, fp, inputs)))
+        return failure();
+      SmallVector<std::optional<NdSbp>> annotated;
+      for (Value r : op.getResults()) {
+        auto it = pinned.find(r);
+        annotated.push_back(it == pinned.end() ? std::nullopt
+                                               : std::optional(it->second));
+        if (SbpAttr sbp = getSbp(r.getType());
+            sbp && it != pinned.end() && sbp.getPlacement() != fp.ref)
+          return op.emitError("result is annotated on placement ")
+                 << sbp.getPlacement() << " but the op's operands are on "
+                 << fp.ref << "; move it with an of.boxing";
+      }
+      SmallVector<SbpSignature> sigs;
+      sbpOp.getSbpSignatures(sigs);
+      SmallVector<NdSignature, 0> ranked = rankSignatures(
+          &op, sigs, inputs, annotated, fp.grid, model,
+          [&](unsigned i, ArrayRef<SbpEntry> cand) {
+            return consumerCost(op.getResult(i), cand);
+          });
+      if (ranked.empty())
+        return op.emitError("no SBP signature of the op fits its shapes on "
+                            "placement ")
+               << fp.ref;
+      const NdSignature &best = ranked.front();
+      ArrayAttr operandAttr = sbpArray(ctx, fp.ref, best.operands);
+      ArrayAttr resultAttr = sbpArray(ctx, fp.ref, best.results);
+      if (op.getAttr("of.operand_sbp") == operandAttr &&
+          op.getAttr("of.result_sbp") == resultAttr)
+        continue;
+      changed = true;
+      for (auto [i, r] : llvm::enumerate(op.getResults()))
+        if (!annotated[i])
+          r.setType(withSbp(r.getType(), fp.ref, best.results[i]));
+      op.setAttr("of.operand_sbp", operandAttr);
+      op.setAttr("of.result_sbp", resultAttr);
+      if (explain) {
+        std::string text = "chose " + best.str() + " at " +
+                           costStr(best.cost) + " (boxing " +
+                           costStr(best.boxing) + ")";
+        if (ranked.size() > 1) {
+          text += "; alternatives:";
+          for (const NdSignature &alt :
+               ArrayRef(ranked).drop_front().take_front(6))
+            text += " " + alt.str() + " at " + costStr(alt.cost) + ";";
+          if (ranked.size() > 7)
+            text += " ... " + std::to_string(ranked.size() - 7) + " more";
+        }
+        explanation[&op] = text;
+      }
+    }
+    if (!changed)
+      break;
+  }
+  for (Operation &op : body)
+    if (auto it = explanation.find(&op); it != explanation.end())
+      op.emitRemark(it->second);
+
+  // Unannotated results take what the program computes.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Type> results(func.getResultTypes());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (isa<RankedTensorType>(results[i]) && !getSbp(results[i]))
+      results[i] = v.getType();
+  func.setType(FunctionType::get(ctx, body.getArgumentTypes(), results));
+  return success();
+}
+
+struct PropagateSbpPass
+    : of::impl::PropagateSbpPassBase<PropagateSbpPass> {
+  using PropagateSbpPassBase::PropagateSbpPassBase;
+  void runOnOperation() override {
+    bool ok;
+    CostModel model =
+        makeCostModel(interconnect, machineFile, getOperation(), ok);
+    if (!ok)
+      return signalPassFailure();
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(propagateFunction(func, model, explain)))
+        return signalPassFailure();
+  }
+};
+
+struct ExplainSbpPass : of::impl::ExplainSbpPassBase<ExplainSbpPass> {
+  using ExplainSbpPassBase::ExplainSbpPassBase;
+  void runOnOperation() override {
+    bool ok;
+    CostModel model =
+        makeCostModel(interconnect, machineFile, getOperation(), ok);
+    if (!ok)
+      return signalPassFailure();
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(propagateFunction(func, model, true)))
+        return signalPassFailure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Boxing insertion
+//===----------------------------------------------------------------------===//
+
+Value boxTo(OpBuilder &b, Location loc, Value v, Type target) {
+  return BoxingOp::create(b, loc, target, v).getResult();
+}
+
+LogicalResult insertBoxingInFunction(func::FuncOp func,
+                                     const CostModel &model) {
+  FailureOr<std::optional<FuncPlacement>> found = findPlacement(func);
+  if (failed(found))
+    return failure();
+  if (!*found)
+    return success();
+  const FuncPlacement &fp = **found;
+  MLIRContext *ctx = func.getContext();
+  Block &body = func.getBody().front();
+  OpBuilder b(ctx);
+
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      b.setInsertionPoint(ret);
+      for (auto [i, operand] : llvm::enumerate(ret->getOpOperands())) {
+        Type want = func.getResultTypes()[i];
+        if (operand.get().getType() != want) {
+          if (!getSbp(want) || !getSbp(operand.get().getType()))
+            return ret.emitError("result ")
+                   << i << " needs a distribution on both sides";
+          operand.set(boxTo(b, ret.getLoc(), operand.get(), want));
+        }
+      }
+      continue;
+    }
+    if (isa<BoxingOp>(op))
+      continue;
+    auto sbpOp = dyn_cast<SbpOpInterface>(op);
+    if (!sbpOp)
+      return op.emitError("op has no SBP signatures (SbpOpInterface), so it "
+                          "cannot be distributed");
+    SmallVector<NdSbp> needOperands, needResults;
+    auto operandAttr = op.getAttrOfType<ArrayAttr>("of.operand_sbp");
+    auto resultAttr = op.getAttrOfType<ArrayAttr>("of.result_sbp");
+    if (operandAttr && resultAttr) {
+      for (Attribute a : operandAttr)
+        needOperands.emplace_back(cast<SbpAttr>(a).getEntries());
+      for (Attribute a : resultAttr)
+        needResults.emplace_back(cast<SbpAttr>(a).getEntries());
+    } else {
+      SmallVector<std::optional<NdSbp>> inputs, annotated;
+      if (failed(operandDists(&op, fp, inputs)))
+        return failure();
+      for (auto [i, t] : llvm::enumerate(op.getResultTypes())) {
+        annotated.push_back(distOf(t));
+        if (!annotated.back())
+          return op.emitError("result ")
+                 << i << " has no distribution; run --of-propagate-sbp first";
+      }
+      SmallVector<SbpSignature> sigs;
+      sbpOp.getSbpSignatures(sigs);
+      SmallVector<NdSignature, 0> ranked =
+          rankSignatures(&op, sigs, inputs, annotated, fp.grid, model);
+      // The cost includes boxing the results to their annotations.
+      const NdSignature *best = ranked.empty() ? nullptr : &ranked.front();
+      if (!best) {
+        std::string have;
+        for (auto [i, d] : llvm::enumerate(inputs))
+          have += (i ? ", " : "") + str(*d);
+        return op.emitError("no SBP signature of the op fits operands ")
+               << have << " on placement " << fp.ref;
+      }
+      needOperands.assign(best->operands.begin(), best->operands.end());
+      needResults.assign(best->results.begin(), best->results.end());
+    }
+    op.removeAttr("of.operand_sbp");
+    op.removeAttr("of.result_sbp");
+
+    b.setInsertionPoint(&op);
+    for (auto [i, operand] : llvm::enumerate(op.getOpOperands())) {
+      Type want = withSbp(operand.get().getType(), fp.ref, needOperands[i]);
+      if (operand.get().getType() != want)
+        operand.set(boxTo(b, op.getLoc(), operand.get(), want));
+    }
+    b.setInsertionPointAfter(&op);
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      Type annotated = result.getType();
+      Type produced = withSbp(annotated, fp.ref, needResults[i]);
+      if (produced == annotated)
+        continue;
+      result.setType(produced);
+      Value boxed = boxTo(b, op.getLoc(), result, annotated);
+      result.replaceAllUsesExcept(boxed, boxed.getDefiningOp());
+    }
+  }
+  return success();
+}
+
+struct InsertBoxingPass : of::impl::InsertBoxingPassBase<InsertBoxingPass> {
+  using InsertBoxingPassBase::InsertBoxingPassBase;
+  void runOnOperation() override {
+    bool ok;
+    CostModel model =
+        makeCostModel(interconnect, machineFile, getOperation(), ok);
+    if (!ok)
+      return signalPassFailure();
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(insertBoxingInFunction(func, model)))
+        return signalPassFailure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Signature listing
+//===----------------------------------------------------------------------===//
+
+struct TestSbpSignaturesPass
+    : of::impl::TestSbpSignaturesPassBase<TestSbpSignaturesPass> {
+  void runOnOperation() override {
+    getOperation().walk([](SbpOpInterface op) {
+      SmallVector<SbpSignature> sigs;
+      op.getSbpSignatures(sigs);
+      std::string text = "sbp signatures:";
+      for (const SbpSignature &sig : sigs)
+        text += " [" + sig.str() +
+                (op.getSbpInternalAllReduce(sig) ? " (two-stage)" : "") + "]";
+      op->emitRemark(text);
+    });
+  }
+};
+
+} // namespace
