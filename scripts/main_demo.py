@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The README's main job: compile examples/mlp.mlir for the CPU, run it with
-of-run on random inputs, and check the result against NumPy.
+"""The README's main job on its embedded default: compile
+examples/mlp_megatron.mlir (an MLP with Megatron tensor parallelism, written
+once on global tensors) for 2 CPU ranks, run it with `of-run -n 2` on random
+inputs, and check the result against NumPy.
 
-Training on 2 ranks joins this job when SBP partitioning and autodiff land
-(issues 4 and 5); until then the global program runs as one rank.
+Training the small GPT on 2 ranks replaces this job when autodiff and the
+optimizers land (issue 5).
 """
+import math
 import pathlib
 import subprocess
 import sys
@@ -26,21 +29,37 @@ def step(message, cmd, **kw):
 
 with tempfile.TemporaryDirectory() as tmp:
     work = pathlib.Path(tmp)
-    example = ROOT / "examples" / "mlp.mlir"
+    example = ROOT / "examples" / "mlp_megatron.mlir"
+    explained = subprocess.run([TOOLS / "of-opt", "--of-explain-sbp", "-o", "/dev/null", example],
+                               text=True, capture_output=True)
+    for line in explained.stderr.splitlines():
+        if "remark: chose" in line:
+            print("[main] sbp:", line.split("remark: ")[1].split("; alternatives")[0])
     plan_text = step("compile", [TOOLS / "of-opt", "--of-pipeline=cpu", example])
+    collectives = [l.split('"')[1] for l in plan_text.splitlines() if "ofrt.collective" in l]
+    print(f"[main] collectives in the plan: {', '.join(collectives)}")
     plan = work / "mlp.ofp"
     step("pack", [TOOLS / "of-translate", "--of-plan-to-binary", "-o", plan], input=plan_text)
     print(f"[main] plan: {plan.stat().st_size} bytes")
     rng = np.random.default_rng()
-    x = rng.standard_normal((64, 128), dtype=np.float32)
-    w = rng.standard_normal((128, 256), dtype=np.float32)
-    np.save(work / "x.npy", x)
-    np.save(work / "w.npy", w)
-    print(step("run", [TOOLS / "of-run", plan, "--input", f"x={work / 'x.npy'}",
-                       "--input", f"w={work / 'w.npy'}", "--output-dir", work / "out",
-                       "--repeat", "10", "--print-timing"]), end="")
-    y = np.load(work / "out" / "out0.npy")
-    ref = np.maximum(x.astype(np.float64) @ w.astype(np.float64), 0)
+    inputs = {
+        "x": rng.standard_normal((32, 128), dtype=np.float32),
+        "w1": (rng.standard_normal((128, 512)) / math.sqrt(128)).astype(np.float32),
+        "b1": rng.standard_normal(512, dtype=np.float32),
+        "w2": (rng.standard_normal((512, 128)) / math.sqrt(512)).astype(np.float32),
+    }
+    args = []
+    for name, value in inputs.items():
+        np.save(work / f"{name}.npy", value)
+        args += ["--input", f"{name}={work / (name + '.npy')}"]
+    print(step("run on 2 ranks", [TOOLS / "of-run", "-n", "2", plan, *args,
+                                  "--output-dir", work / "out", "--repeat", "10",
+                                  "--print-timing"]), end="")
+    y = np.load(work / "out" / "y.npy")
+    f = {k: v.astype(np.float64) for k, v in inputs.items()}
+    h = f["x"] @ f["w1"] + f["b1"]
+    erf = np.vectorize(math.erf)
+    ref = (0.5 * h * (1 + erf(h / math.sqrt(2)))) @ f["w2"]
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     print(f"[main] relative error against NumPy (float64): {err:.2e}")
     if not err < 1e-5:

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""SBP benchmarks: partition compile time against the rank count, and MLP
+forward weak scaling from 1 to 2 ranks.
+
+  python3 bench/sbp_bench.py [--tools build/bin] [--repeat 30]
+
+1. Compile time of the SBP stages (`--of-pipeline=cpu,stop-after=partition`)
+   and of the whole pipeline up to the plan (`stop-after=plan`, which
+   includes bufferization and the plan builder but not the kernel compiler)
+   for an MLP 784-1024-1024-10 under data parallel and Megatron tensor
+   parallel on placements of 1, 8 and 1024 ranks, and an uneven batch on
+   1024 ranks. The peer is the same program on 1 rank: the ratio must stay
+   near 1 (ranks with the same role share one program), and the number of
+   programs is printed.
+2. MLP forward (784-1024-1024-10, relu, data parallel, 128 rows per rank)
+   per-run time with `of-run --repeat N --print-timing` on 1 rank (batch 128)
+   and 2 ranks (batch 256), OPENBLAS_NUM_THREADS=1 per rank so the two runs
+   use one core per rank; weak-scaling efficiency = t1 / t2. NumPy's forward
+   of batch 128 on one BLAS thread is printed as the single-process peer.
+"""
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import time
+
+# One BLAS thread for NumPy too (read when NumPy loads OpenBLAS), so the
+# single-process peer uses one core like each rank.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+import numpy as np  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DIMS = [784, 1024, 1024, 10]
+
+
+def mlp_text(batch, ranks, layout):
+    """The MLP on a placement of `ranks` devices (None: no distribution)."""
+    def t(shape, sbp=None):
+        s = "tensor<" + "".join(f"{d}x" for d in shape) + "f32"
+        return s + (f", #of.sbp<@p, [{sbp}]>>" if sbp and ranks else ">")
+
+    sbp = {"data": {"x": "S(0)"},
+           "megatron": {"w0": "S(1)", "b0": "S(0)", "w1": "S(0)"}}[layout]
+    args, lines = [], []
+    x = "%x"
+    args.append(f'%x: {t((batch, DIMS[0]), sbp.get("x", "B"))} {{of.name = "x"}}')
+    h = x
+    htype = t((batch, DIMS[0]), sbp.get("x", "B"))
+    for i in range(3):
+        w, b = f"w{i}", f"b{i}"
+        wt = t((DIMS[i], DIMS[i + 1]), sbp.get(w, "B"))
+        bt = t((DIMS[i + 1],), sbp.get(b, "B"))
+        args += [f'%{w}: {wt} {{of.name = "{w}"}}', f'%{b}: {bt} {{of.name = "{b}"}}']
+        ot = t((batch, DIMS[i + 1]))
+        lines.append(f"%m{i} = of.matmul {h}, %{w} : ({htype}, {wt}) -> {ot}")
+        lines.append(f"%a{i} = of.add %m{i}, %{b} : ({ot}, {bt}) -> {ot}")
+        h, htype = f"%a{i}", ot
+        if i < 2:
+            lines.append(f"%r{i} = of.relu {h} : ({ot}) -> {ot}")
+            h = f"%r{i}"
+    out = t((batch, DIMS[-1]), "S(0)" if layout == "data" else "B")
+    if ranks:
+        lines.append(f"%y = of.boxing {h} : {htype} -> {out}")
+        h = "%y"
+    header = f'of.placement @p {{device = "cpu", shape = [{ranks}]}}\n' if ranks else ""
+    return (f"{header}func.func @main({', '.join(args)}) -> ({out} {{of.name = \"y\"}}) {{\n  "
+            + "\n  ".join(lines) + f"\n  return {h} : {out}\n}}\n")
+
+
+def timed(cmd, stdin=None, repeat=3):
+    best = float("inf")
+    out = b""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, input=stdin, capture_output=True)
+        best = min(best, time.perf_counter() - start)
+        if proc.returncode:
+            raise SystemExit(f"{cmd[0]} failed:\n{proc.stderr.decode()}")
+        out = proc.stdout
+    return best, out
+
+
+def compile_times(tools, tmp):
+    print("== partition compile time (best of 3, seconds) ==")
+    print(f"{'program':<28}{'ranks':>6}{'sbp+partition':>15}{'to plan':>10}{'programs':>10}"
+          f"{'vs 1 rank':>11}")
+    base = {}
+    for layout, batch in [("data", 8192), ("megatron", 8192), ("data-uneven", 2000)]:
+        kind = layout.split("-")[0]
+        for ranks in ([1, 8, 1024] if layout != "data-uneven" else [1, 1024]):
+            src = pathlib.Path(tmp) / f"{layout}-{ranks}.mlir"
+            src.write_text(mlp_text(batch, ranks, kind))
+            t_part, out = timed([f"{tools}/of-opt", "--of-pipeline=cpu,stop-after=partition", str(src)])
+            t_plan, plan = timed([f"{tools}/of-opt", "--of-pipeline=cpu,stop-after=plan", str(src)])
+            programs = plan.decode().count("ofrt.program")
+            base.setdefault(layout, t_plan)
+            print(f"{layout + f' (batch {batch})':<28}{ranks:>6}{t_part:>15.3f}{t_plan:>10.3f}"
+                  f"{programs:>10}{t_plan / base[layout]:>10.2f}x")
+
+
+def run_time(tools, plan, inputs, nproc, repeat, tmp):
+    cmd = [f"{tools}/of-run", "-n", str(nproc), str(plan), "--repeat", str(repeat),
+           "--print-timing", "--output-dir", str(pathlib.Path(tmp) / f"out{nproc}")]
+    for name, a in inputs.items():
+        path = pathlib.Path(tmp) / f"{name}-{nproc}.npy"
+        np.save(path, a)
+        cmd += ["--input", f"{name}={path}"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, env=env)
+    if proc.returncode:
+        raise SystemExit(f"of-run failed:\n{proc.stderr.decode()}")
+    text = proc.stdout.decode() + proc.stderr.decode()
+    m = re.search(r"total per run: ([0-9.]+) ms in steps, ([0-9.]+) ms wall", text)
+    c = re.search(r"collectives per run: ([0-9.]+) ms", text)
+    return float(m.group(2)), float(c.group(1)) if c else 0.0
+
+
+def weak_scaling(tools, repeat, tmp):
+    print(f"\n== MLP forward weak scaling, 128 rows per rank, 1 BLAS thread per rank "
+          f"({repeat} runs) ==")
+    rng = np.random.default_rng(0)
+    params = {}
+    for i in range(3):
+        params[f"w{i}"] = (rng.standard_normal((DIMS[i], DIMS[i + 1])) / np.sqrt(DIMS[i])).astype(np.float32)
+        params[f"b{i}"] = rng.standard_normal(DIMS[i + 1]).astype(np.float32)
+    times = {}
+    for nproc in (1, 2):
+        batch = 128 * nproc
+        src = pathlib.Path(tmp) / f"weak-{nproc}.mlir"
+        src.write_text(mlp_text(batch, nproc if nproc > 1 else None, "data"))
+        lowered = subprocess.run([f"{tools}/of-opt", "--of-pipeline=cpu", str(src)],
+                                 capture_output=True, check=True).stdout
+        plan = pathlib.Path(tmp) / f"weak-{nproc}.ofp"
+        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
+                       input=lowered, check=True)
+        inputs = dict(params, x=rng.standard_normal((batch, DIMS[0])).astype(np.float32))
+        times[nproc] = run_time(tools, plan, inputs, nproc, repeat, tmp)
+    x = rng.standard_normal((128, DIMS[0])).astype(np.float32)
+    start = time.perf_counter()
+    for _ in range(repeat):
+        h = x
+        for i in range(3):
+            h = h @ params[f"w{i}"] + params[f"b{i}"]
+            if i < 2:
+                h = np.maximum(h, 0)
+    numpy_ms = (time.perf_counter() - start) / repeat * 1e3
+    t1, t2 = times[1][0], times[2][0]
+    print(f"{'ranks':<8}{'batch':>7}{'ms/run':>10}{'collectives ms':>16}")
+    for n in (1, 2):
+        print(f"{n:<8}{128 * n:>7}{times[n][0]:>10.3f}{times[n][1]:>16.3f}")
+    print(f"weak-scaling efficiency 1 -> 2 ranks: {t1 / t2:.2f} (t1 / t2)")
+    print(f"NumPy forward, batch 128, 1 BLAS thread: {numpy_ms:.3f} ms "
+          f"(NumPy time / OF 1-rank time: {numpy_ms / t1:.2f})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
+    ap.add_argument("--repeat", type=int, default=30)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_times(args.tools, tmp)
+        weak_scaling(args.tools, args.repeat, tmp)
+
+
+if __name__ == "__main__":
+    main()
