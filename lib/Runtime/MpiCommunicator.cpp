@@ -342,6 +342,8 @@ public:
   }
 
 private:
+  Status pointToPoint(void *data, uint64_t bytes, int peer, int tag,
+                      const std::string &what, bool sending);
   bool broken() const { return world_->broken_; }
   /// Checks the communicator is usable and runs the test fault hook.
   Status begin(const std::string &what) {
@@ -644,33 +646,20 @@ Status MpiCommunicator::broadcast(void *data, uint64_t bytes, int root,
 
 Status MpiCommunicator::send(const void *data, uint64_t bytes, int peer,
                              int tag, const std::string &what) {
-  if (Status status = begin(what); status.failed())
-    return status;
-  MPI_Datatype type;
-  size_t unit = unitOf({bytes}, type);
-  uint64_t units = bytes / unit;
-  for (uint64_t done = 0; done < units || (units == 0 && done == 0);) {
-    uint64_t piece = std::min(units - done, kMaxCount);
-    MPI_Request request;
-    if (Status status = checkCall(
-            mpi().Isend(static_cast<const unsigned char *>(data) + done * unit,
-                        static_cast<int>(piece), type, peer, tag, comm_,
-                        &request),
-            "MPI_Isend", what);
-        status.failed())
-      return status;
-    if (Status status = wait(&request, 1, what, {worldRanks_[peer]});
-        status.failed())
-      return status;
-    done += piece;
-    if (units == 0)
-      break;
-  }
-  return Status::success();
+  return pointToPoint(const_cast<void *>(data), bytes, peer, tag, what,
+                      /*sending=*/true);
 }
 
 Status MpiCommunicator::recv(void *data, uint64_t bytes, int peer, int tag,
                              const std::string &what) {
+  return pointToPoint(data, bytes, peer, tag, what, /*sending=*/false);
+}
+
+/// One send or receive of `bytes`, in pieces of at most kMaxCount units
+/// (MPI counts are ints), each waited for under the deadline.
+Status MpiCommunicator::pointToPoint(void *data, uint64_t bytes, int peer,
+                                     int tag, const std::string &what,
+                                     bool sending) {
   if (Status status = begin(what); status.failed())
     return status;
   MPI_Datatype type;
@@ -679,11 +668,12 @@ Status MpiCommunicator::recv(void *data, uint64_t bytes, int peer, int tag,
   for (uint64_t done = 0; done < units || (units == 0 && done == 0);) {
     uint64_t piece = std::min(units - done, kMaxCount);
     MPI_Request request;
+    unsigned char *at = static_cast<unsigned char *>(data) + done * unit;
+    int count = static_cast<int>(piece);
     if (Status status = checkCall(
-            mpi().Irecv(static_cast<unsigned char *>(data) + done * unit,
-                        static_cast<int>(piece), type, peer, tag, comm_,
-                        &request),
-            "MPI_Irecv", what);
+            sending ? mpi().Isend(at, count, type, peer, tag, comm_, &request)
+                    : mpi().Irecv(at, count, type, peer, tag, comm_, &request),
+            sending ? "MPI_Isend" : "MPI_Irecv", what);
         status.failed())
       return status;
     if (Status status = wait(&request, 1, what, {worldRanks_[peer]});

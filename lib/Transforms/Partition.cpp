@@ -11,6 +11,7 @@
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/IR/Sbp.h"
 #include "OF/Transforms/Passes.h"
+#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -28,46 +29,7 @@ using namespace mlir::of;
 
 namespace {
 
-struct Mesh {
-  FlatSymbolRefAttr ref;
-  SmallVector<int64_t> grid;
-  SmallVector<int64_t> ranks;
-};
-
-/// The placement of a distributed function (all its encodings name one).
-FailureOr<std::optional<Mesh>> meshOf(func::FuncOp func) {
-  FlatSymbolRefAttr ref;
-  bool bad = false;
-  auto visit = [&](Type t, Operation *op) {
-    SbpAttr sbp = getSbp(t);
-    if (!sbp || bad)
-      return;
-    if (ref && ref != sbp.getPlacement()) {
-      op->emitError("uses placement ")
-          << sbp.getPlacement() << " and " << ref
-          << "; programs over several placements are not supported yet";
-      bad = true;
-    }
-    ref = sbp.getPlacement();
-  };
-  for (Type t : func.getArgumentTypes())
-    visit(t, func);
-  func.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      visit(t, op);
-  });
-  if (bad)
-    return failure();
-  if (!ref)
-    return std::optional<Mesh>();
-  auto placement = SymbolTable::lookupNearestSymbolFrom<PlacementOp>(func, ref);
-  if (!placement) {
-    func.emitError("refers to unknown placement ") << ref;
-    return failure();
-  }
-  return std::optional<Mesh>(
-      Mesh{ref, placement.getGridShape(), placement.getRankList()});
-}
+using Mesh = FuncPlacement;
 
 RankedTensorType localType(RankedTensorType global, ArrayRef<int64_t> grid,
                            ArrayRef<int64_t> coord) {
@@ -165,6 +127,21 @@ Value scalar(OpBuilder &b, Location loc, Type elementType, double value) {
           type, b.getFloatAttr(elementType, value))));
 }
 
+/// `v` (of type `type`) all-reduced over each placement axis in `axes`.
+Value allReduceOver(OpBuilder &b, Location loc, Value v,
+                    RankedTensorType type, ArrayRef<unsigned> axes,
+                    FlatSymbolRefAttr placement, bool max) {
+  for (unsigned a : axes) {
+    Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                         type.getElementType());
+    v = AllReduceOp::create(b, loc, TypeRange{type}, v, init, placement,
+                            b.getI64IntegerAttr(a),
+                            b.getStringAttr(max ? "max" : "sum"))
+            ->getResult(0);
+  }
+  return v;
+}
+
 /// The two-stage form of a normalisation whose normalised dimensions
 /// [axis, last] are split over the placement axes `axes`: local statistics,
 /// all-reduced (max then sum for softmax; sums for the norms), then the
@@ -191,14 +168,7 @@ LogicalResult expandTwoStage(Operation *op, ArrayRef<unsigned> axes,
   DenseI64ArrayAttr axesAttr = b.getDenseI64ArrayAttr(dims);
   BoolAttr keep = b.getBoolAttr(true);
   auto allReduce = [&](Value v, bool max) {
-    for (unsigned a : axes) {
-      Value init = tensor::EmptyOp::create(b, loc, rt.getShape(), et);
-      v = AllReduceOp::create(b, loc, TypeRange{rt}, v, init, placement,
-                              b.getI64IntegerAttr(a),
-                              b.getStringAttr(max ? "max" : "sum"))
-              ->getResult(0);
-    }
-    return v;
+    return allReduceOver(b, loc, v, rt, axes, placement, max);
   };
   auto sumOf = [&](Value v) {
     return allReduce(ReduceSumOp::create(b, loc, rt, v, axesAttr, keep), false);
@@ -340,14 +310,7 @@ void vocabParallelCrossEntropy(CrossEntropyOp ce, RankedTensorType logitsGlobal,
   DenseI64ArrayAttr axesAttr = b.getDenseI64ArrayAttr({last});
   BoolAttr keep = b.getBoolAttr(true);
   auto allReduce = [&](Value v, bool max) {
-    for (unsigned a : axes) {
-      Value init = tensor::EmptyOp::create(b, loc, kt.getShape(), et);
-      v = AllReduceOp::create(b, loc, TypeRange{kt}, v, init, mesh.ref,
-                              b.getI64IntegerAttr(a),
-                              b.getStringAttr(max ? "max" : "sum"))
-              ->getResult(0);
-    }
-    return v;
+    return allReduceOver(b, loc, v, kt, axes, mesh.ref, max);
   };
   Value m = allReduce(ReduceMaxOp::create(b, loc, kt, x, axesAttr, keep), true);
   Value e = ExpOp::create(b, loc, xt, SubOp::create(b, loc, xt, x, m));
@@ -605,7 +568,7 @@ struct PartitionPass : of::impl::PartitionPassBase<PartitionPass> {
     for (func::FuncOp func : funcs) {
       if (func.isExternal())
         continue;
-      FailureOr<std::optional<Mesh>> found = meshOf(func);
+      FailureOr<std::optional<Mesh>> found = findPlacement(func);
       if (failed(found))
         return signalPassFailure();
       if (!*found)

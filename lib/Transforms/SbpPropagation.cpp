@@ -11,6 +11,7 @@
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/IR/Sbp.h"
 #include "OF/Transforms/Passes.h"
+#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,15 +32,11 @@ using namespace mlir::of;
 
 namespace {
 
-/// The one placement a function's distributions refer to.
-struct FuncPlacement {
-  FlatSymbolRefAttr ref;
-  SmallVector<int64_t> grid;
-};
+} // namespace
 
 /// Finds the placement of `func`: nullopt when nothing in it is
 /// distributed, failure (with an error) when it uses several.
-FailureOr<std::optional<FuncPlacement>> findPlacement(func::FuncOp func) {
+FailureOr<std::optional<FuncPlacement>> of::findPlacement(func::FuncOp func) {
   FlatSymbolRefAttr ref;
   Operation *where = nullptr;
   bool conflict = false;
@@ -77,9 +74,11 @@ FailureOr<std::optional<FuncPlacement>> findPlacement(func::FuncOp func) {
     where->emitError("refers to unknown placement ") << ref;
     return failure();
   }
-  return std::optional<FuncPlacement>(
-      FuncPlacement{ref, placement.getGridShape()});
+  return std::optional<FuncPlacement>(FuncPlacement{
+      ref, placement.getGridShape(), placement.getRankList()});
 }
+
+namespace {
 
 RankedTensorType withSbp(Type type, FlatSymbolRefAttr placement,
                          ArrayRef<SbpEntry> nd) {
@@ -397,32 +396,43 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
   return success();
 }
 
+/// Runs `perFunction` with the options' cost model on every defined
+/// function of `module`.
+LogicalResult
+forEachFunction(ModuleOp module, StringRef interconnect, StringRef machineFile,
+                function_ref<LogicalResult(func::FuncOp, const CostModel &)>
+                    perFunction) {
+  bool ok;
+  CostModel model = makeCostModel(interconnect, machineFile, module, ok);
+  if (!ok)
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && failed(perFunction(func, model)))
+      return failure();
+  return success();
+}
+
 struct PropagateSbpPass
     : of::impl::PropagateSbpPassBase<PropagateSbpPass> {
   using PropagateSbpPassBase::PropagateSbpPassBase;
   void runOnOperation() override {
-    bool ok;
-    CostModel model =
-        makeCostModel(interconnect, machineFile, getOperation(), ok);
-    if (!ok)
-      return signalPassFailure();
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(propagateFunction(func, model, explain)))
-        return signalPassFailure();
+    if (failed(forEachFunction(
+            getOperation(), interconnect, machineFile,
+            [&](func::FuncOp f, const CostModel &model) {
+              return propagateFunction(f, model, explain);
+            })))
+      signalPassFailure();
   }
 };
 
 struct ExplainSbpPass : of::impl::ExplainSbpPassBase<ExplainSbpPass> {
   using ExplainSbpPassBase::ExplainSbpPassBase;
   void runOnOperation() override {
-    bool ok;
-    CostModel model =
-        makeCostModel(interconnect, machineFile, getOperation(), ok);
-    if (!ok)
-      return signalPassFailure();
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(propagateFunction(func, model, true)))
-        return signalPassFailure();
+    if (failed(forEachFunction(getOperation(), interconnect, machineFile,
+                               [](func::FuncOp f, const CostModel &model) {
+                                 return propagateFunction(f, model, true);
+                               })))
+      signalPassFailure();
   }
 };
 
@@ -526,14 +536,9 @@ LogicalResult insertBoxingInFunction(func::FuncOp func,
 struct InsertBoxingPass : of::impl::InsertBoxingPassBase<InsertBoxingPass> {
   using InsertBoxingPassBase::InsertBoxingPassBase;
   void runOnOperation() override {
-    bool ok;
-    CostModel model =
-        makeCostModel(interconnect, machineFile, getOperation(), ok);
-    if (!ok)
-      return signalPassFailure();
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(insertBoxingInFunction(func, model)))
-        return signalPassFailure();
+    if (failed(forEachFunction(getOperation(), interconnect, machineFile,
+                               insertBoxingInFunction)))
+      signalPassFailure();
   }
 };
 

@@ -108,20 +108,26 @@ def mlp(rng, grid, layout):
     return m, h, (6, MLP_DIMS[-1]), ref
 
 
-@pytest.mark.parametrize("layout", list(MLP_LAYOUTS))
-def test_mlp(layout, rng, tmp_path):
-    grid, args, out_sbp = MLP_LAYOUTS[layout]
+def run_layout(build, layouts, layout, rng, tmp_path):
+    """Builds the model once without distributions (run on 1 rank) and once
+    with the layout's (run on its ranks); both must match NumPy."""
+    grid, args, out_sbp = layouts[layout]
     seed = rng.integers(1 << 62)
-    single, out, out_shape, ref = mlp(np.random.default_rng(seed), [], {})
+    single, out, out_shape, ref = build(np.random.default_rng(seed), [], {})
     (tmp_path / "1").mkdir()
     one = run_ranks(compile_program(single.text(out, out_shape, None), tmp_path / "1"),
                     single.inputs, tmp_path / "1", 1)
     check(one["y"], ref, TOL, "1 rank")
-    m, out, out_shape, _ = mlp(np.random.default_rng(seed), grid, args)
+    m, out, out_shape, _ = build(np.random.default_rng(seed), grid, args)
     nproc = math.prod(grid)
     got = run_ranks(compile_program(m.text(out, out_shape, out_sbp), tmp_path), m.inputs,
                     tmp_path, nproc)
     check(got["y"], ref, TOL, f"{layout} on {nproc} ranks")
+
+
+@pytest.mark.parametrize("layout", list(MLP_LAYOUTS))
+def test_mlp(layout, rng, tmp_path):
+    run_layout(mlp, MLP_LAYOUTS, layout, rng, tmp_path)
 
 
 # --------------------------------------------------------------------------
@@ -201,15 +207,4 @@ def block(rng, grid, layout):
 
 @pytest.mark.parametrize("layout", list(BLOCK_LAYOUTS))
 def test_transformer_block(layout, rng, tmp_path):
-    grid, args, out_sbp = BLOCK_LAYOUTS[layout]
-    seed = rng.integers(1 << 62)
-    single, out, out_shape, ref = block(np.random.default_rng(seed), [], {})
-    (tmp_path / "1").mkdir()
-    one = run_ranks(compile_program(single.text(out, out_shape, None), tmp_path / "1"),
-                    single.inputs, tmp_path / "1", 1)
-    check(one["y"], ref, TOL, "1 rank")
-    m, out, out_shape, _ = block(np.random.default_rng(seed), grid, args)
-    nproc = math.prod(grid)
-    got = run_ranks(compile_program(m.text(out, out_shape, out_sbp), tmp_path), m.inputs,
-                    tmp_path, nproc)
-    check(got["y"], ref, TOL, f"{layout} on {nproc} ranks")
+    run_layout(block, BLOCK_LAYOUTS, layout, rng, tmp_path)

@@ -1,0 +1,32 @@
+//===- SbpSupport.h - Shared by the SBP passes -----------------*- C++ -*-===//
+//
+// What --of-propagate-sbp, --of-insert-boxing and --of-partition share
+// beyond the IR library's Sbp.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_LIB_TRANSFORMS_SBPSUPPORT_H
+#define OF_LIB_TRANSFORMS_SBPSUPPORT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+
+namespace mlir::of {
+
+/// The one placement a function's distributions refer to.
+struct FuncPlacement {
+  FlatSymbolRefAttr ref;
+  SmallVector<int64_t> grid;  ///< the grid shape, one entry per axis
+  SmallVector<int64_t> ranks; ///< world ranks, row-major over the grid
+};
+
+/// The placement of `func`'s distributions: nullopt when nothing in it is
+/// distributed, failure (after an error naming the op) when it uses several
+/// or an unknown one.
+FailureOr<std::optional<FuncPlacement>> findPlacement(func::FuncOp func);
+
+} // namespace mlir::of
+
+#endif // OF_LIB_TRANSFORMS_SBPSUPPORT_H
