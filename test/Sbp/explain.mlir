@@ -15,7 +15,7 @@
 
 of.placement @p {device = "cpu", shape = [2]}
 func.func @f(%x: tensor<6x8xf32, #of.sbp<@p, [B]>>, %w: tensor<8x16xf32, #of.sbp<@p, [S(1)]>>) -> tensor<6x16xf32> {
-  // expected-remark@+1 {{chose [B], [S(1)] -> [S(1)] at 7.94e-08 s (boxing 0.00e+00 s); alternatives: [S(1)], [S(0)] -> [P] at 2.11e-06 s; [S(0)], [B] -> [S(0)] at 2.14e-06 s; [B], [B] -> [B] at 2.17e-06 s;}}
+  // expected-remark@+1 {{chose [B], [S(1)] -> [S(1)] at 7.94e-08 s (boxing 0.00e+00 s); alternatives: [S(1)], [S(0)] -> [P] at 1.15e-06 s; [S(0)], [B] -> [S(0)] at 1.22e-06 s; [B], [B] -> [B] at 1.25e-06 s;}}
   %h = of.matmul %x, %w : (tensor<6x8xf32, #of.sbp<@p, [B]>>, tensor<8x16xf32, #of.sbp<@p, [S(1)]>>) -> tensor<6x16xf32>
   // expected-remark@+1 {{chose [S(1)] -> [S(1)] at}}
   %g = of.gelu %h : (tensor<6x16xf32>) -> tensor<6x16xf32>
