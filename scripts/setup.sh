@@ -17,7 +17,8 @@ DEBIAN_PACKAGES=(
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )
-PYTHON_PACKAGES=(pytest numpy ml_dtypes)
+# jax (CPU): the autograd reference of the gradient tests.
+PYTHON_PACKAGES=(pytest numpy ml_dtypes jax)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -37,7 +38,7 @@ else
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes" >/dev/null 2>&1; then
+if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes, jax" >/dev/null 2>&1; then
   echo "[setup] installing Python packages: ${PYTHON_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PYTHON_PACKAGES[@]}"
 else

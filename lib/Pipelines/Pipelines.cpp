@@ -1,7 +1,8 @@
 //===- Pipelines.cpp - The end-to-end OF compilation pipelines ------------===//
 //
 // The CPU pipeline, stage by stage (each can be the last, see stop-after):
-//   sbp       : canonicalize, inline, of-propagate-sbp, of-insert-boxing
+//   sbp       : canonicalize, inline, of-autodiff (with autodiff=true),
+//               of-propagate-sbp, of-insert-boxing
 //   partition : of-partition (per-rank programs with collectives)
 //   linalg    : convert-of-to-linalg
 //   fusion    : of-fuse-elementwise (unless fuse=false), cse
@@ -67,9 +68,12 @@ LogicalResult mlir::of::parsePipelineOptions(
     } else if (key == "use-blas") {
       if (failed(parseBool(key, value, options.useBlas)))
         return failure();
+    } else if (key == "autodiff") {
+      if (failed(parseBool(key, value, options.autodiff)))
+        return failure();
     } else {
       return errorHandler("--of-pipeline: unknown option '" + key +
-                          "' (stop-after, fuse, in-place, use-blas)");
+                          "' (stop-after, fuse, in-place, use-blas, autodiff)");
     }
   }
   return success();
@@ -79,6 +83,10 @@ void mlir::of::buildPipeline(OpPassManager &pm,
                              const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createInlinerPass());
+  if (options.autodiff) {
+    pm.addPass(createAutodiffPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createPropagateSbpPass());
   pm.addPass(createInsertBoxingPass());
   pm.addPass(createCSEPass()); // one boxing per value and target
@@ -122,7 +130,7 @@ void mlir::of::registerOFPipelines() {
       "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
-      "[,use-blas=false]",
+      "[,use-blas=false][,autodiff=true]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;

@@ -4,6 +4,7 @@ of-translate, run it with of-run, and compare the outputs with NumPy.
 The tools are taken from $OF_TOOLS_DIR (default /work/main/build/bin).
 """
 
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -46,12 +47,14 @@ def compile_program(mlir, tmp_path, pipeline="cpu"):
     return plan
 
 
-def run_plan(plan, inputs, tmp_path, nproc=1):
-    """Runs a compiled plan on named NumPy inputs (global arrays; with
-    nproc > 1 on that many ranks through `of-run -n`); returns
-    {name: array}."""
+def run_plan(plan, inputs, tmp_path, nproc=1, entry=None):
+    """Runs a compiled plan's entry (default: of-run's) on named NumPy inputs
+    (global arrays; with nproc > 1 on that many ranks through `of-run -n`);
+    returns {name: array}."""
     tmp_path = Path(tmp_path)
     cmd = [tool("of-run")] + (["-n", str(nproc)] if nproc > 1 else []) + [str(plan)]
+    if entry:
+        cmd += ["--entry", entry]
     for name, array in inputs.items():
         path = tmp_path / f"in_{name}.npy"
         np.save(path, np.asarray(array, order="C"))
@@ -62,10 +65,23 @@ def run_plan(plan, inputs, tmp_path, nproc=1):
     return {p.stem: np.load(p) for p in sorted(out_dir.glob("*.npy"))}
 
 
-def run_mlir(mlir, inputs, tmp_path, pipeline="cpu", nproc=1):
+def run_mlir(mlir, inputs, tmp_path, pipeline="cpu", nproc=1, entry=None):
     """Compiles and runs `mlir` on `inputs` (on `nproc` ranks); returns the
     outputs by name."""
-    return run_plan(compile_program(mlir, tmp_path, pipeline), inputs, tmp_path, nproc)
+    return run_plan(compile_program(mlir, tmp_path, pipeline), inputs, tmp_path,
+                    nproc, entry)
+
+
+def splitmix_keep(seed, n, prob):
+    """The dropout mask rule of OFToLinalg.cpp's DropoutLowering:
+    z = splitmix64(seed + i); keep iff (z >> 40) >= ceil(p * 2^24)."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + np.arange(n, dtype=np.uint64)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(40)) >= np.uint64(math.ceil(prob * 2 ** 24))
 
 
 def rel_err(y, ref):

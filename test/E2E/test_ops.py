@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conftest import SEED
-from ofrun import Program, bf16_bits_to_f32, check, mlir_type
+from ofrun import Program, bf16_bits_to_f32, check, mlir_type, splitmix_keep
 
 F32 = np.float32
 EW = 1e-5      # f32 elementwise
@@ -70,6 +70,7 @@ def g_unary(rng):
         "sigmoid": (x, "of.sigmoid", 1 / (1 + np.exp(-xs))),
         "relu": (x, "of.relu", np.maximum(xs, 0)),
         "silu": (x, "of.silu", xs / (1 + np.exp(-xs))),
+        "erf": (x, "of.erf", erf(xs)),
         "gelu_none": (x, "of.gelu", xs * 0.5 * (1 + erf(xs / math.sqrt(2)))),
         "gelu_tanh": (x, 'of.gelu|{approximate = "tanh"}',
                       0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) *
@@ -389,6 +390,19 @@ def g_gather(rng):
         ty = t((2, 3, 4))
         p.op(f"%{name} = of.embedding {ids}, {table} : ({p.t(ids)}, {p.t(table)}) -> {ty}")
         p.output(name, f"%{name}", ty, p.inputs["table"][p.inputs[ids[1:]]], EXACT)
+    # embedding_grad: rows summed by index (repeats included); an index
+    # outside [0, vocab) contributes nothing.
+    ids = rng.integers(0, 10, size=(2, 5), dtype=np.int64)
+    ids[0, :3] = 4
+    ids[1, 0], ids[1, 1] = -1, 10
+    ids = p.input("eg_ids", ids)
+    grad = p.input("eg_grad", nonzero(rng, (2, 5, 4)))
+    ref = np.zeros((10, 4))
+    for i, row in zip(p.inputs["eg_ids"].ravel(), f64(p.inputs["eg_grad"]).reshape(-1, 4)):
+        if 0 <= i < 10:
+            ref[i] += row
+    p.op(f"%eg = of.embedding_grad {ids}, {grad} : ({p.t(ids)}, {p.t(grad)}) -> {t((10, 4))}")
+    p.output("embedding_grad", "%eg", t((10, 4)), ref, EW)
     logits = p.input("logits", nonzero(rng, (2, 3, 7), hi=3.0))
     lv = f64(p.inputs["logits"])
     lse = np.log(np.exp(lv - lv.max(-1, keepdims=True)).sum(-1)) + lv.max(-1)
@@ -554,18 +568,6 @@ def g_batch_norm(rng):
         p.output(f"batch_norm_{s}_mean", f"%m_{s}", tc, nm, RED)
         p.output(f"batch_norm_{s}_var", f"%v_{s}", tc, nv, RED)
     return p
-
-
-def splitmix_keep(seed, n, prob):
-    """The dropout mask rule of OFToLinalg.cpp's DropoutLowering:
-    z = splitmix64(seed + i); keep iff (z >> 40) >= ceil(p * 2^24)."""
-    with np.errstate(over="ignore"):
-        z = np.uint64(seed) + np.arange(n, dtype=np.uint64)
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(40)) >= np.uint64(math.ceil(prob * 2 ** 24))
 
 
 def g_dropout(rng):

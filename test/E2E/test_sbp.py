@@ -35,10 +35,13 @@ F32 = np.float32
 TOL_P = 1e-5
 
 
-def run_ranks(plan, inputs, tmp_path, nproc, timeout=300):
-    """Runs a plan with `of-run -n nproc` on global inputs; returns outputs."""
+def run_ranks(plan, inputs, tmp_path, nproc, timeout=300, entry=None):
+    """Runs a plan (its `entry`, default of-run's) with `of-run -n nproc`
+    on global inputs; returns outputs."""
     tmp_path = Path(tmp_path)
     cmd = [tool("of-run"), "-n", str(nproc), str(plan)]
+    if entry:
+        cmd += ["--entry", entry]
     for name, array in inputs.items():
         path = tmp_path / f"in_{name}.npy"
         np.save(path, np.asarray(array, order="C"))

@@ -22,6 +22,9 @@ struct PipelineOptions {
   bool fuse = true;
   bool inPlace = true;
   bool useBlas = true;
+  /// Run --of-autodiff after inlining: functions with of.param arguments
+  /// get their @<name>_grad.
+  bool autodiff = false;
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

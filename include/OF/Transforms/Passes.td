@@ -25,6 +25,52 @@ def FuseElementwisePass : Pass<"of-fuse-elementwise"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Add the reverse-mode gradient function of every function with parameters";
+  let description = [{
+    For each function whose arguments include `{of.param}` ones and whose
+    first result is the scalar loss (`tensor<f32>`, or another float type),
+    adds `@<name>_grad`: the same arguments, returning the loss followed by
+    the gradient of the loss with respect to each parameter, in argument
+    order, each of its parameter's type (a gradient computed without a
+    distribution is boxed to the parameter's, so a `B` parameter gets a `B`
+    gradient). The original function stays.
+
+    The backward program is built from each op's `GradientOpInterface`
+    (vector-Jacobian product written with `of` ops) in reverse program
+    order, only for ops on a path from a parameter to the loss; gradients
+    of values used several times are summed, and forward values that only
+    the dropped results needed are erased. It runs before SBP propagation,
+    so the backward ops get signatures like any other: under data
+    parallelism a weight gradient comes out `P` and its boxing to the
+    parameter's `B` is an all-reduce. Fails, naming the op, when an op on
+    such a path has no gradient.
+
+    ```mlir
+    func.func @loss(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {of.param})
+        -> tensor<f32> {
+      %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %l = of.reduce_sum %y {axes = array<i64: 0, 1>} : (tensor<4x2xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    // adds
+    func.func @loss_grad(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {of.param})
+        -> (tensor<f32>, tensor<8x2xf32>) {
+      ... forward ...
+      %one = of.constant dense<1.0> : tensor<f32>
+      %g = of.broadcast_to ... : (tensor<1x1xf32>) -> tensor<4x2xf32>
+      %dw = of.matmul %x, %g {transpose_a = true} : ... -> tensor<8x2xf32>
+      return %l, %dw : tensor<f32>, tensor<8x2xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // SBP: propagation, boxing, partitioning
 //===----------------------------------------------------------------------===//
 

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -436,6 +437,10 @@ template <>
 Value UnaryLowering<TanhOp>::scalar(OpBuilder &b, Location loc, Value x,
                                     TanhOp) {
   return math::TanhOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<ErfOp>::scalar(OpBuilder &b, Location loc, Value x, ErfOp) {
+  return math::ErfOp::create(b, loc, x);
 }
 template <>
 Value UnaryLowering<SigmoidOp>::scalar(OpBuilder &b, Location loc, Value x,
@@ -937,6 +942,87 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   }
 };
 
+/// result[v, :] = sum of grad[p, :] over the positions p whose index is v:
+/// a loop over the positions that adds each row of `grad` into the row its
+/// index names (a scatter, which linalg cannot express), skipping indices
+/// outside [0, vocab) as the op specifies.
+struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value ids = adaptor.getIndices(), grad = adaptor.getGrad();
+    auto idsType = cast<RankedTensorType>(ids.getType());
+    int64_t rank = idsType.getRank();
+    int64_t positions = idsType.getNumElements();
+    int64_t vocab = type.getDimSize(0), dim = type.getDimSize(1);
+    // Positions flattened to one dimension.
+    auto flatIds = RankedTensorType::get({positions}, idsType.getElementType());
+    auto flatGrad = RankedTensorType::get({positions, dim}, et);
+    if (rank == 0) {
+      ids = tensor::ExpandShapeOp::create(rewriter, loc, flatIds, ids,
+                                          ArrayRef<ReassociationIndices>{});
+      grad = tensor::ExpandShapeOp::create(
+          rewriter, loc, flatGrad, grad,
+          ArrayRef<ReassociationIndices>{{0, 1}});
+    } else if (rank > 1) {
+      ReassociationIndices all =
+          llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      ids = tensor::CollapseShapeOp::create(rewriter, loc, flatIds, ids,
+                                            ArrayRef<ReassociationIndices>{all});
+      grad = tensor::CollapseShapeOp::create(
+          rewriter, loc, flatGrad, grad,
+          ArrayRef<ReassociationIndices>{all, {rank}});
+    }
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value numPositions = arith::ConstantIndexOp::create(rewriter, loc, positions);
+    Value numCols = arith::ConstantIndexOp::create(rewriter, loc, dim);
+    Value init = filledTensor(rewriter, loc, type,
+                              scalarConstant(rewriter, loc, et, 0));
+    auto outer = scf::ForOp::create(
+        rewriter, loc, zero, numPositions, one, ValueRange{init},
+        [&](OpBuilder &b, Location l, Value p, ValueRange acc) {
+          Value row = indexCast(
+              b, l, tensor::ExtractOp::create(b, l, ids, ValueRange{p}));
+          Value inRange = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, row,
+                                    zero),
+              arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::slt, row,
+                  arith::ConstantIndexOp::create(b, l, vocab)));
+          auto guard = scf::IfOp::create(
+              b, l, inRange,
+              [&](OpBuilder &tb, Location tl) {
+                auto inner = scf::ForOp::create(
+                    tb, tl, zero, numCols, one, ValueRange{acc[0]},
+                    [&](OpBuilder &ib, Location il, Value c,
+                        ValueRange table) {
+                      Value g = tensor::ExtractOp::create(ib, il, grad,
+                                                          ValueRange{p, c});
+                      Value old = tensor::ExtractOp::create(
+                          ib, il, table[0], ValueRange{row, c});
+                      Value sum = arith::AddFOp::create(ib, il, old, g);
+                      Value updated = tensor::InsertOp::create(
+                          ib, il, sum, table[0], ValueRange{row, c});
+                      scf::YieldOp::create(ib, il, updated);
+                    });
+                scf::YieldOp::create(tb, tl, inner.getResult(0));
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, acc[0]);
+              });
+          scf::YieldOp::create(b, l, guard.getResult(0));
+        });
+    rewriter.replaceOp(op, outer.getResult(0));
+    return success();
+  }
+};
+
 /// loss = logsumexp(logits[..., :]) - logits[..., label].
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -1324,7 +1410,8 @@ struct ConvertOFToLinalgPass
     target.addLegalOp<PlacementOp, ModuleOp, AllReduceOp, AllGatherOp,
                       ReduceScatterOp, AllToAllOp, ShardSliceOp, ToPartialOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect>();
+                           arith::ArithDialect, math::MathDialect,
+                           scf::SCFDialect>();
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType());
     });
@@ -1361,7 +1448,7 @@ void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
       UnaryLowering<SigmoidOp>, UnaryLowering<ReluOp>, UnaryLowering<SiluOp>,
-      UnaryLowering<GeluOp>, UnaryLowering<CastOp>,
+      UnaryLowering<GeluOp>, UnaryLowering<ErfOp>, UnaryLowering<CastOp>,
       UnaryLowering<BroadcastToOp>,
       BinaryLowering<AddOp, arith::AddFOp, arith::AddIOp>,
       BinaryLowering<SubOp, arith::SubFOp, arith::SubIOp>,
@@ -1375,7 +1462,7 @@ void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
       ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
       ReduceLowering<ReduceMaxOp>, MatmulLowering, SoftmaxLowering<SoftmaxOp>,
       SoftmaxLowering<LogSoftmaxOp>, LayerNormLowering, RmsNormLowering,
-      EmbeddingLowering, CrossEntropyLowering, Conv2DLowering,
+      EmbeddingLowering, EmbeddingGradLowering, CrossEntropyLowering, Conv2DLowering,
       MaxPool2DLowering, AvgPool2DLowering, BatchNormLowering, DropoutLowering>(
       converter, ctx);
 }

@@ -319,6 +319,7 @@ OF_SAME_TYPE_INFERENCE(TanhOp)
 OF_SAME_TYPE_INFERENCE(SigmoidOp)
 OF_SAME_TYPE_INFERENCE(ReluOp)
 OF_SAME_TYPE_INFERENCE(SiluOp)
+OF_SAME_TYPE_INFERENCE(ErfOp)
 OF_SAME_TYPE_INFERENCE(GeluOp)
 OF_SAME_TYPE_INFERENCE(DropoutOp)
 #undef OF_SAME_TYPE_INFERENCE
@@ -396,6 +397,11 @@ OpFoldResult SigmoidOp::fold(FoldAdaptor adaptor) {
 OpFoldResult SiluOp::fold(FoldAdaptor adaptor) {
   return foldFloatUnary(adaptor.getInput(), getType(),
                         [](double x) { return x / (1.0 + std::exp(-x)); });
+}
+
+OpFoldResult ErfOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::erf(x); });
 }
 
 LogicalResult GeluOp::verify() {
@@ -894,6 +900,25 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(indices.getShape());
   shape.push_back(weight.getDimSize(1));
   inferred.push_back(plainTensor(shape, weight.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (grad.getRank() != indices.getRank() + 1 ||
+      grad.getShape().drop_back() != indices.getShape())
+    return emitOpError("grad must have the indices' shape plus one dimension, "
+                       "got ")
+           << grad << " for indices " << indices;
+  if (result.getRank() != 2 || result.getDimSize(1) != grad.getShape().back())
+    return emitOpError("result must be a [vocab, ")
+           << grad.getShape().back() << "] table, got " << result;
+  if (result.getElementType() != grad.getElementType())
+    return emitOpError("result element type ")
+           << result.getElementType() << " differs from grad's "
+           << grad.getElementType();
   return success();
 }
 

@@ -205,6 +205,7 @@ OF_UNARY_SBP(TanhOp, false, true)
 OF_UNARY_SBP(SigmoidOp, false, true)
 OF_UNARY_SBP(ReluOp, false, true)
 OF_UNARY_SBP(SiluOp, false, false)
+OF_UNARY_SBP(ErfOp, false, true)
 OF_UNARY_SBP(GeluOp, false, false)
 #undef OF_UNARY_SBP
 
@@ -447,6 +448,16 @@ void EmbeddingOp::getSbpSignatures(Sigs &sigs) {
   // Vocabulary parallel (Megatron): each rank looks up the indices in its
   // rows of the table and gives zeros for the others.
   add(sigs, {kB, S(0)}, {kP});
+}
+
+void EmbeddingGradOp::getSbpSignatures(Sigs &sigs) {
+  int64_t ri = rankOf(getIndices());
+  // Positions split alike: each rank sums its positions' rows, a partial
+  // sum of the whole table.
+  for (int64_t d = 0; d < ri; ++d)
+    add(sigs, {S(d), S(d)}, {kP});
+  add(sigs, {kB, S(ri)}, {S(1)}); // the embedding dimension
+  add(sigs, {kB, kB}, {kB});
 }
 
 void Conv2DOp::getSbpSignatures(Sigs &sigs) {

@@ -46,4 +46,32 @@ def OF_SbpOpInterface : OpInterface<"SbpOpInterface"> {
   ];
 }
 
+def OF_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::of";
+  let description = [{
+    Reverse-mode differentiation of one op (its vector-Jacobian product),
+    written with `of` ops so that the backward program is a global program
+    like the forward one: SBP propagation gives the backward ops signatures
+    and boxing like any other, and the lowering needs nothing new.
+
+    `--of-autodiff` calls `buildVjp` once per op on the path from a
+    parameter to the loss, in reverse program order, with the builder
+    placed after every forward op.
+  }];
+  let methods = [
+    InterfaceMethod<
+      [{Builds the gradients of the op's operands from the gradients of its
+        results (`resultGrads`: one per result, null where a result has
+        none). Appends one value per operand to `operandGrads`, each of its
+        operand's shape and element type without an encoding, or null for an
+        operand that is not differentiable (integer indices, a seed, a
+        condition). Fails with a diagnostic on the op when its gradient
+        cannot be expressed (the message says why).}],
+      "::llvm::LogicalResult", "buildVjp",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // OF_DIALECT_OF_IR_OFINTERFACES_TD

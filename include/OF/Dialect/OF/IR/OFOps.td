@@ -34,6 +34,9 @@ def OF_InferShapes : TraitList<!listconcat([OF_VerifyInferredShapes],
   }
 }]>.traits)>;
 
+// Ops whose gradient --of-autodiff can build (OFGradients.cpp).
+defvar OF_Grad = DeclareOpInterfaceMethods<OF_GradientOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Placement
 //===----------------------------------------------------------------------===//
@@ -97,7 +100,7 @@ def OF_ConstantOp : OF_Op<"constant", [ConstantLike, Pure, DeclareOpInterfaceMet
 }
 
 class OF_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
-    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
   let arguments = (ins tensorType:$input);
   let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
@@ -131,8 +134,11 @@ def OF_ReluOp : OF_UnaryOp<"relu", OF_NumericTensor> {
 def OF_SiluOp : OF_UnaryOp<"silu", OF_FloatTensor> {
   let summary = "Elementwise SiLU (swish): `x * sigmoid(x)`";
 }
+def OF_ErfOp : OF_UnaryOp<"erf", OF_FloatTensor> {
+  let summary = "Elementwise Gauss error function";
+}
 def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise GELU, exact or with the tanh approximation";
   let description = [{
     `approximate = "none"` (the default) computes `x * Phi(x)` with the normal
@@ -148,7 +154,7 @@ def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes,
 }
 
 class OF_BinaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
-    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
+    : OF_Op<mnemonic, !listconcat([Pure, OF_InferShapes, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>], traits)> {
   let description = [{
     Operands broadcast as in NumPy: shapes are aligned at the trailing
     dimension, and a dimension of size 1 stretches to the other's size. Both
@@ -197,7 +203,7 @@ def OF_CompareOp : OF_Op<"compare", [Pure, OF_InferShapes,
 }
 
 def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise `condition ? on_true : on_false` with broadcasting";
   let arguments = (ins OF_BoolTensor:$condition, OF_AnyTensor:$on_true,
                        OF_AnyTensor:$on_false);
@@ -205,7 +211,7 @@ def OF_SelectOp : OF_Op<"select", [Pure, OF_InferShapes,
   let assemblyFormat = "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
 }
 
-def OF_CastOp : OF_Op<"cast", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+def OF_CastOp : OF_Op<"cast", [Pure, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise conversion of the element type";
   let description = [{
     Converts between f64, f32, bf16, f16, i64, i32, i8 and i1. Float to
@@ -226,7 +232,7 @@ def OF_CastOp : OF_Op<"cast", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Broadcast a tensor to the result's shape (NumPy rules)";
   let description = [{
     ```mlir
@@ -240,7 +246,7 @@ def OF_BroadcastToOp : OF_Op<"broadcast_to", [Pure, DeclareOpInterfaceMethods<OF
   let hasFolder = 1;
 }
 
-def OF_ReshapeOp : OF_Op<"reshape", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+def OF_ReshapeOp : OF_Op<"reshape", [Pure, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Reinterpret a tensor (row-major) with the result's shape";
   let arguments = (ins OF_AnyTensor:$input);
   let results = (outs OF_AnyTensor:$result);
@@ -251,7 +257,7 @@ def OF_ReshapeOp : OF_Op<"reshape", [Pure, DeclareOpInterfaceMethods<OF_SbpOpInt
 }
 
 def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Permute the dimensions: result dim i is input dim permutation[i]";
   let arguments = (ins OF_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs OF_AnyTensor:$result);
@@ -261,7 +267,7 @@ def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes,
 }
 
 def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Strided slice `input[starts : limits : strides]`";
   let description = [{
     One entry per dimension; `strides` defaults to all ones. Result dimension
@@ -281,7 +287,7 @@ def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes,
 }
 
 def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Concatenate tensors along `axis`";
   let arguments = (ins Variadic<OF_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs OF_AnyTensor:$result);
@@ -294,7 +300,7 @@ def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes,
 //===----------------------------------------------------------------------===//
 
 class OF_ReduceOp<string mnemonic, Type tensorType>
-    : OF_Op<mnemonic, [Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    : OF_Op<mnemonic, [Pure, OF_InferShapes, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let description = [{
     Reduces over `axes` (negative axes count from the end). With
     `keepdims = true` the reduced dimensions stay with size 1.
@@ -325,7 +331,7 @@ def OF_ReduceMaxOp : OF_ReduceOp<"reduce_max", OF_NumericTensor> {
 //===----------------------------------------------------------------------===//
 
 def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Matrix product, batched over leading dimensions";
   let description = [{
     Both operands have rank >= 2. The last two dimensions are the matrices
@@ -347,7 +353,7 @@ def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes,
 
 class OF_SoftmaxLikeOp<string mnemonic>
     : OF_Op<mnemonic, [Pure, OF_InferShapes,
-        DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+        OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let arguments = (ins OF_FloatTensor:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs OF_FloatTensor:$result);
@@ -363,7 +369,7 @@ def OF_LogSoftmaxOp : OF_SoftmaxLikeOp<"log_softmax"> {
 
 def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
     AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "Layer normalisation over the dimensions from `axis` on";
   let description = [{
     Normalises over dimensions `[axis, rank)` (`axis` may be negative), then
@@ -387,7 +393,7 @@ def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
 }
 
 def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "RMS normalisation over the dimensions from `axis` on";
   let description = [{
     `y = x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * weight`.
@@ -403,7 +409,7 @@ def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes,
 }
 
 def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Gather rows of a `[vocab, dim]` table by integer indices";
   let description = [{
     The result has shape `indices.shape + [dim]`. An index outside
@@ -416,6 +422,29 @@ def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
   let arguments = (ins OF_IndexTensor:$indices, OF_FloatTensor:$weight);
   let results = (outs OF_FloatTensor:$result);
   let assemblyFormat = "$indices `,` $weight attr-dict `:` functional-type(operands, results)";
+}
+
+def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "Gradient of `of.embedding` with respect to its table";
+  let description = [{
+    Sums the rows of `grad` into the rows of a `[vocab, dim]` table that
+    their indices name: `result[v, :] = sum of grad[p, :] over the
+    positions p with indices[p] == v` (zero for a row no index names).
+    `grad` has shape `indices.shape + [dim]`; the result's first dimension
+    is the vocabulary size. An index outside `[0, vocab)` contributes
+    nothing: the forward `of.embedding` of the same indices has already
+    rejected it, and a rank that holds a slice of the vocabulary uses this
+    to keep only the rows it owns.
+
+    ```mlir
+    %dw = of.embedding_grad %ids, %dy : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
+    ```
+  }];
+  let arguments = (ins OF_IndexTensor:$indices, OF_FloatTensor:$grad);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$indices `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -474,7 +503,7 @@ def OF_AvgPool2DOp : OF_Pool2DOp<"avg_pool2d",
 }
 
 def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Batch normalisation over dimension 1, with running statistics";
   let description = [{
     `input : [N, C, ...]`; `weight`, `bias`, `running_mean`, `running_var`
@@ -509,7 +538,7 @@ def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
 //===----------------------------------------------------------------------===//
 
 def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Zero elements with probability `p`, scale the rest by 1/(1-p)";
   let description = [{
     The mask is a pure function of `seed` and the element's global index, so
@@ -540,7 +569,7 @@ def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes,
 }
 
 def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
   let summary = "Per-example softmax cross-entropy with integer labels";
   let description = [{
     `logits : [..., C]`, `labels : [...]` (class indices). The result has the
@@ -560,7 +589,7 @@ def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes,
 // Distribution
 //===----------------------------------------------------------------------===//
 
-def OF_BoxingOp : OF_Op<"boxing", [Pure]> {
+def OF_BoxingOp : OF_Op<"boxing", [Pure, OF_Grad]> {
   let summary = "Convert a tensor to another SBP distribution";
   let description = [{
     The logical value is unchanged; only its distribution (and possibly its

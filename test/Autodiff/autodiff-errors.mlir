@@ -1,0 +1,43 @@
+// --of-autodiff diagnostics.
+// RUN: of-opt %s --split-input-file --of-autodiff -verify-diagnostics
+
+// expected-error@+1 {{the first result of a function with of.param arguments must be the scalar loss (a rank-0 float tensor), got 'tensor<3xf32>'}}
+func.func @not_scalar(%a: tensor<3xf32> {of.param}) -> tensor<3xf32> {
+  return %a : tensor<3xf32>
+}
+
+// -----
+
+// expected-error@+1 {{parameter 0 must be a float tensor, got 'tensor<3xi32>'}}
+func.func @int_param(%a: tensor<3xi32> {of.param}) -> tensor<f32> {
+  %c = of.constant dense<1.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+func.func @conv(%x: tensor<1x1x4x4xf32>, %k: tensor<1x1x3x3xf32> {of.param}) -> tensor<f32> {
+  // expected-error@+1 {{'of.conv2d' op is on the path from a parameter to the loss but has no gradient (GradientOpInterface)}}
+  %y = of.conv2d %x, %k : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  %l = of.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>} : (tensor<1x1x2x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @strided(%x: tensor<6xf32> {of.param}) -> tensor<f32> {
+  // expected-error@+1 {{'of.slice' op has no gradient yet: a strided slice's gradient scatters into every stride-th element}}
+  %s = of.slice %x {starts = array<i64: 0>, limits = array<i64: 6>, strides = array<i64: 2>} : (tensor<6xf32>) -> tensor<3xf32>
+  %l = of.reduce_sum %s {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error@+1 {{--of-autodiff: @taken_grad exists already}}
+func.func @taken(%x: tensor<f32> {of.param}) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func @taken_grad(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
