@@ -1,7 +1,8 @@
 //===- Pipelines.cpp - The end-to-end OF compilation pipelines ------------===//
 //
 // The CPU pipeline, stage by stage (each can be the last, see stop-after):
-//   sbp       : canonicalize, inline, of-autodiff (with autodiff=true),
+//   sbp       : canonicalize, inline, of-autodiff (with autodiff=true or
+//               train=...), of-training-step and inline (with train=...),
 //               of-propagate-sbp, of-insert-boxing
 //   partition : of-partition (per-rank programs with collectives)
 //   linalg    : convert-of-to-linalg
@@ -52,9 +53,9 @@ LogicalResult mlir::of::parsePipelineOptions(
   for (StringRef part : ArrayRef(parts).drop_front()) {
     auto [key, value] = part.trim().split('=');
     if (key == "stop-after") {
-      if (!llvm::is_contained({"sbp", "partition", "linalg", "fusion",
-                               "bufferize", "plan"},
-                              value))
+      if (!llvm::is_contained(
+              {"sbp", "partition", "linalg", "fusion", "bufferize", "plan"},
+              value))
         return errorHandler("--of-pipeline: stop-after takes sbp, partition, "
                             "linalg, fusion, bufferize or plan, not '" +
                             value + "'");
@@ -71,9 +72,26 @@ LogicalResult mlir::of::parsePipelineOptions(
     } else if (key == "autodiff") {
       if (failed(parseBool(key, value, options.autodiff)))
         return failure();
+    } else if (key == "train") {
+      if (value != "sgd" && value != "adamw")
+        return errorHandler("--of-pipeline: train takes sgd or adamw, not '" +
+                            value + "'");
+      options.train = value.str();
+      options.autodiff = true;
+    } else if (key == "momentum" || key == "weight-decay" ||
+               key == "max-grad-norm") {
+      double &out = key == "momentum"       ? options.momentum
+                    : key == "weight-decay" ? options.weightDecay
+                                            : options.maxGradNorm;
+      if (value.getAsDouble(out) || out < 0)
+        return errorHandler("--of-pipeline: " + key +
+                            " takes a non-negative number, not '" + value +
+                            "'");
     } else {
-      return errorHandler("--of-pipeline: unknown option '" + key +
-                          "' (stop-after, fuse, in-place, use-blas, autodiff)");
+      return errorHandler(
+          "--of-pipeline: unknown option '" + key +
+          "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
+          "weight-decay, max-grad-norm)");
     }
   }
   return success();
@@ -85,6 +103,15 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createInlinerPass());
   if (options.autodiff) {
     pm.addPass(createAutodiffPass());
+    if (!options.train.empty()) {
+      TrainingStepPassOptions train;
+      train.optimizer = options.train;
+      train.momentum = options.momentum;
+      train.weightDecay = options.weightDecay;
+      train.maxGradNorm = options.maxGradNorm;
+      pm.addPass(createTrainingStepPass(train));
+      pm.addPass(createInlinerPass());
+    }
     pm.addPass(createCanonicalizerPass());
   }
   pm.addPass(createPropagateSbpPass());
@@ -130,7 +157,8 @@ void mlir::of::registerOFPipelines() {
       "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
-      "[,use-blas=false][,autodiff=true]",
+      "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
+      "[,weight-decay=W][,max-grad-norm=N]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;

@@ -288,6 +288,24 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
     const Buffer &buffer = *program.buffers()->Get(output.buffer());
     outputs_.push_back(
         describeBuffer(buffer, text(output.name()), output.dist()));
+    if (output.updates()) {
+      // The input this output replaces after a run must be its twin.
+      TensorInfo &out = outputs_.back();
+      int64_t in = findInput(text(output.updates()));
+      if (in < 0)
+        return fail(where, ": output '", out.name, "' updates input '",
+                    text(output.updates()),
+                    "', which the program does not have");
+      const TensorInfo &info = inputs_[in];
+      if (info.dtype != out.dtype || info.dims != out.dims ||
+          info.distributed != out.distributed ||
+          (info.distributed && info.dist.globalShape != out.dist.globalShape))
+        return fail(where, ": output '", out.name, "' (", dtypeName(out.dtype),
+                    " ", formatDims(out.dims), ") cannot update input '",
+                    info.name, "' (", dtypeName(info.dtype), " ",
+                    formatDims(info.dims), ")");
+      out.updates = in;
+    }
     outputStorage_.emplace_back();
     if (Status status = outputStorage_.back().allocate(
             buffer.size(), ("output '" + outputs_.back().name + "'").c_str());
@@ -366,6 +384,12 @@ Status Session::run() {
     return status;
   if (profiling_)
     ++profiledRuns_;
+  // A training step's parameters and optimizer state: the next run starts
+  // from this run's results, on this rank its own part.
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (outputs_[i].updates >= 0)
+      std::memcpy(inputStorage_[outputs_[i].updates].data(),
+                  outputStorage_[i].data(), outputs_[i].bytes);
   outputsValid_ = true;
   return Status::success();
 }
@@ -406,11 +430,11 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
   bool root = !comm_ || comm_->worldRank() == 0;
   if (root) {
     if (bytes != info.globalBytes)
-      return fail("output '", info.name, "' is ", info.globalBytes,
-                  " bytes globally (", dtypeName(info.dtype), " ",
-                  formatDims(info.distributed ? info.dist.globalShape
-                                              : info.dims),
-                  "), got ", bytes);
+      return fail(
+          "output '", info.name, "' is ", info.globalBytes, " bytes globally (",
+          dtypeName(info.dtype), " ",
+          formatDims(info.distributed ? info.dist.globalShape : info.dims),
+          "), got ", bytes);
     if (!data && bytes)
       return fail("output '", info.name, "': the data pointer is NULL");
   }
@@ -453,8 +477,8 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
         value = piece.data();
       }
       if (partial)
-        reduceIntoBox(data, dist.globalShape, part.offsets, part.extents,
-                      value, info.dtype, dist.partialOp());
+        reduceIntoBox(data, dist.globalShape, part.offsets, part.extents, value,
+                      info.dtype, dist.partialOp());
       else
         copyIntoBox(data, dist.globalShape, part.offsets, part.extents, value,
                     elementSize);

@@ -48,6 +48,9 @@ struct TensorInfo {
   bool distributed = false;
   DistSpec dist;
   uint64_t globalBytes = 0;
+  /// Outputs: the index of the input this output replaces after every run
+  /// (a training step's state), or -1.
+  int64_t updates = -1;
 };
 
 class Session {

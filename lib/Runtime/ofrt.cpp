@@ -141,7 +141,8 @@ ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
   if (!plan)
     return makeError("ofrt_session_create: the plan is NULL");
   std::unique_ptr<Session> session;
-  if (Status status = Session::create(plan->file, entry, rank, nullptr, session);
+  if (Status status =
+          Session::create(plan->file, entry, rank, nullptr, session);
       status.failed())
     return toError(status);
   *out = new (std::nothrow) ofrt_session{std::move(session)};
@@ -149,8 +150,7 @@ ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
 }
 
 ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
-                                          ofrt_comm *comm,
-                                          ofrt_session **out) {
+                                          ofrt_comm *comm, ofrt_session **out) {
   if (!out)
     return makeError(
         "ofrt_session_create_with_comm: the output pointer is NULL");
@@ -160,9 +160,9 @@ ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
   if (!comm)
     return makeError("ofrt_session_create_with_comm: the communicator is NULL");
   std::unique_ptr<Session> session;
-  if (Status status = Session::create(plan->file, entry,
-                                      comm->comm->worldRank(), comm->comm.get(),
-                                      session);
+  if (Status status =
+          Session::create(plan->file, entry, comm->comm->worldRank(),
+                          comm->comm.get(), session);
       status.failed())
     return toError(status);
   *out = new (std::nothrow) ofrt_session{std::move(session)};
@@ -224,6 +224,12 @@ int64_t ofrt_session_find_output(const ofrt_session *session,
   if (!session || !name)
     return -1;
   return session->session->findOutput(name);
+}
+
+int64_t ofrt_session_output_updates(const ofrt_session *session, size_t index) {
+  if (!session || index >= session->session->outputs().size())
+    return -1;
+  return session->session->outputs()[index].updates;
 }
 
 ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,

@@ -358,9 +358,12 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     writeDistribution(output, output.getDistAttr(), fbb);
                 if (failed(dist))
                   return failure();
+                std::string updates =
+                    output.getUpdates() ? output.getUpdates()->str() : "";
                 auto detail = fb::CreateOutputDirect(
                     fbb, output.getName().str().c_str(),
-                    indexOf(output.getBufferAttr()), *dist);
+                    indexOf(output.getBufferAttr()), *dist,
+                    updates.empty() ? nullptr : updates.c_str());
                 steps.push_back(fb::CreateStep(fbb, output.getStream(),
                                                fb::StepDetail::Output,
                                                detail.Union()));
@@ -395,9 +398,9 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   if (worldSize > INT32_MAX)
     return module.emitError("a program's rank exceeds the plan format's "
                             "32-bit ranks");
-  auto plan = fb::CreatePlanDirect(fbb, producer.c_str(), &executables,
-                                   &programs, &blobOffsets,
-                                   static_cast<int32_t>(worldSize));
+  auto plan =
+      fb::CreatePlanDirect(fbb, producer.c_str(), &executables, &programs,
+                           &blobOffsets, static_cast<int32_t>(worldSize));
   fb::FinishPlanBuffer(fbb, plan);
 
   ::of::plan::FileHeader header{};
@@ -629,10 +632,9 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
               b.getStringAttr(collectiveNames[static_cast<int>(c->kind())]),
               refs[c->src()], refs[c->dst()], b.getDenseI64ArrayAttr(group),
               b.getStringAttr(c->reduce() == fb::ReduceOp::Max ? "max" : "sum"),
-              b.getI64IntegerAttr(c->peer()), stream,
-              optionalArray(c->mesh()), b.getI64IntegerAttr(c->axis()),
-              optionalArray(c->shape()), b.getI64IntegerAttr(c->dim()),
-              b.getI64IntegerAttr(c->dim2()));
+              b.getI64IntegerAttr(c->peer()), stream, optionalArray(c->mesh()),
+              b.getI64IntegerAttr(c->axis()), optionalArray(c->shape()),
+              b.getI64IntegerAttr(c->dim()), b.getI64IntegerAttr(c->dim2()));
           break;
         }
         case fb::StepDetail::EventRecord:
@@ -649,9 +651,10 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
           break;
         case fb::StepDetail::Output: {
           const fb::Output *o = step->detail_as_Output();
-          OutputOp::create(pb, loc, b.getStringAttr(str(o->name())),
-                           refs[o->buffer()], stream,
-                           readDistribution(o->dist(), b));
+          OutputOp::create(
+              pb, loc, b.getStringAttr(str(o->name())), refs[o->buffer()],
+              stream, readDistribution(o->dist(), b),
+              o->updates() ? b.getStringAttr(str(o->updates())) : StringAttr());
           break;
         }
         case fb::StepDetail::NONE:

@@ -332,4 +332,53 @@ bool writeNpy(const std::string &path, ofrt_dtype dtype,
   return true;
 }
 
+template <typename T>
+static void store(double value, std::vector<unsigned char> &bytes) {
+  T v = static_cast<T>(value);
+  bytes.resize(sizeof v);
+  std::memcpy(bytes.data(), &v, sizeof v);
+}
+
+bool storeScalar(double value, ofrt_dtype dtype,
+                 std::vector<unsigned char> &bytes) {
+  switch (dtype) {
+  case OFRT_F32:
+    return store<float>(value, bytes), true;
+  case OFRT_F64:
+    return store<double>(value, bytes), true;
+  case OFRT_I32:
+    return store<int32_t>(value, bytes), true;
+  case OFRT_I64:
+    return store<int64_t>(value, bytes), true;
+  default:
+    return false;
+  }
+}
+
+template <typename T>
+static bool load(const std::vector<unsigned char> &bytes, double &value) {
+  if (bytes.size() < sizeof(T))
+    return false;
+  T v;
+  std::memcpy(&v, bytes.data(), sizeof v);
+  value = static_cast<double>(v);
+  return true;
+}
+
+bool loadScalar(const std::vector<unsigned char> &bytes, ofrt_dtype dtype,
+                double &value) {
+  switch (dtype) {
+  case OFRT_F32:
+    return load<float>(bytes, value);
+  case OFRT_F64:
+    return load<double>(bytes, value);
+  case OFRT_I32:
+    return load<int32_t>(bytes, value);
+  case OFRT_I64:
+    return load<int64_t>(bytes, value);
+  default:
+    return false;
+  }
+}
+
 } // namespace ofrun

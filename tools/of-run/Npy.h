@@ -44,6 +44,15 @@ const char *npyDescr(ofrt_dtype dtype);
 /// "f32 [64, 128]".
 std::string describeTensor(ofrt_dtype dtype, const std::vector<int64_t> &shape);
 
+/// Writes `value` as one element of `dtype` (f32, f64, i32, i64) into
+/// `bytes` (resized); false for another dtype.
+bool storeScalar(double value, ofrt_dtype dtype,
+                 std::vector<unsigned char> &bytes);
+/// Reads one element of `dtype` (f32, f64, i32, i64) from `bytes`; false for
+/// another dtype or too few bytes.
+bool loadScalar(const std::vector<unsigned char> &bytes, ofrt_dtype dtype,
+                double &value);
+
 } // namespace ofrun
 
 #endif // OF_TOOLS_OFRUN_NPY_H

@@ -70,6 +70,14 @@ OPTIONS:
                       before the job is aborted (default 60, or
                       $OF_COMM_TIMEOUT).
   --repeat N          Run N times (default 1); outputs are from the last run.
+  --steps N           Train: run a training step (an entry whose outputs
+                      update inputs, from --of-pipeline=cpu,train=...) N
+                      times, printing each step's loss (the output "loss")
+                      and time; parameters and optimizer state stay in the
+                      session between steps, and the outputs written are
+                      the last step's (the trained parameters).
+  --set NAME=VALUE    Bind a scalar (rank-0) input to a number, e.g.
+                      --set lr=0.01.
   --print-timing      Print a per-step table (step, calls, mean ms, share %)
                       and the total time per run; with several ranks, rank
                       0's, and the share of the collectives.
@@ -83,6 +91,9 @@ attribute where present, else arg0, arg1, ... by position; an output by its
 result's of.name, else out0, out1, .... A name is kept as the file name
 (the output "ln1.weight" becomes ln1.weight.npy); a name containing '/' is
 rejected.
+
+STATE: an input that an output updates (a training step's optimizer state)
+and that is not given starts at zeros; a note names it.
 
 DTYPES: f32 <f4, f64 <f8, f16 <f2, i64 <i8, i32 <i4, i8 |i1, i1 |b1; bf16 is
 read from <u2 (raw bits) or <V2 (np.save of an ml_dtypes.bfloat16 array) and
@@ -124,15 +135,17 @@ int error(ofrt_error *err, const std::string &context = "") {
 struct Options {
   std::string planPath;
   std::vector<std::pair<std::string, std::string>> inputs; // name, file
+  std::vector<std::pair<std::string, double>> scalars;     // --set
   std::string outputDir;
   const char *entry = nullptr;
   std::string entryStorage;
   int rank = 0;
   long repeat = 1;
+  long steps = 0; // --steps; 0 when not given
   bool printTiming = false;
   bool list = false;
-  long nproc = 0;       // -n; 0 when not given
-  double timeout = 0;   // --timeout; 0 when not given
+  long nproc = 0;     // -n; 0 when not given
+  double timeout = 0; // --timeout; 0 when not given
   /// argv without -n/--nproc and its value, for the re-execution.
   std::vector<std::string> passThrough;
 };
@@ -237,6 +250,26 @@ int parseOptions(int argc, char **argv, Options &options) {
                           "got '" +
                           text + "'");
       options.timeout = seconds;
+    } else if (arg == "--set") {
+      std::string binding;
+      if (!takeValue(binding))
+        return needsValue();
+      size_t equals = binding.find('=');
+      char *end = nullptr;
+      double value = equals == std::string::npos
+                         ? 0
+                         : std::strtod(binding.c_str() + equals + 1, &end);
+      if (equals == std::string::npos || equals == 0 ||
+          equals + 1 == binding.size() || *end || !std::isfinite(value))
+        return usageError("--set expects NAME=NUMBER, got '" + binding + "'");
+      options.scalars.emplace_back(binding.substr(0, equals), value);
+    } else if (arg == "--steps") {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      if (!parseInteger(text, 1, options.steps))
+        return usageError("--steps expects a positive integer, got '" + text +
+                          "'");
     } else if (arg == "--repeat") {
       std::string text;
       if (!takeValue(text))
@@ -255,6 +288,8 @@ int parseOptions(int argc, char **argv, Options &options) {
     for (int j = first; j <= i; ++j)
       options.passThrough.push_back(argv[j]);
   }
+  if (options.steps && options.repeat != 1)
+    return usageError("--steps and --repeat cannot be combined");
   if (options.planPath.empty())
     return error("no plan given (usage: of-run PLAN.ofp --input NAME=FILE "
                  "--output-dir DIR; see --help)") +
@@ -284,7 +319,7 @@ std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist) {
   for (size_t a = 0; a < dist.mesh_rank; ++a) {
     int entry = dist.sbp[a];
     sbp += a ? ", " : "";
-    sbp += entry >= 0  ? "S(" + std::to_string(entry) + ")"
+    sbp += entry >= 0    ? "S(" + std::to_string(entry) + ")"
            : entry == -1 ? "B"
            : entry == -2 ? "P"
                          : "P(max)";
@@ -292,8 +327,9 @@ std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist) {
   sbp += "]";
   return " (part of " + ofrun::describeTensor(dtype, globalDims(dist)) +
          " over mesh " + list(dist.mesh, dist.mesh + dist.mesh_rank) +
-         " ranks " + list(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks) +
-         " as " + sbp + ")";
+         " ranks " +
+         list(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks) + " as " +
+         sbp + ")";
 }
 
 int listPlan(ofrt_plan *plan, const Options &options) {
@@ -342,25 +378,69 @@ int bindInputs(ofrt_session *session, const Options &options) {
     known = "(none)";
 
   std::map<size_t, std::string> files;
-  for (const auto &[name, file] : options.inputs) {
+  std::map<size_t, double> scalars;
+  auto claim = [&](const std::string &name) -> int64_t {
     int64_t index = ofrt_session_find_input(session, name.c_str());
     if (index < 0)
-      return error("unknown input '" + name + "'; the inputs are: " + known);
-    if (!files.emplace(static_cast<size_t>(index), file).second)
-      return error("input '" + name + "' is given twice");
+      error("unknown input '" + name + "'; the inputs are: " + known);
+    else if (files.count(index) || scalars.count(index))
+      index = -1, error("input '" + name + "' is given twice");
+    return index;
+  };
+  for (const auto &[name, file] : options.inputs) {
+    int64_t index = claim(name);
+    if (index < 0)
+      return 1;
+    files[index] = file;
   }
-  std::string missing;
+  for (const auto &[name, value] : options.scalars) {
+    int64_t index = claim(name);
+    if (index < 0)
+      return 1;
+    scalars[index] = value;
+  }
+  // State that a step updates starts at zeros when not given.
+  std::vector<bool> updated(numInputs, false);
+  for (size_t o = 0; o < ofrt_session_num_outputs(session); ++o)
+    if (int64_t in = ofrt_session_output_updates(session, o); in >= 0)
+      updated[in] = true;
+  std::string missing, zeroed;
   size_t numMissing = 0;
-  for (size_t i = 0; i < numInputs; ++i)
-    if (!files.count(i)) {
-      missing += std::string(numMissing++ ? ", " : "") + "'" +
-                 ofrt_session_input_info(session, i).name + "'";
+  for (size_t i = 0; i < numInputs; ++i) {
+    if (files.count(i) || scalars.count(i))
+      continue;
+    ofrt_tensor_info info = ofrt_session_input_info(session, i);
+    if (updated[i]) {
+      std::vector<uint8_t> zeros(info.bytes, 0);
+      if (ofrt_error *err =
+              ofrt_session_set_input(session, i, zeros.data(), zeros.size()))
+        return error(err);
+      zeroed += std::string(zeroed.empty() ? "" : ", ") + info.name;
+      continue;
     }
+    missing += std::string(numMissing++ ? ", " : "") + "'" + info.name + "'";
+  }
+  if (!zeroed.empty() && (!worldComm || ofrt_comm_rank(worldComm) == 0))
+    std::fprintf(stderr, "of-run: note: state not given starts at zeros: %s\n",
+                 zeroed.c_str());
   if (numMissing)
     return error(
         std::string(numMissing == 1 ? "missing input " : "missing inputs ") +
         missing + " (give each as --input NAME=FILE.npy)");
 
+  for (const auto &[index, value] : scalars) {
+    ofrt_tensor_info info = ofrt_session_input_info(session, index);
+    ofrun::NpyArray array;
+    array.dtype = info.dtype;
+    array.data.resize(info.bytes);
+    if (info.rank != 0 || !ofrun::storeScalar(value, info.dtype, array.data))
+      return error("--set " + std::string(info.name) + ": the input is " +
+                   ofrun::describeTensor(info.dtype, dimsOf(info)) +
+                   ", not a float or integer scalar");
+    if (ofrt_error *err = ofrt_session_set_input(session, index,
+                                                 array.data.data(), info.bytes))
+      return error(err);
+  }
   for (const auto &[index, file] : files) {
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
     ofrt_dist dist;
@@ -427,7 +507,8 @@ int writeOutputs(ofrt_session *session, const Options &options) {
     ofrt_tensor_info info = ofrt_session_output_info(session, index);
     ofrt_dist dist;
     bool distributed = ofrt_session_output_dist(session, index, &dist);
-    Gathered output{info.name, info.dtype,
+    Gathered output{info.name,
+                    info.dtype,
                     distributed ? globalDims(dist) : dimsOf(info),
                     {}};
     bool isRoot = !worldComm || ofrt_comm_rank(worldComm) == 0;
@@ -513,11 +594,11 @@ int checkOutputNames(ofrt_session *session) {
 
 int runPlan(ofrt_plan *plan, const Options &options) {
   ofrt_session *session;
-  if (ofrt_error *err =
-          worldComm ? ofrt_session_create_with_comm(plan, options.entry,
-                                                    worldComm, &session)
-                    : ofrt_session_create(plan, options.entry, options.rank,
-                                          &session))
+  if (ofrt_error *err = worldComm
+                            ? ofrt_session_create_with_comm(plan, options.entry,
+                                                            worldComm, &session)
+                            : ofrt_session_create(plan, options.entry,
+                                                  options.rank, &session))
     return error(err);
   struct SessionGuard {
     ofrt_session *session;
@@ -529,17 +610,48 @@ int runPlan(ofrt_plan *plan, const Options &options) {
   if (int status = checkOutputNames(session))
     return status;
   ofrt_session_enable_profiling(session, options.printTiming);
+  long runs = options.steps ? options.steps : options.repeat;
+  bool root = !worldComm || ofrt_comm_rank(worldComm) == 0;
+  int64_t lossIndex = ofrt_session_find_output(session, "loss");
   auto start = std::chrono::steady_clock::now();
-  for (long run = 0; run < options.repeat; ++run)
+  for (long run = 0; run < runs; ++run) {
+    auto stepStart = std::chrono::steady_clock::now();
     if (ofrt_error *err = ofrt_session_run(session))
       return error(err);
+    if (!options.steps)
+      continue;
+    // Training: one line per step with the loss (gathered: every rank
+    // takes part) and the step's time.
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - stepStart)
+                    .count();
+    std::string loss = "";
+    if (lossIndex >= 0) {
+      ofrt_tensor_info info = ofrt_session_output_info(session, lossIndex);
+      std::vector<uint8_t> bytes(info.bytes);
+      int isRoot = 0;
+      if (ofrt_error *err = ofrt_session_gather_output(
+              session, lossIndex, bytes.data(), bytes.size(), &isRoot))
+        return error(err);
+      double value;
+      if (info.rank == 0 && ofrun::loadScalar(bytes, info.dtype, value)) {
+        char text[64];
+        std::snprintf(text, sizeof text, "  loss %.9g", value);
+        loss = text;
+      }
+    }
+    if (root)
+      std::printf("step %ld/%ld%s  %.3f ms\n", run + 1, runs, loss.c_str(), ms);
+  }
+  if (options.steps && root)
+    std::fflush(stdout);
   double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (int status = writeOutputs(session, options))
     return status;
-  if (options.printTiming && (!worldComm || ofrt_comm_rank(worldComm) == 0))
-    printTiming(session, wall, options.repeat);
+  if (options.printTiming && root)
+    printTiming(session, wall, runs);
   return 0;
 }
 
@@ -578,8 +690,7 @@ int relaunch(const Options &options) {
                  std::strerror(errno));
   self[length] = '\0';
 
-  std::vector<std::string> args = {mpirun, "-n",
-                                   std::to_string(options.nproc)};
+  std::vector<std::string> args = {mpirun, "-n", std::to_string(options.nproc)};
   // Open MPI refuses root unless told twice; ranks may outnumber cores;
   // shared-memory transport between the processes of this machine.
   if (::geteuid() == 0) {
@@ -635,7 +746,8 @@ int main(int argc, char **argv) {
       ofrt_comm_set_timeout(worldComm, options.timeout);
     if (options.nproc && options.nproc != ofrt_comm_size(worldComm))
       return finish(error("-n " + std::to_string(options.nproc) + " asks for " +
-                          std::to_string(options.nproc) + " ranks, but the "
+                          std::to_string(options.nproc) +
+                          " ranks, but the "
                           "launcher started " +
                           std::to_string(ofrt_comm_size(worldComm))));
   }
@@ -647,13 +759,12 @@ int main(int argc, char **argv) {
   int worldSize = ofrt_plan_world_size(plan);
   int running = worldComm ? ofrt_comm_size(worldComm) : 1;
   if (!options.list && worldSize != running) {
-    status = error("the plan is compiled for " + std::to_string(worldSize) +
-                   (worldSize == 1 ? " rank" : " ranks") + " but " +
-                   std::to_string(running) + (running == 1 ? " is" : " are") +
-                   " running" +
-                   (worldComm ? std::string()
-                              : " (run it with -n " +
-                                    std::to_string(worldSize) + ")"));
+    status = error(
+        "the plan is compiled for " + std::to_string(worldSize) +
+        (worldSize == 1 ? " rank" : " ranks") + " but " +
+        std::to_string(running) + (running == 1 ? " is" : " are") + " running" +
+        (worldComm ? std::string()
+                   : " (run it with -n " + std::to_string(worldSize) + ")"));
   } else {
     status = options.list ? listPlan(plan, options) : runPlan(plan, options);
   }

@@ -25,6 +25,12 @@ struct PipelineOptions {
   /// Run --of-autodiff after inlining: functions with of.param arguments
   /// get their @<name>_grad.
   bool autodiff = false;
+  /// "sgd" or "adamw": also run --of-training-step with these settings
+  /// (implies autodiff), so each differentiated @f gets @f_train_step.
+  std::string train;
+  double momentum = 0.0;
+  double weightDecay = 0.0;
+  double maxGradNorm = 0.0;
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

@@ -144,6 +144,10 @@ int ofrt_session_input_dist(const ofrt_session *session, size_t index,
                             ofrt_dist *out);
 int ofrt_session_output_dist(const ofrt_session *session, size_t index,
                              ofrt_dist *out);
+/* The index of the input that output `index` replaces after every run, or
+ * -1 (also for an index out of range). */
+int64_t ofrt_session_output_updates(const ofrt_session *session,
+                                    size_t index);
 /* Index of the input/output named `name`, or -1. */
 int64_t ofrt_session_find_input(const ofrt_session *session, const char *name);
 int64_t ofrt_session_find_output(const ofrt_session *session,
@@ -159,7 +163,10 @@ ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
  * input without a distribution is set whole, as by ofrt_session_set_input. */
 ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
                                           const void *data, size_t bytes);
-/* Runs every step. Fails if an input was never set. */
+/* Runs every step. Fails if an input was never set. After a run, every
+ * output that updates an input (ofrt_session_output_updates: a training
+ * step's parameters and optimizer state) has been copied into that input,
+ * so the next run continues from it without the caller setting it again. */
 ofrt_error *ofrt_session_run(ofrt_session *session);
 /* Copies an output of the last run out (`bytes` is exactly its size). */
 ofrt_error *ofrt_session_get_output(const ofrt_session *session, size_t index,

@@ -70,6 +70,54 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
 
+def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
+  let summary = "Add the training step (gradients + optimizer update) of every differentiated function";
+  let description = [{
+    For each `@<name>` that `--of-autodiff` differentiated (it has
+    `@<name>_grad`), adds `@<name>_train_step`: the primal's arguments, then
+    the optimizer's state (one tensor per parameter and kind, of the
+    parameter's type: `momentum_<p>` for SGD with momentum, `adam_m_<p>`
+    and `adam_v_<p>` plus the scalar `adam_step` for AdamW), then the
+    learning rate `lr` (`tensor<f32>`, a run-time input so that schedules
+    need no recompilation). It returns the loss, then the updated
+    parameters and state, each result marked `of.update = <argument>`: the
+    runtime keeps those arguments across runs and replaces them with the
+    results after every step, on every rank its own shard.
+
+    Optimizers follow PyTorch's definitions: SGD
+    (`g += wd p; buf = momentum buf + g; p -= lr buf`) and AdamW
+    (`p *= 1 - lr wd; m, v` moving averages with bias correction
+    `1 - beta^t`; `p -= lr m_hat / (sqrt(v_hat) + eps)`). With
+    `max-grad-norm > 0` the gradients are first scaled by
+    `min(1, max / (||g|| + 1e-6))`, `||g||` the global norm over every
+    parameter (its partial sums are reduced across ranks by boxing).
+
+    ```mlir
+    // @loss(%x, %w {of.param}) -> tensor<f32> and its @loss_grad give
+    func.func @loss_train_step(%x: ..., %w: ... {of.param},
+                               %mw: ... {of.name = "momentum_w"},
+                               %lr: tensor<f32> {of.name = "lr"})
+        -> (tensor<f32>, ... {of.update = 1}, ... {of.update = 2}) {
+      %l, %g = call @loss_grad(%x, %w)
+      ... momentum and update ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd or adamw">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (SGD: added to the gradient; AdamW: decoupled)">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW first-moment decay">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW second-moment decay">,
+    Option<"epsilon", "epsilon", "double", "1.0e-8", "AdamW denominator term">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
+           "Clip the gradients to this global norm (0: no clipping)">,
+  ];
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // SBP: propagation, boxing, partitioning
 //===----------------------------------------------------------------------===//

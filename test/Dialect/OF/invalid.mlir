@@ -137,8 +137,18 @@ func.func private @f(%x: tensor<4xf32> {of.param = 1})
 
 // -----
 
-// expected-error@+1 {{unknown result attribute 'of.param'; known: of.name, of.global}}
+// expected-error@+1 {{unknown result attribute 'of.param'; known: of.name, of.global, of.update}}
 func.func private @f() -> (tensor<4xf32> {of.param})
+
+// -----
+
+// expected-error@+1 {{of.update of result 0 must be the index of an argument}}
+func.func private @f(%x: tensor<4xf32>) -> (tensor<4xf32> {of.update = 1})
+
+// -----
+
+// expected-error@+1 {{of.update: result 0 of type 'tensor<2xf32>' cannot update argument 0 of type 'tensor<4xf32>'}}
+func.func private @f(%x: tensor<4xf32>) -> (tensor<2xf32> {of.update = 0})
 
 // -----
 

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -260,6 +261,23 @@ void OFDialect::registerAttributes() {
       >();
 }
 
+namespace {
+/// Every op of the dialect can be inlined: they are region-free tensor
+/// computations (the training step calls @f_grad, which --inline folds in).
+struct OFInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void OFDialect::initialize() {
   registerAttributes();
   addOperations<
@@ -271,6 +289,7 @@ void OFDialect::initialize() {
 #define GET_OP_LIST
 #include "OF/Dialect/OF/IR/OFOps.cpp.inc"
       >(getContext());
+  addInterfaces<OFInlinerInterface>();
 }
 
 Operation *OFDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -298,6 +317,24 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
              << index << " takes no value";
     return success();
   }
+  if (!isArg && attr.getName() == "of.update") {
+    // Set by --of-training-step: this result is the next value of the
+    // argument it names (a parameter or optimizer state), which the runtime
+    // keeps across steps.
+    auto arg = dyn_cast<IntegerAttr>(attr.getValue());
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!arg || !func || arg.getInt() < 0 ||
+        arg.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+      return op->emitError("of.update of result ")
+             << index << " must be the index of an argument";
+    Type argType = func.getArgumentTypes()[arg.getInt()];
+    Type resultType = func.getResultTypes()[index];
+    if (argType != resultType)
+      return op->emitError("of.update: result ")
+             << index << " of type " << resultType << " cannot update argument "
+             << arg.getInt() << " of type " << argType;
+    return success();
+  }
   if (attr.getName() == "of.global") {
     // Set by --of-partition: the global type (with its distribution) that
     // this local argument or result is a part of.
@@ -311,7 +348,8 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
   }
   return op->emitError("unknown ")
          << kind << " attribute '" << attr.getName().getValue()
-         << "'; known: of.name, of.global" << (isArg ? ", of.param" : "");
+         << "'; known: of.name, of.global"
+         << (isArg ? ", of.param" : ", of.update");
 }
 
 LogicalResult OFDialect::verifyRegionArgAttribute(Operation *op, unsigned,

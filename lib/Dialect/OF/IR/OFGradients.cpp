@@ -158,6 +158,18 @@ Value normInputGrad(OpBuilder &b, Location loc, Value dxhat, Value xhat,
   return mul(b, loc, rstd, inner);
 }
 
+/// The statistics of a centred normalisation over `axes`, recomputed for
+/// the backward pass (cheap next to keeping them alive): returns
+/// {xhat = (x - mean) * rstd, rstd = rsqrt(var + eps)}, variance biased.
+std::pair<Value, Value> standardize(OpBuilder &b, Location loc, Value x,
+                                    ArrayRef<int64_t> axes, double eps) {
+  Value centred = sub(b, loc, x, meanKeep(b, loc, x, axes));
+  Value var = meanKeep(b, loc, mul(b, loc, centred, centred), axes);
+  Value rstd =
+      RsqrtOp::create(b, loc, add(b, loc, var, scalarLike(b, loc, x, eps)));
+  return {mul(b, loc, centred, rstd), rstd};
+}
+
 /// Pushes a null gradient for every operand (an op on integers).
 LogicalResult noGradients(Operation *op, Grads &grads) {
   grads.append(op->getNumOperands(), Value());
@@ -549,13 +561,8 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   int64_t rank = plainType(x).getRank();
   int64_t axis = normalizedAxis(getAxis(), rank);
   SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(axis, rank));
-  // Recompute the statistics (cheap next to keeping them alive).
-  Value centred = sub(b, loc, x, meanKeep(b, loc, x, axes));
-  Value var = meanKeep(b, loc, mul(b, loc, centred, centred), axes);
-  Value rstd = RsqrtOp::create(
-      b, loc,
-      add(b, loc, var, scalarLike(b, loc, x, getEpsilon().convertToDouble())));
-  Value xhat = mul(b, loc, centred, rstd);
+  auto [xhat, rstd] =
+      standardize(b, loc, x, axes, getEpsilon().convertToDouble());
   Value dxhat = getWeight() ? mul(b, loc, g, getWeight()) : g;
   grads.push_back(normInputGrad(b, loc, dxhat, xhat, rstd, axes, true));
   if (Value w = getWeight())
@@ -621,10 +628,9 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   if (getTraining()) {
     // Normalised with the batch statistics (biased variance), which depend
     // on x: the layer-norm formula over the batch and spatial axes.
-    Value centred = sub(b, loc, x, meanKeep(b, loc, x, axes));
-    Value var = meanKeep(b, loc, mul(b, loc, centred, centred), axes);
-    Value rstd = RsqrtOp::create(b, loc, add(b, loc, var, eps));
-    xhat = mul(b, loc, centred, rstd);
+    Value rstd;
+    std::tie(xhat, rstd) =
+        standardize(b, loc, x, axes, getEpsilon().convertToDouble());
     dx = normInputGrad(b, loc, mul(b, loc, g, w), xhat, rstd, axes, true);
   } else {
     // Normalised with the running statistics, constants here.

@@ -59,6 +59,7 @@ struct Step {
   SmallVector<int64_t> mesh, group, shape;
   int64_t axis = 0, dim = 0, dim2 = 0;
   DictionaryAttr dist; // outputs of multi-rank programs
+  std::string updates; // outputs: the input this one replaces after a run
   bool dead = false;
   /// The outlined kernel of a launch.
   func::FuncOp kernel;
@@ -196,10 +197,9 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     auto type = cast<MemRefType>(v.getType());
     Value root = traceRoot(v);
     int64_t offset;
-    return root == v ||
-           (isContiguous(type, offset) && offset == 0 &&
-            cast<MemRefType>(root.getType()).getNumElements() ==
-                type.getNumElements());
+    return root == v || (isContiguous(type, offset) && offset == 0 &&
+                         cast<MemRefType>(root.getType()).getNumElements() ==
+                             type.getNumElements());
   };
   SmallVector<Operation *> collectives;
   body.walk([&](Operation *op) {
@@ -215,7 +215,8 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
         continue;
       auto type = cast<MemRefType>(v.getType());
       Value tmp = memref::AllocOp::create(
-          cb, op->getLoc(), MemRefType::get(type.getShape(), type.getElementType()));
+          cb, op->getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()));
       if (i == 0) {
         memref::CopyOp::create(cb, op->getLoc(), v, tmp);
       } else {
@@ -237,7 +238,11 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     auto name = func.getResultAttrOfType<StringAttr>(i, "of.name");
     step.name = name ? name.str() : "out" + std::to_string(i);
     step.buffers.push_back(rootOf(v));
-    step.dist = distribution(func.getResultAttrOfType<TypeAttr>(i, "of.global"));
+    step.dist =
+        distribution(func.getResultAttrOfType<TypeAttr>(i, "of.global"));
+    if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "of.update"))
+      step.updates =
+          roots[rootIndex.lookup(body.getArgument(arg.getInt()))].binding;
     steps.push_back(step);
   }
 
@@ -309,7 +314,8 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   auto entry = func->getAttrOfType<StringAttr>("of.entry");
   auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
   auto program = ProgramOp::create(
-      planBuilder, loc, entry ? entry : planBuilder.getStringAttr(func.getSymName()),
+      planBuilder, loc,
+      entry ? entry : planBuilder.getStringAttr(func.getSymName()),
       ranks ? ranks : planBuilder.getDenseI64ArrayAttr({0}),
       planBuilder.getStringAttr("cpu"),
       planBuilder.getI64IntegerAttr(arena.size), IntegerAttr(), IntegerAttr());
@@ -363,9 +369,10 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
                      pb.getI64IntegerAttr(step.bytes));
       break;
     case Step::Output:
-      OutputOp::create(pb, loc, pb.getStringAttr(step.name),
-                       refs[step.buffers[0]], pb.getI64IntegerAttr(0),
-                       step.dist);
+      OutputOp::create(
+          pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
+          pb.getI64IntegerAttr(0), step.dist,
+          step.updates.empty() ? StringAttr() : pb.getStringAttr(step.updates));
       break;
     case Step::Collective:
       CollectiveOp::create(
@@ -456,8 +463,8 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
   }
 
   // Local collectives of partitioned programs.
-  if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-          of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp>(op))
+  if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp, of::AllToAllOp,
+          of::ShardSliceOp, of::ToPartialOp>(op))
     return visitCollective(op);
 
   // Whole contiguous copies are memcpys.
@@ -703,17 +710,17 @@ DictionaryAttr ProgramBuilder::distribution(TypeAttr global) {
     return nullptr;
   auto type = cast<RankedTensorType>(global.getValue());
   auto sbp = cast<of::SbpAttr>(type.getEncoding());
-  auto placement = symbols.lookup<of::PlacementOp>(
-      sbp.getPlacement().getValue());
+  auto placement =
+      symbols.lookup<of::PlacementOp>(sbp.getPlacement().getValue());
   if (!placement)
     return nullptr;
   Builder b(func.getContext());
   SmallVector<int64_t> entries;
   for (const of::SbpEntry &e : sbp.getEntries())
-    entries.push_back(e.isSplit()                            ? e.dim
-                      : e.isBroadcast()                      ? -1
-                      : e.kind == of::SbpKind::PartialSum    ? -2
-                                                             : -3);
+    entries.push_back(e.isSplit()                         ? e.dim
+                      : e.isBroadcast()                   ? -1
+                      : e.kind == of::SbpKind::PartialSum ? -2
+                                                          : -3);
   return b.getDictionaryAttr(
       {b.getNamedAttr("global_shape", b.getDenseI64ArrayAttr(type.getShape())),
        b.getNamedAttr("mesh", b.getDenseI64ArrayAttr(placement.getGridShape())),

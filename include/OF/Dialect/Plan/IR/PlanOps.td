@@ -200,11 +200,14 @@ def Plan_OutputOp : Plan_StepOp<"output"> {
   let summary = "Hand a buffer's content to the caller as a named output";
   let description = [{
     In a multi-rank program `dist` (as on `ofrt.buffer`) says how this rank's
-    part makes up the global output.
+    part makes up the global output. `updates` names an input of the
+    program that this output replaces after every run (a training step's
+    parameters and optimizer state, which thus persist in the session).
   }];
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer,
                        DefaultValuedAttr<I64Attr, "0">:$stream,
-                       OptionalAttr<DictionaryAttr>:$dist);
+                       OptionalAttr<DictionaryAttr>:$dist,
+                       OptionalAttr<StrAttr>:$updates);
   let assemblyFormat = "$name `=` $buffer attr-dict";
 }
 

@@ -1,0 +1,272 @@
+//===- TrainingStep.cpp - Gradients plus the optimizer as one step --------===//
+//
+// --of-training-step: from @f and its @f_grad (--of-autodiff), builds
+// @f_train_step = gradients, optional global-norm clipping and an SGD or
+// AdamW update, returning the loss and the new parameters and optimizer
+// state marked `of.update`, so the runtime keeps them across steps. The
+// optimizer is written with of ops, so SBP distributes it like the rest
+// (state has its parameter's distribution).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Transforms/Passes.h"
+#include "SbpSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+
+namespace mlir::of {
+#define GEN_PASS_DEF_TRAININGSTEPPASS
+#include "OF/Transforms/Passes.h.inc"
+} // namespace mlir::of
+
+using namespace mlir;
+using namespace mlir::of;
+
+namespace {
+
+/// A new argument of the step: its type and name.
+struct StateArg {
+  Type type;
+  std::string name;
+};
+
+/// Builds the arithmetic of the update with of ops at one insertion point.
+struct UpdateBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(Type elementType, double v) {
+    auto type = RankedTensorType::get({}, elementType);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, v)));
+  }
+  Value scalarLike(Value like, double v) {
+    return scalar(getElementTypeOrSelf(like.getType()), v);
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value scale(Value x, double c) { return mul(x, scalarLike(x, c)); }
+  /// `v` as the element type of `like` (the learning rate is f32).
+  Value castLike(Value v, Value like) {
+    Type et = getElementTypeOrSelf(like.getType());
+    if (getElementTypeOrSelf(v.getType()) == et)
+      return v;
+    auto type = cast<RankedTensorType>(stripSbp(v.getType()));
+    return CastOp::create(b, loc, RankedTensorType::get(type.getShape(), et),
+                          v);
+  }
+  /// `v` with the type `type` (boxing to its distribution where it has
+  /// none yet).
+  Value as(Value v, Type type) {
+    return v.getType() == type ? v : BoxingOp::create(b, loc, type, v);
+  }
+  /// The sum of the squares of every element of `v`, a scalar.
+  Value sumOfSquares(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto axes = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value sq = mul(v, v);
+    return axes.empty() ? sq : ReduceSumOp::create(b, loc, sq, axes, false);
+  }
+};
+
+struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
+  using TrainingStepPassBase::TrainingStepPassBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "adamw") {
+      getOperation().emitError("--of-training-step: unknown optimizer '")
+          << optimizer << "' (sgd, adamw)";
+      return signalPassFailure();
+    }
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<std::pair<func::FuncOp, func::FuncOp>> work;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto grad =
+              symbols.lookup<func::FuncOp>((func.getSymName() + "_grad").str());
+          grad &&
+          llvm::any_of(llvm::seq(func.getNumArguments()), [&](unsigned i) {
+            return func.getArgAttr(i, "of.param");
+          }))
+        work.push_back({func, grad});
+    for (auto [primal, grad] : work)
+      if (failed(buildStep(primal, grad, symbols)))
+        return signalPassFailure();
+  }
+
+  LogicalResult buildStep(func::FuncOp primal, func::FuncOp grad,
+                          SymbolTable &symbols) {
+    std::string name = (primal.getSymName() + "_train_step").str();
+    if (symbols.lookup(name))
+      return primal.emitError("--of-training-step: @")
+             << name << " exists already";
+    FailureOr<std::optional<FuncPlacement>> placement = findPlacement(primal);
+    if (failed(placement))
+      return failure();
+    MLIRContext *ctx = primal.getContext();
+    // Scalars of the step (the learning rate, Adam's step count): B on the
+    // function's placement, if it has one.
+    Type scalarType = RankedTensorType::get({}, Float32Type::get(ctx));
+    if (*placement)
+      scalarType = RankedTensorType::get(
+          {}, Float32Type::get(ctx),
+          SbpAttr::get(ctx, (*placement)->ref,
+                       SmallVector<SbpEntry>((*placement)->grid.size(),
+                                             SbpEntry::broadcast())));
+
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < primal.getNumArguments(); ++i)
+      if (primal.getArgAttr(i, "of.param"))
+        params.push_back(i);
+    auto paramName = [&](unsigned i) {
+      auto n = primal.getArgAttrOfType<StringAttr>(i, "of.name");
+      return n ? n.str() : "arg" + std::to_string(i);
+    };
+
+    // The optimizer's state, per parameter and kind.
+    bool adam = optimizer == "adamw";
+    SmallVector<StringRef> kinds;
+    if (adam)
+      kinds = {"adam_m_", "adam_v_"};
+    else if (momentum != 0.0)
+      kinds = {"momentum_"};
+    SmallVector<StateArg> state;
+    for (StringRef kind : kinds)
+      for (unsigned p : params)
+        state.push_back(
+            {primal.getArgumentTypes()[p], kind.str() + paramName(p)});
+    if (adam)
+      state.push_back({scalarType, "adam_step"});
+
+    // Signature: primal arguments, state, lr.
+    unsigned numPrimal = primal.getNumArguments();
+    SmallVector<Type> argTypes(primal.getArgumentTypes());
+    for (const StateArg &s : state)
+      argTypes.push_back(s.type);
+    argTypes.push_back(scalarType);
+    SmallVector<DictionaryAttr> argAttrs;
+    primal.getAllArgAttrs(argAttrs);
+    OpBuilder attrs(ctx);
+    auto named = [&](StringRef n) {
+      return attrs.getDictionaryAttr(
+          attrs.getNamedAttr("of.name", attrs.getStringAttr(n)));
+    };
+    for (const StateArg &s : state)
+      argAttrs.push_back(named(s.name));
+    argAttrs.push_back(named("lr"));
+
+    OpBuilder top(primal);
+    top.setInsertionPointAfter(grad);
+    auto step = func::FuncOp::create(top, primal.getLoc(), name,
+                                     FunctionType::get(ctx, argTypes, {}));
+    step.setAllArgAttrs(argAttrs);
+    Block *body = step.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockEnd(body);
+    Location loc = primal.getLoc();
+    UpdateBuilder u{b, loc};
+
+    auto call = func::CallOp::create(
+        b, loc, grad, body->getArguments().take_front(numPrimal));
+    Value loss = call.getResult(0);
+    SmallVector<Value> grads(ValueRange(call.getResults()).drop_front());
+    auto stateArg = [&](unsigned kindIndex, unsigned paramIndex) {
+      return body->getArgument(numPrimal + kindIndex * params.size() +
+                               paramIndex);
+    };
+    Value lr = body->getArgument(argTypes.size() - 1);
+
+    // Clipping by the global norm over every parameter's gradient.
+    if (maxGradNorm > 0.0) {
+      Value total;
+      for (Value g : grads) {
+        Value sq = u.castLike(u.sumOfSquares(g), lr);
+        total = total ? u.add(total, sq) : sq;
+      }
+      Value norm = SqrtOp::create(b, loc, total);
+      Value factor =
+          MinimumOp::create(b, loc, u.scalarLike(norm, 1.0),
+                            u.div(u.scalarLike(norm, maxGradNorm),
+                                  u.add(norm, u.scalarLike(norm, 1e-6))));
+      for (Value &g : grads)
+        g = u.mul(g, u.castLike(factor, g));
+    }
+
+    SmallVector<Value> results = {loss};
+    SmallVector<DictionaryAttr> resultAttrs = {attrs.getDictionaryAttr(
+        attrs.getNamedAttr("of.name", attrs.getStringAttr("loss")))};
+    auto update = [&](Value v, unsigned argIndex, StringRef outName) {
+      Type type = argTypes[argIndex];
+      results.push_back(u.as(v, type));
+      resultAttrs.push_back(attrs.getDictionaryAttr(
+          {attrs.getNamedAttr("of.name", attrs.getStringAttr(outName)),
+           attrs.getNamedAttr("of.update",
+                              attrs.getI64IntegerAttr(argIndex))}));
+    };
+
+    Value adamStep, bias1, bias2;
+    if (adam) {
+      unsigned stepIndex = numPrimal + state.size() - 1;
+      adamStep = u.add(body->getArgument(stepIndex), u.scalarLike(lr, 1.0));
+      // 1 - beta^t.
+      auto correction = [&](double beta) {
+        Value power = PowOp::create(b, loc, u.scalarLike(lr, beta), adamStep);
+        return u.sub(u.scalarLike(lr, 1.0), power);
+      };
+      bias1 = correction(beta1);
+      bias2 = correction(beta2);
+    }
+
+    SmallVector<Value> newState(state.size());
+    for (auto [k, p] : llvm::enumerate(params)) {
+      Value param = body->getArgument(p);
+      Value g = grads[k];
+      Value lrp = u.castLike(lr, param);
+      Value next;
+      if (adam) {
+        Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
+        Value v = u.add(u.scale(stateArg(1, k), beta2),
+                        u.scale(u.mul(g, g), 1 - beta2));
+        Value mhat = u.div(m, u.castLike(bias1, param));
+        Value vhat = u.div(v, u.castLike(bias2, param));
+        Value decayed = param;
+        if (weightDecay != 0.0)
+          decayed = u.mul(param, u.sub(u.scalarLike(param, 1.0),
+                                       u.scale(lrp, weightDecay)));
+        Value denom =
+            u.add(SqrtOp::create(b, loc, vhat), u.scalarLike(param, epsilon));
+        next = u.sub(decayed, u.mul(lrp, u.div(mhat, denom)));
+        newState[k] = m;
+        newState[params.size() + k] = v;
+      } else {
+        if (weightDecay != 0.0)
+          g = u.add(g, u.scale(param, weightDecay));
+        if (momentum != 0.0) {
+          g = u.add(u.scale(stateArg(0, k), momentum), g);
+          newState[k] = g;
+        }
+        next = u.sub(param, u.mul(lrp, g));
+      }
+      update(next, p, paramName(p));
+    }
+    if (adam)
+      newState.back() = adamStep;
+    for (auto [i, s] : llvm::enumerate(state))
+      update(newState[i], numPrimal + i, s.name);
+
+    func::ReturnOp::create(b, loc, results);
+    step.setType(
+        FunctionType::get(ctx, argTypes, ValueRange(results).getTypes()));
+    step.setAllResultAttrs(resultAttrs);
+    symbols.insert(step);
+    return success();
+  }
+};
+
+} // namespace
