@@ -7,8 +7,10 @@ and the final parameters are compared with the same training loop written
 in JAX (float64, PyTorch's SGD and AdamW definitions) from the same
 initial weights and data.
 
-Tolerance: relative error 1e-4 per step and for the final parameters
-(float32 training against a float64 reference, 20 steps).
+Tolerance: relative error 1e-3 per step and for the final parameters
+(float32 training against a float64 reference: rounding differences grow
+over 20 steps as the loss shrinks; 1.1e-4 was seen at step 20 of SGD,
+while a wrong momentum gives 1e-2 by step 3).
 """
 
 import math
@@ -25,7 +27,7 @@ jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
 
 STEPS = 20
-TOL = 1e-4
+TOL = 1e-3
 DIMS = [12, 16, 5]
 BATCH = 6
 
