@@ -40,19 +40,11 @@ def as_loss(m, out, out_shape, rng):
               else a for a in m.args]
     rt = ttype(out_shape)
     m.args.append(f'%r: {rt} {{of.name = "r"}}')
+    m.types["%r"] = rt
     axes = ", ".join(map(str, range(len(out_shape))))
-    m.lines.append(f"%wl = of.mul {out}, %r : ({m.t(out)}, {rt}) -> {rt}")
-    m.lines.append(f"%ls = of.reduce_sum %wl {{axes = array<i64: {axes}>}} : ({rt}) -> tensor<f32>")
-    lt, ret = "tensor<f32>", "%ls"
-    header = ""
-    if m.grid:
-        header = f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, m.grid))}]}}\n'
-        lt = ttype((), ["B"] * len(m.grid))
-        m.lines.append(f"%loss = of.boxing %ls : tensor<f32> -> {lt}")
-        ret = "%loss"
-    body = "\n  ".join(m.lines)
-    return (f"{header}func.func @main({', '.join(m.args)}) -> ({lt} {{of.name = \"loss\"}}) {{\n"
-            f"  {body}\n  return {ret} : {lt}\n}}\n")
+    m.op("%wl", f"of.mul {out}, %r : ({m.t(out)}, {rt}) -> $R", out_shape)
+    m.op("%ls", f"of.reduce_sum %wl {{axes = array<i64: {axes}>}} : ({rt}) -> $R", ())
+    return m.text("%ls", (), ["B"] * len(m.grid) if m.grid else None, name="loss")
 
 
 def mlp_jax(p):

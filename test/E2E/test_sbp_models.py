@@ -57,7 +57,7 @@ class Model:
         self.types[result] = ty
         return result
 
-    def text(self, out, out_shape, out_sbp):
+    def text(self, out, out_shape, out_sbp, name="y"):
         header = ""
         ret, rty = out, self.t(out)
         if self.grid:
@@ -66,7 +66,7 @@ class Model:
             self.lines.append(f"%out = of.boxing {out} : {self.t(out)} -> {rty}")
             ret = "%out"
         body = "\n  ".join(self.lines)
-        return (f"{header}func.func @main({', '.join(self.args)}) -> ({rty} {{of.name = \"y\"}}) {{\n"
+        return (f"{header}func.func @main({', '.join(self.args)}) -> ({rty} {{of.name = \"{name}\"}}) {{\n"
                 f"  {body}\n  return {ret} : {rty}\n}}\n")
 
 

@@ -162,6 +162,18 @@ bool parseInteger(const std::string &text, long minimum, long &out) {
   return true;
 }
 
+/// Splits "NAME=VALUE" (both non-empty) into its halves.
+bool splitBinding(const std::string &binding, std::string &name,
+                  std::string &value) {
+  size_t equals = binding.find('=');
+  if (equals == std::string::npos || equals == 0 ||
+      equals + 1 == binding.size())
+    return false;
+  name = binding.substr(0, equals);
+  value = binding.substr(equals + 1);
+  return true;
+}
+
 /// Parses argv; returns -1 to continue, else the exit code.
 int parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
@@ -205,16 +217,13 @@ int parseOptions(int argc, char **argv, Options &options) {
         return usageError("option '" + arg + "' takes no value");
       (arg == "--list" ? options.list : options.printTiming) = true;
     } else if (arg == "--input") {
-      std::string binding;
+      std::string binding, name, file;
       if (!takeValue(binding))
         return needsValue();
-      size_t equals = binding.find('=');
-      if (equals == std::string::npos || equals == 0 ||
-          equals + 1 == binding.size())
+      if (!splitBinding(binding, name, file))
         return usageError("--input expects NAME=FILE.npy, got '" + binding +
                           "'");
-      options.inputs.emplace_back(binding.substr(0, equals),
-                                  binding.substr(equals + 1));
+      options.inputs.emplace_back(name, file);
     } else if (arg == "--output-dir") {
       if (!takeValue(options.outputDir) || options.outputDir.empty())
         return needsValue();
@@ -251,18 +260,16 @@ int parseOptions(int argc, char **argv, Options &options) {
                           text + "'");
       options.timeout = seconds;
     } else if (arg == "--set") {
-      std::string binding;
+      std::string binding, name, text;
       if (!takeValue(binding))
         return needsValue();
-      size_t equals = binding.find('=');
       char *end = nullptr;
-      double value = equals == std::string::npos
-                         ? 0
-                         : std::strtod(binding.c_str() + equals + 1, &end);
-      if (equals == std::string::npos || equals == 0 ||
-          equals + 1 == binding.size() || *end || !std::isfinite(value))
+      double value = 0;
+      if (splitBinding(binding, name, text))
+        value = std::strtod(text.c_str(), &end);
+      if (!end || *end || !std::isfinite(value))
         return usageError("--set expects NAME=NUMBER, got '" + binding + "'");
-      options.scalars.emplace_back(binding.substr(0, equals), value);
+      options.scalars.emplace_back(name, value);
     } else if (arg == "--steps") {
       std::string text;
       if (!takeValue(text))
@@ -379,24 +386,25 @@ int bindInputs(ofrt_session *session, const Options &options) {
 
   std::map<size_t, std::string> files;
   std::map<size_t, double> scalars;
-  auto claim = [&](const std::string &name) -> int64_t {
-    int64_t index = ofrt_session_find_input(session, name.c_str());
+  // The input named `name`, given once in all (as a file or a number).
+  auto claim = [&](const std::string &name, int64_t &index) -> int {
+    index = ofrt_session_find_input(session, name.c_str());
     if (index < 0)
-      error("unknown input '" + name + "'; the inputs are: " + known);
-    else if (files.count(index) || scalars.count(index))
-      index = -1, error("input '" + name + "' is given twice");
-    return index;
+      return error("unknown input '" + name + "'; the inputs are: " + known);
+    if (files.count(index) || scalars.count(index))
+      return error("input '" + name + "' is given twice");
+    return 0;
   };
   for (const auto &[name, file] : options.inputs) {
-    int64_t index = claim(name);
-    if (index < 0)
-      return 1;
+    int64_t index;
+    if (int status = claim(name, index))
+      return status;
     files[index] = file;
   }
   for (const auto &[name, value] : options.scalars) {
-    int64_t index = claim(name);
-    if (index < 0)
-      return 1;
+    int64_t index;
+    if (int status = claim(name, index))
+      return status;
     scalars[index] = value;
   }
   // State that a step updates starts at zeros when not given.
@@ -430,15 +438,13 @@ int bindInputs(ofrt_session *session, const Options &options) {
 
   for (const auto &[index, value] : scalars) {
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
-    ofrun::NpyArray array;
-    array.dtype = info.dtype;
-    array.data.resize(info.bytes);
-    if (info.rank != 0 || !ofrun::storeScalar(value, info.dtype, array.data))
+    std::vector<unsigned char> bytes;
+    if (info.rank != 0 || !ofrun::storeScalar(value, info.dtype, bytes))
       return error("--set " + std::string(info.name) + ": the input is " +
                    ofrun::describeTensor(info.dtype, dimsOf(info)) +
                    ", not a float or integer scalar");
-    if (ofrt_error *err = ofrt_session_set_input(session, index,
-                                                 array.data.data(), info.bytes))
+    if (ofrt_error *err =
+            ofrt_session_set_input(session, index, bytes.data(), bytes.size()))
       return error(err);
   }
   for (const auto &[index, file] : files) {
@@ -625,7 +631,7 @@ int runPlan(ofrt_plan *plan, const Options &options) {
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - stepStart)
                     .count();
-    std::string loss = "";
+    std::string loss;
     if (lossIndex >= 0) {
       ofrt_tensor_info info = ofrt_session_output_info(session, lossIndex);
       std::vector<uint8_t> bytes(info.bytes);

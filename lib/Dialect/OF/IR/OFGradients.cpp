@@ -551,48 +551,51 @@ LogicalResult LogSoftmaxOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+/// The gradients of a layer or RMS norm `y = xhat * weight + bias` over the
+/// trailing dimensions from `axis` on: x's (through the statistics), then
+/// weight's and bias's where the op has them.
+static void normGradients(OpBuilder &b, Location loc, Value g, Value x,
+                          Value weight, Value bias, int64_t axis, double eps,
+                          bool centred, Grads &grads) {
+  int64_t rank = plainType(x).getRank();
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(normalizedAxis(axis, rank), rank));
+  Value xhat, rstd;
+  if (centred) {
+    std::tie(xhat, rstd) = standardize(b, loc, x, axes, eps);
+  } else {
+    rstd =
+        RsqrtOp::create(b, loc,
+                        add(b, loc, meanKeep(b, loc, mul(b, loc, x, x), axes),
+                            scalarLike(b, loc, x, eps)));
+    xhat = mul(b, loc, x, rstd);
+  }
+  Value dxhat = weight ? mul(b, loc, g, weight) : g;
+  grads.push_back(normInputGrad(b, loc, dxhat, xhat, rstd, axes, centred));
+  if (weight)
+    grads.push_back(
+        sumToShape(b, loc, mul(b, loc, g, xhat), plainType(weight).getShape()));
+  if (bias)
+    grads.push_back(sumToShape(b, loc, g, plainType(bias).getShape()));
+}
+
 LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     Grads &grads) {
-  Value g = resultGrads[0];
-  if (!g)
+  if (!resultGrads[0])
     return noGradients(*this, grads);
-  Location loc = getLoc();
-  Value x = getInput();
-  int64_t rank = plainType(x).getRank();
-  int64_t axis = normalizedAxis(getAxis(), rank);
-  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(axis, rank));
-  auto [xhat, rstd] =
-      standardize(b, loc, x, axes, getEpsilon().convertToDouble());
-  Value dxhat = getWeight() ? mul(b, loc, g, getWeight()) : g;
-  grads.push_back(normInputGrad(b, loc, dxhat, xhat, rstd, axes, true));
-  if (Value w = getWeight())
-    grads.push_back(
-        sumToShape(b, loc, mul(b, loc, g, xhat), plainType(w).getShape()));
-  if (Value bias = getBias())
-    grads.push_back(sumToShape(b, loc, g, plainType(bias).getShape()));
+  normGradients(b, getLoc(), resultGrads[0], getInput(), getWeight(), getBias(),
+                getAxis(), getEpsilon().convertToDouble(),
+                /*centred=*/true, grads);
   return success();
 }
 
 LogicalResult RmsNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                   Grads &grads) {
-  Value g = resultGrads[0];
-  if (!g)
+  if (!resultGrads[0])
     return noGradients(*this, grads);
-  Location loc = getLoc();
-  Value x = getInput();
-  int64_t rank = plainType(x).getRank();
-  int64_t axis = normalizedAxis(getAxis(), rank);
-  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(axis, rank));
-  Value rstd = RsqrtOp::create(
-      b, loc,
-      add(b, loc, meanKeep(b, loc, mul(b, loc, x, x), axes),
-          scalarLike(b, loc, x, getEpsilon().convertToDouble())));
-  Value xhat = mul(b, loc, x, rstd);
-  Value dxhat = getWeight() ? mul(b, loc, g, getWeight()) : g;
-  grads.push_back(normInputGrad(b, loc, dxhat, xhat, rstd, axes, false));
-  if (Value w = getWeight())
-    grads.push_back(
-        sumToShape(b, loc, mul(b, loc, g, xhat), plainType(w).getShape()));
+  normGradients(b, getLoc(), resultGrads[0], getInput(), getWeight(), Value(),
+                getAxis(), getEpsilon().convertToDouble(),
+                /*centred=*/false, grads);
   return success();
 }
 
