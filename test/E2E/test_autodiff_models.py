@@ -9,7 +9,8 @@ The backward program is a global program like the forward one: SBP
 propagation distributes it, so data-parallel weight gradients come out as
 partial sums and their boxing to the parameters' B is an all-reduce (the
 lit test Autodiff/autodiff-sbp.mlir shows the collectives). Tolerance:
-relative error 1e-5 (f32 programs against a float64 reference).
+relative error 1e-5 (f32 programs against a float64 reference); for the
+loss, a sum whose terms may cancel, 1e-5 of the sum of the terms' sizes.
 """
 
 import math
@@ -87,7 +88,11 @@ def run_grads(build, ref_fn, layouts, layout, rng, tmp_path):
     r = jnp.asarray(m.inputs["r"], dtype=jnp.float64)
     loss, grads = jax.value_and_grad(
         lambda p: jnp.sum(ref_fn({**p, "x": x}) * r))(params)
-    check(got["loss"], np.asarray(loss), TOL, f"loss, {layout} on {nproc} ranks")
+    # The loss sums terms of both signs, which may cancel: float32 rounding
+    # is relative to the size of the terms, not of their sum.
+    terms = float(jnp.sum(jnp.abs(ref_fn({**params, "x": x}) * r)))
+    err = abs(float(got["loss"]) - float(loss)) / terms
+    assert err <= TOL, f"loss, {layout} on {nproc} ranks: error {err:.3e} of the terms' size"
     for k in params:
         check(got[f"grad_{k}"], np.asarray(grads[k]), TOL,
               f"grad_{k}, {layout} on {nproc} ranks")
