@@ -17,8 +17,10 @@ DEBIAN_PACKAGES=(
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )
-# jax (CPU): the autograd reference of the gradient tests.
-PYTHON_PACKAGES=(pytest numpy ml_dtypes jax)
+# jax (CPU): the autograd reference of the gradient and training tests;
+# safetensors: an independent reader of OF's checkpoints; scikit-learn: its
+# bundled digits data set, which the training tests learn.
+PYTHON_PACKAGES=(pytest numpy ml_dtypes jax safetensors scikit-learn)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -38,7 +40,7 @@ else
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes, jax" >/dev/null 2>&1; then
+if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes, jax, safetensors, sklearn" >/dev/null 2>&1; then
   echo "[setup] installing Python packages: ${PYTHON_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PYTHON_PACKAGES[@]}"
 else

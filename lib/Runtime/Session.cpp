@@ -52,7 +52,7 @@ TensorInfo describeBuffer(const Buffer &buffer, std::string_view name,
   return info;
 }
 
-/// The tag of the messages that gather outputs.
+/// The tag of the messages that gather inputs and outputs.
 constexpr int kGatherTag = 101;
 
 } // namespace
@@ -117,6 +117,7 @@ Status Session::prepare(const char *requestedEntry, int rank,
   }
   const Program &program = *program_;
   rank_ = rank;
+  entry_ = entry;
   label_ = formatMessage("program '", entry, "'");
 
   std::string_view device = text(program.device());
@@ -427,19 +428,38 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
   if (!outputsValid_)
     return fail("output '", info.name,
                 "' has no value: no run has completed successfully");
-  bool root = !comm_ || comm_->worldRank() == 0;
+  return gather(info, "output", outputStorage_[index].data(), data, bytes,
+                isRoot);
+}
+
+Status Session::gatherInput(size_t index, void *data, size_t bytes,
+                            bool &isRoot) const {
+  isRoot = false;
+  if (index >= inputs_.size())
+    return fail("input index ", index, " is out of range (", label_, " has ",
+                inputs_.size(), " inputs)");
+  const TensorInfo &info = inputs_[index];
+  if (!inputSet_[index])
+    return fail("input '", info.name, "' has no value: it was never set");
+  return gather(info, "input", inputStorage_[index].data(), data, bytes,
+                isRoot);
+}
+
+Status Session::gather(const TensorInfo &info, const char *kind,
+                       const uint8_t *mine, void *data, size_t bytes,
+                       bool &rootOut) const {
+  bool root = isRoot();
   if (root) {
     if (bytes != info.globalBytes)
       return fail(
-          "output '", info.name, "' is ", info.globalBytes, " bytes globally (",
-          dtypeName(info.dtype), " ",
+          kind, " '", info.name, "' is ", info.globalBytes,
+          " bytes globally (", dtypeName(info.dtype), " ",
           formatDims(info.distributed ? info.dist.globalShape : info.dims),
           "), got ", bytes);
     if (!data && bytes)
-      return fail("output '", info.name, "': the data pointer is NULL");
+      return fail(kind, " '", info.name, "': the data pointer is NULL");
   }
-  isRoot = root;
-  const uint8_t *mine = outputStorage_[index].data();
+  rootOut = root;
   if (!info.distributed) {
     if (root && bytes)
       std::memcpy(data, mine, bytes);
@@ -447,7 +467,7 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
   }
   const DistSpec &dist = info.dist;
   if (!comm_ && dist.meshRanks.size() > 1)
-    return fail("output '", info.name, "' is distributed over ",
+    return fail(kind, " '", info.name, "' is distributed over ",
                 dist.meshRanks.size(),
                 " ranks; gathering it needs the session's communicator");
   size_t elementSize = dtypeSize(info.dtype);
@@ -456,7 +476,7 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
     fillIdentity(info.dtype, dist.partialOp(), data,
                  info.globalBytes / elementSize);
   std::string what =
-      formatMessage("gathering output '", info.name, "' on rank 0");
+      formatMessage("gathering ", kind, " '", info.name, "' on rank 0");
   AlignedBytes piece;
   for (size_t member = 0; member < dist.meshRanks.size(); ++member) {
     LocalPart part = localPart(dist, static_cast<int>(member));

@@ -64,6 +64,12 @@ public:
                        std::unique_ptr<Session> &out);
   ~Session();
 
+  /// The entry function this session runs.
+  const std::string &entryName() const { return entry_; }
+  /// Whether this is the rank that gathers (world rank 0, or no
+  /// communicator).
+  bool isRoot() const { return !comm_ || comm_->worldRank() == 0; }
+
   /// Inputs in the program's `inputs` order, outputs in Output step order.
   const std::vector<TensorInfo> &inputs() const { return inputs_; }
   const std::vector<TensorInfo> &outputs() const { return outputs_; }
@@ -91,6 +97,14 @@ public:
   /// rank 0's value.
   Status gatherOutput(size_t index, void *data, size_t bytes,
                       bool &isRoot) const;
+  /// The same for the current value of an input (after a run, a training
+  /// step's state holds the run's update), which must have been set.
+  Status gatherInput(size_t index, void *data, size_t bytes,
+                     bool &isRoot) const;
+  /// Whether input `index` has a value (set, or updated by a run).
+  bool inputIsSet(size_t index) const {
+    return index < inputSet_.size() && inputSet_[index];
+  }
 
   void enableProfiling(bool enable) { profiling_ = enable; }
   size_t numSteps() const { return steps_.size(); }
@@ -105,10 +119,15 @@ private:
   Status loadKernels();
   Status prepareStep(const plan::Step &step, uint32_t index);
   void *bufferData(uint32_t index) const { return bufferData_[index]; }
+  /// Gathers `mine`, this rank's part of the value `info` describes (an
+  /// input's or output's, `kind` says which), on world rank 0.
+  Status gather(const TensorInfo &info, const char *kind, const uint8_t *mine,
+                void *data, size_t bytes, bool &rootOut) const;
 
   std::shared_ptr<const PlanFile> plan_;
   const plan::Program *program_ = nullptr;
   int rank_ = 0;
+  std::string entry_;
   Communicator *comm_ = nullptr;
   std::string label_;
   std::unique_ptr<Executor> executor_;

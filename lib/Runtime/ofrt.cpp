@@ -10,6 +10,7 @@
 
 #include "Communicator.h"
 #include "PlanFile.h"
+#include "Checkpoint.h"
 #include "Session.h"
 
 #pragma GCC visibility push(default)
@@ -230,6 +231,30 @@ int64_t ofrt_session_output_updates(const ofrt_session *session, size_t index) {
   if (!session || index >= session->session->outputs().size())
     return -1;
   return session->session->outputs()[index].updates;
+}
+
+int ofrt_session_input_is_set(const ofrt_session *session, size_t index) {
+  return session && session->session->inputIsSet(index) ? 1 : 0;
+}
+
+ofrt_error *ofrt_session_save_state(const ofrt_session *session,
+                                    const char *path, int64_t step) {
+  if (!session || !path)
+    return makeError("ofrt_session_save_state: the session or path is NULL");
+  if (step < 0)
+    return makeError("ofrt_session_save_state: the step is negative");
+  return toError(saveState(*session->session, path, step));
+}
+
+ofrt_error *ofrt_session_load_state(ofrt_session *session, const char *path,
+                                    int64_t *step) {
+  if (!session || !path)
+    return makeError("ofrt_session_load_state: the session or path is NULL");
+  int64_t loadedStep = 0;
+  Status status = loadState(*session->session, path, loadedStep);
+  if (status.succeeded() && step)
+    *step = loadedStep;
+  return toError(status);
 }
 
 ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,

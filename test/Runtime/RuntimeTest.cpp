@@ -910,6 +910,11 @@ TEST(SessionErrors, NullArgumentsAreErrorsNotCrashes) {
             "ofrt_session_run: the session is NULL");
   EXPECT_EQ(ofrt_plan_num_entries(nullptr), 0u);
   EXPECT_EQ(ofrt_session_input_info(nullptr, 0).name, nullptr);
+  EXPECT_EQ(ofrt_session_input_is_set(nullptr, 0), 0);
+  EXPECT_EQ(take(ofrt_session_save_state(nullptr, "x", 0)),
+            "ofrt_session_save_state: the session or path is NULL");
+  EXPECT_EQ(take(ofrt_session_load_state(nullptr, "x", nullptr)),
+            "ofrt_session_load_state: the session or path is NULL");
   EXPECT_STREQ(ofrt_dtype_name(OFRT_BF16), "bf16");
   EXPECT_EQ(ofrt_dtype_size(OFRT_I1), 1u);
 }

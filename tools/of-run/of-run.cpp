@@ -78,6 +78,23 @@ OPTIONS:
                       the last step's (the trained parameters).
   --set NAME=VALUE    Bind a scalar (rank-0) input to a number, e.g.
                       --set lr=0.01.
+  --batch NAME=FILE   With --steps: FILE.npy holds one value of the input
+                      NAME per batch along a new leading axis (shape [K] +
+                      the input's global shape); step s takes batch s mod K,
+                      counting steps from the loaded checkpoint's step.
+  --load-state FILE   Before running, set every input that the safetensors
+                      checkpoint FILE holds a tensor of the same name for
+                      (parameters and optimizer state; other tensors are
+                      ignored, so an evaluation entry loads only the
+                      parameters). A training step needs all of its state
+                      in the file, and continues from its step count.
+  --save-state FILE   After the last run, save the entry's state
+                      (parameters and optimizer state) to FILE as one
+                      safetensors file of global tensors with the step
+                      count; written to FILE.tmp.<pid> and renamed, so a
+                      crash leaves any previous FILE whole.
+  --save-every K      With --steps and --save-state: also save after every
+                      K-th step.
   --print-timing      Print a per-step table (step, calls, mean ms, share %)
                       and the total time per run; with several ranks, rank
                       0's, and the share of the collectives.
@@ -93,7 +110,7 @@ result's of.name, else out0, out1, .... A name is kept as the file name
 rejected.
 
 STATE: an input that an output updates (a training step's optimizer state)
-and that is not given starts at zeros; a note names it.
+and that is neither given nor loaded starts at zeros; a note names it.
 
 DTYPES: f32 <f4, f64 <f8, f16 <f2, i64 <i8, i32 <i4, i8 |i1, i1 |b1; bf16 is
 read from <u2 (raw bits) or <V2 (np.save of an ml_dtypes.bfloat16 array) and
@@ -136,6 +153,9 @@ struct Options {
   std::string planPath;
   std::vector<std::pair<std::string, std::string>> inputs; // name, file
   std::vector<std::pair<std::string, double>> scalars;     // --set
+  std::vector<std::pair<std::string, std::string>> batches; // --batch
+  std::string loadState, saveState;
+  long saveEvery = 0; // --save-every; 0 when not given
   std::string outputDir;
   const char *entry = nullptr;
   std::string entryStorage;
@@ -224,6 +244,26 @@ int parseOptions(int argc, char **argv, Options &options) {
         return usageError("--input expects NAME=FILE.npy, got '" + binding +
                           "'");
       options.inputs.emplace_back(name, file);
+    } else if (arg == "--batch") {
+      std::string binding, name, file;
+      if (!takeValue(binding))
+        return needsValue();
+      if (!splitBinding(binding, name, file))
+        return usageError("--batch expects NAME=FILE.npy, got '" + binding +
+                          "'");
+      options.batches.emplace_back(name, file);
+    } else if (arg == "--load-state" || arg == "--save-state") {
+      std::string &path =
+          arg == "--load-state" ? options.loadState : options.saveState;
+      if (!takeValue(path) || path.empty())
+        return needsValue();
+    } else if (arg == "--save-every") {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      if (!parseInteger(text, 1, options.saveEvery))
+        return usageError("--save-every expects a positive integer, got '" +
+                          text + "'");
     } else if (arg == "--output-dir") {
       if (!takeValue(options.outputDir) || options.outputDir.empty())
         return needsValue();
@@ -297,6 +337,11 @@ int parseOptions(int argc, char **argv, Options &options) {
   }
   if (options.steps && options.repeat != 1)
     return usageError("--steps and --repeat cannot be combined");
+  if (!options.batches.empty() && !options.steps)
+    return usageError("--batch feeds one batch per training step: give "
+                      "--steps");
+  if (options.saveEvery && (!options.steps || options.saveState.empty()))
+    return usageError("--save-every needs --steps and --save-state");
   if (options.planPath.empty())
     return error("no plan given (usage: of-run PLAN.ofp --input NAME=FILE "
                  "--output-dir DIR; see --help)") +
@@ -373,9 +418,34 @@ int listPlan(ofrt_plan *plan, const Options &options) {
   return 0;
 }
 
-/// Binds every input from its .npy file; reports every problem of one kind
-/// at once (all unknown names, or all missing inputs).
-int bindInputs(ofrt_session *session, const Options &options) {
+/// The values of an input fed one per training step (--batch).
+struct BatchInput {
+  size_t index;
+  std::string file;
+  ofrun::NpyArray array; // [count] + the input's global shape
+  int64_t count = 0;
+  size_t batchBytes = 0;
+};
+
+/// Sets the batch of global step `step` for every --batch input.
+int feedBatches(ofrt_session *session, const std::vector<BatchInput> &batches,
+                int64_t step) {
+  for (const BatchInput &batch : batches) {
+    const unsigned char *data =
+        batch.array.data.data() + (step % batch.count) * batch.batchBytes;
+    if (ofrt_error *err = ofrt_session_set_input_global(
+            session, batch.index, data, batch.batchBytes))
+      return error(err);
+  }
+  return 0;
+}
+
+/// Binds every input from its .npy file (inputs loaded from a checkpoint
+/// are set already); reports every problem of one kind at once (all
+/// unknown names, or all missing inputs). --batch inputs are read into
+/// `batches`, and set to their first batch by the caller.
+int bindInputs(ofrt_session *session, const Options &options,
+               std::vector<BatchInput> &batches) {
   size_t numInputs = ofrt_session_num_inputs(session);
   std::string known;
   for (size_t i = 0; i < numInputs; ++i)
@@ -386,13 +456,17 @@ int bindInputs(ofrt_session *session, const Options &options) {
 
   std::map<size_t, std::string> files;
   std::map<size_t, double> scalars;
+  std::map<size_t, std::string> batchFiles;
   // The input named `name`, given once in all (as a file or a number).
   auto claim = [&](const std::string &name, int64_t &index) -> int {
     index = ofrt_session_find_input(session, name.c_str());
     if (index < 0)
       return error("unknown input '" + name + "'; the inputs are: " + known);
-    if (files.count(index) || scalars.count(index))
+    if (files.count(index) || scalars.count(index) || batchFiles.count(index))
       return error("input '" + name + "' is given twice");
+    if (ofrt_session_input_is_set(session, index))
+      return error("input '" + name + "' is given on the command line and "
+                   "loaded from the checkpoint " + options.loadState);
     return 0;
   };
   for (const auto &[name, file] : options.inputs) {
@@ -407,6 +481,12 @@ int bindInputs(ofrt_session *session, const Options &options) {
       return status;
     scalars[index] = value;
   }
+  for (const auto &[name, file] : options.batches) {
+    int64_t index;
+    if (int status = claim(name, index))
+      return status;
+    batchFiles[index] = file;
+  }
   // State that a step updates starts at zeros when not given.
   std::vector<bool> updated(numInputs, false);
   for (size_t o = 0; o < ofrt_session_num_outputs(session); ++o)
@@ -415,7 +495,8 @@ int bindInputs(ofrt_session *session, const Options &options) {
   std::string missing, zeroed;
   size_t numMissing = 0;
   for (size_t i = 0; i < numInputs; ++i) {
-    if (files.count(i) || scalars.count(i))
+    if (files.count(i) || scalars.count(i) || batchFiles.count(i) ||
+        ofrt_session_input_is_set(session, i))
       continue;
     ofrt_tensor_info info = ofrt_session_input_info(session, i);
     if (updated[i]) {
@@ -446,6 +527,34 @@ int bindInputs(ofrt_session *session, const Options &options) {
     if (ofrt_error *err =
             ofrt_session_set_input(session, index, bytes.data(), bytes.size()))
       return error(err);
+  }
+  for (const auto &[index, file] : batchFiles) {
+    ofrt_tensor_info info = ofrt_session_input_info(session, index);
+    ofrt_dist dist;
+    std::vector<int64_t> expected =
+        ofrt_session_input_dist(session, index, &dist) ? globalDims(dist)
+                                                       : dimsOf(info);
+    BatchInput batch{index, file, {}, 0, 0};
+    std::string message;
+    if (!ofrun::readNpy(file, batch.array, message))
+      return error("--batch '" + std::string(info.name) + "': " + message);
+    const std::vector<int64_t> &shape = batch.array.shape;
+    if (batch.array.dtype != info.dtype ||
+        shape.size() != expected.size() + 1 ||
+        !std::equal(expected.begin(), expected.end(), shape.begin() + 1) ||
+        shape[0] < 1) {
+      std::string batchShape = std::string(ofrt_dtype_name(info.dtype)) + " [K";
+      for (int64_t dim : expected)
+        batchShape += ", " + std::to_string(dim);
+      return error("--batch '" + std::string(info.name) + "': expected " +
+                   batchShape + "] (K >= 1 batches of " +
+                   ofrun::describeTensor(info.dtype, expected) + "), got " +
+                   ofrun::describeTensor(batch.array.dtype, shape) + " in " +
+                   file);
+    }
+    batch.count = shape[0];
+    batch.batchBytes = batch.array.data.size() / static_cast<size_t>(shape[0]);
+    batches.push_back(std::move(batch));
   }
   for (const auto &[index, file] : files) {
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
@@ -611,16 +720,38 @@ int runPlan(ofrt_plan *plan, const Options &options) {
     ~SessionGuard() { ofrt_session_destroy(session); }
   } guard{session};
 
-  if (int status = bindInputs(session, options))
+  bool root = !worldComm || ofrt_comm_rank(worldComm) == 0;
+  int64_t firstStep = 0; // steps taken before this run (from a checkpoint)
+  if (!options.loadState.empty()) {
+    if (ofrt_error *err = ofrt_session_load_state(
+            session, options.loadState.c_str(), &firstStep))
+      return error(err);
+    if (root && options.steps)
+      std::fprintf(stderr, "of-run: loaded %s (step %lld)\n",
+                   options.loadState.c_str(),
+                   static_cast<long long>(firstStep));
+  }
+  std::vector<BatchInput> batches;
+  if (int status = bindInputs(session, options, batches))
     return status;
   if (int status = checkOutputNames(session))
     return status;
   ofrt_session_enable_profiling(session, options.printTiming);
   long runs = options.steps ? options.steps : options.repeat;
-  bool root = !worldComm || ofrt_comm_rank(worldComm) == 0;
+  long lastStep = firstStep + runs;
   int64_t lossIndex = ofrt_session_find_output(session, "loss");
+  auto save = [&](int64_t step) -> int {
+    if (ofrt_error *err = ofrt_session_save_state(
+            session, options.saveState.c_str(), step))
+      return error(err);
+    return 0;
+  };
+  bool savedLast = false;
   auto start = std::chrono::steady_clock::now();
   for (long run = 0; run < runs; ++run) {
+    int64_t step = firstStep + run; // the global index of this step
+    if (int status = feedBatches(session, batches, step))
+      return status;
     auto stepStart = std::chrono::steady_clock::now();
     if (ofrt_error *err = ofrt_session_run(session))
       return error(err);
@@ -646,11 +777,20 @@ int runPlan(ofrt_plan *plan, const Options &options) {
         loss = text;
       }
     }
-    if (root)
-      std::printf("step %ld/%ld%s  %.3f ms\n", run + 1, runs, loss.c_str(), ms);
+    if (root) { // a line per step, as it happens (also into a pipe)
+      std::printf("step %lld/%ld%s  %.3f ms\n",
+                  static_cast<long long>(step + 1), lastStep, loss.c_str(), ms);
+      std::fflush(stdout);
+    }
+    if (options.saveEvery && (step + 1) % options.saveEvery == 0) {
+      if (int status = save(step + 1))
+        return status;
+      savedLast = run + 1 == runs;
+    }
   }
-  if (options.steps && root)
-    std::fflush(stdout);
+  if (!options.saveState.empty() && !savedLast)
+    if (int status = save(lastStep))
+      return status;
   double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -163,6 +163,33 @@ ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
  * input without a distribution is set whole, as by ofrt_session_set_input. */
 ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
                                           const void *data, size_t bytes);
+/* 1 when input `index` has a value (set, loaded or updated by a run). */
+int ofrt_session_input_is_set(const ofrt_session *session, size_t index);
+
+/* Checkpoints. A session's state is every input that an output updates (a
+ * training step's parameters and optimizer state). It is saved as ONE
+ * safetensors file of GLOBAL tensors named like the inputs: rank 0 gathers
+ * each tensor from the ranks that hold it and writes it (one tensor in
+ * memory at a time), so a checkpoint loads under any rank count or SBP
+ * layout, into an entry that takes only some of the tensors (an evaluation
+ * entry taking the parameters), and into other tools. Metadata "of.step"
+ * holds `step`, "of.entry" the entry's name. The file is written to
+ * PATH.tmp.<pid>, flushed to disk and renamed over PATH, so a crash
+ * mid-save leaves the previous file whole.
+ *
+ * save_state is collective (every rank calls it); rank 0 reports a failure
+ * to write. load_state is called by every rank (each reads the file and
+ * takes its part): it sets every input that the file has a tensor of the
+ * same name for (dtype and global shape must match; other tensors are
+ * ignored), requires every state input to be in the file, and returns the
+ * step in *step (0 without "of.step"; step may be NULL). A file that is not
+ * valid safetensors (cut short, bad header, offsets outside the data) is
+ * rejected with a message before anything is set. */
+ofrt_error *ofrt_session_save_state(const ofrt_session *session,
+                                    const char *path, int64_t step);
+ofrt_error *ofrt_session_load_state(ofrt_session *session, const char *path,
+                                    int64_t *step);
+
 /* Runs every step. Fails if an input was never set. After a run, every
  * output that updates an input (ofrt_session_output_updates: a training
  * step's parameters and optimizer state) has been copied into that input,
