@@ -88,32 +88,35 @@ def jax_loss(p, x, y):
     return jnp.mean(jax.nn.logsumexp(z, -1) - jnp.take_along_axis(z, y[:, None], -1)[:, 0])
 
 
-def jax_train(optimizer, params, x, y, lr):
-    """The reference loop: PyTorch's SGD(momentum=0.9, weight_decay=0.01)
-    and AdamW(weight_decay=0.01) after clip_grad_norm_(0.5)."""
+def reference_train(loss_fn, optimizer, params, batch_at, lr, steps,
+                    momentum=0.9, weight_decay=0.01, max_grad_norm=0.5):
+    """The reference loop in float64: PyTorch's SGD(momentum, weight_decay)
+    and, after clip_grad_norm_(max_grad_norm), AdamW(weight_decay).
+    `batch_at(step)` gives loss_fn's data arguments of step 0, 1, ...
+    Returns the loss of every step and the final parameters."""
     p = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
-    x, y = jnp.asarray(x, jnp.float64), jnp.asarray(y)
     state = {k: (jnp.zeros_like(v), jnp.zeros_like(v)) for k, v in p.items()}
+    grad_fn = jax.jit(jax.value_and_grad(loss_fn))
     losses = []
-    for t in range(1, STEPS + 1):
-        loss, g = jax.value_and_grad(jax_loss)(p, x, y)
+    for t in range(1, steps + 1):
+        loss, g = grad_fn(p, *batch_at(t - 1))
         losses.append(float(loss))
         if optimizer == "sgd":
             for k in p:
-                gk = g[k] + 0.01 * p[k]
-                buf = 0.9 * state[k][0] + gk
+                gk = g[k] + weight_decay * p[k]
+                buf = momentum * state[k][0] + gk
                 state[k] = (buf, state[k][1])
                 p[k] = p[k] - lr * buf
         else:
             norm = jnp.sqrt(sum(jnp.sum(v * v) for v in g.values()))
-            scale = jnp.minimum(1.0, 0.5 / (norm + 1e-6))
+            scale = jnp.minimum(1.0, max_grad_norm / (norm + 1e-6))
             for k in p:
                 gk = g[k] * scale
                 m = 0.9 * state[k][0] + 0.1 * gk
                 v = 0.999 * state[k][1] + 0.001 * gk * gk
                 state[k] = (m, v)
                 mhat, vhat = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
-                p[k] = p[k] * (1 - lr * 0.01) - lr * mhat / (jnp.sqrt(vhat) + 1e-8)
+                p[k] = p[k] * (1 - lr * weight_decay) - lr * mhat / (jnp.sqrt(vhat) + 1e-8)
     return losses, p
 
 
@@ -144,7 +147,8 @@ def test_mlp_training(layout, optimizer, rng, tmp_path):
     losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
     assert len(losses) == STEPS, stdout
 
-    ref_losses, ref_params = jax_train(optimizer, params, x, y, lr)
+    xy = (jnp.asarray(x, jnp.float64), jnp.asarray(y))
+    ref_losses, ref_params = reference_train(jax_loss, optimizer, params, lambda s: xy, lr, STEPS)
     assert ref_losses[-1] < 0.9 * ref_losses[0], "the reference did not train"
     for step, (got, ref) in enumerate(zip(losses, ref_losses), 1):
         check(np.array(got), np.array(ref), TOL, f"loss at step {step}")
