@@ -109,8 +109,10 @@ def _sbp_for(layout, name):
     return None
 
 
-def program(cfg, mesh=(), layout=None, func="gpt"):
-    """The GPT as MLIR text: @<func>(idx, targets, params...) -> loss."""
+def program(cfg, mesh=(), layout=None, func="gpt", output="loss"):
+    """The GPT as MLIR text: @<func>(idx, targets, params...) -> loss, or
+    with output="logits" @<func>(idx, params...) -> logits [B, T, V] (for
+    sampling; its parameters are plain inputs, not of.param)."""
     layout = layout or {}
     B, T, C, H, D, V = cfg.batch, cfg.block, cfg.d_model, cfg.heads, cfg.head_dim, cfg.vocab
     types = {}
@@ -125,9 +127,12 @@ def program(cfg, mesh=(), layout=None, func="gpt"):
         return "tensor<" + "".join(f"{d}x" for d in shape) + et + ">"
 
     args = []
+    data = [("idx", "i64", (B, T), "")]
+    if output == "loss":
+        data.append(("targets", "i64", (B, T), ""))
+    param = ", of.param" if output == "loss" else ""
     for name, et, shape, attrs in (
-            [("idx", "i64", (B, T), ""), ("targets", "i64", (B, T), "")] +
-            [(n, "f32", s, ", of.param") for n, s in param_shapes(cfg).items()]):
+            data + [(n, "f32", s, param) for n, s in param_shapes(cfg).items()]):
         ssa = "%" + name.replace(".", "_")
         types[ssa] = ty(shape, et, _sbp_for(layout, name))
         args.append(f'{ssa}: {types[ssa]} {{of.name = "{name}"{attrs}}}')
@@ -191,31 +196,37 @@ def program(cfg, mesh=(), layout=None, func="gpt"):
     hf = layer_norm("%hf", h, "ln_f", (B, T, C))
     logits = op("%logits", f"of.matmul {hf}, %lm_head_weight : "
                 f"({t(hf, '%lm_head_weight')}) -> $R", (B, T, V))
-    flat = op("%flat", f"of.reshape {logits} : ({t(logits)}) -> $R", (B * T, V))
-    tgt = op("%tgt", f"of.reshape %targets : ({t('%targets')}) -> $R", (B * T,), "i64")
-    ce = op("%ce", f"of.cross_entropy {flat}, {tgt} : ({t(flat, tgt)}) -> $R", (B * T,))
-    loss = op("%loss", f"of.reduce_mean {ce} {{axes = array<i64: 0>}} : ({t(ce)}) -> $R", ())
-    result_type = plain(())
+    if output == "loss":
+        flat = op("%flat", f"of.reshape {logits} : ({t(logits)}) -> $R", (B * T, V))
+        tgt = op("%tgt", f"of.reshape %targets : ({t('%targets')}) -> $R", (B * T,), "i64")
+        ce = op("%ce", f"of.cross_entropy {flat}, {tgt} : ({t(flat, tgt)}) -> $R", (B * T,))
+        result = op("%loss", f"of.reduce_mean {ce} {{axes = array<i64: 0>}} : ({t(ce)}) -> $R",
+                    ())
+        result_shape = ()
+    else:
+        result, result_shape = logits, (B, T, V)
+    result_type = plain(result_shape)
     if mesh:
-        result_type = ty(())
-        lines.append(f"%lossb = of.boxing {loss} : {types[loss]} -> {result_type}")
-        loss = "%lossb"
+        result_type = ty(result_shape)
+        lines.append(f"%result = of.boxing {result} : {types[result]} -> {result_type}")
+        result = "%result"
     header = (f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, mesh))}]}}\n'
               if mesh else "")
     body = "\n  ".join(lines)
     return (f"{header}func.func @{func}({', '.join(args)}) -> "
-            f"({result_type} {{of.name = \"loss\"}}) {{\n  {body}\n  return {loss} : {result_type}\n}}\n")
+            f"({result_type} {{of.name = \"{output}\"}}) {{\n  {body}\n  return {result} : {result_type}\n}}\n")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layout", choices=list(LAYOUTS), default="1-rank")
+    parser.add_argument("--output", choices=["loss", "logits"], default="loss")
     for field in dataclasses.fields(Config):
         parser.add_argument("--" + field.name.replace("_", "-"), type=int, default=field.default)
     options = parser.parse_args()
     cfg = Config(**{f.name: getattr(options, f.name) for f in dataclasses.fields(Config)})
     mesh, layout = LAYOUTS[options.layout]
-    print(program(cfg, mesh, layout), end="")
+    print(program(cfg, mesh, layout, output=options.output), end="")
 
 
 if __name__ == "__main__":

@@ -93,12 +93,74 @@ int64_t byteSize(MemRefType type) {
   return type.getNumElements() * getElementByteSize(type.getElementType());
 }
 
+/// The kernels of an executable, deduplicated: a kernel outlined with the
+/// same signature and body (up to locations) as an earlier one is that
+/// one. Layers of a model, and the forward that a training step repeats,
+/// outline the same kernels many times; compiling each once keeps the
+/// LLVM work proportional to the distinct kernels (a 2-layer GPT's plan
+/// with its forward, gradient and training-step entries: 133 distinct
+/// kernels out of 1168).
+class KernelTable {
+public:
+  explicit KernelTable(ModuleOp kernels) : kernels(kernels) {}
+
+  ModuleOp module() const { return kernels; }
+  /// The name for the next new kernel.
+  std::string nextName() const { return "k" + std::to_string(counter); }
+  /// Takes `kernel`, just outlined under nextName(), or erases it and
+  /// returns the equal kernel outlined before. Counts a use either way.
+  func::FuncOp intern(func::FuncOp kernel) {
+    size_t hash = hashOf(kernel);
+    for (func::FuncOp known : byHash[hash])
+      if (known.getFunctionType() == kernel.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(
+              &known.getBody(), &kernel.getBody(),
+              OperationEquivalence::IgnoreLocations)) {
+        kernel.erase();
+        ++uses[known];
+        return known;
+      }
+    byHash[hash].push_back(kernel);
+    ++uses[kernel];
+    ++counter;
+    return kernel;
+  }
+  /// Drops a use of `kernel` (a step that turned out dead); the last use
+  /// erases it.
+  void release(func::FuncOp kernel) {
+    if (--uses[kernel] != 0)
+      return;
+    uses.erase(kernel);
+    auto &bucket = byHash[hashOf(kernel)];
+    llvm::erase(bucket, kernel);
+    kernel.erase();
+  }
+
+private:
+  static size_t hashOf(func::FuncOp kernel) {
+    llvm::hash_code hash = hash_value(kernel.getFunctionType());
+    kernel.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(
+          hash, OperationEquivalence::computeHash(
+                    op, OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::ignoreHashValue,
+                    OperationEquivalence::IgnoreLocations));
+    });
+    return hash;
+  }
+
+  ModuleOp kernels;
+  unsigned counter = 0;
+  DenseMap<size_t, SmallVector<func::FuncOp, 1>> byHash;
+  DenseMap<Operation *, unsigned> uses;
+};
+
 class ProgramBuilder {
 public:
-  ProgramBuilder(func::FuncOp func, ModuleOp kernels, SymbolTable &symbols,
-                 unsigned &kernelCounter, bool inPlace, bool useBlas)
-      : func(func), kernels(kernels), symbols(symbols),
-        kernelCounter(kernelCounter), inPlace(inPlace), useBlas(useBlas) {}
+  ProgramBuilder(func::FuncOp func, KernelTable &kernels, SymbolTable &symbols,
+                 bool inPlace, bool useBlas)
+      : func(func), kernels(kernels), symbols(symbols), inPlace(inPlace),
+        useBlas(useBlas) {}
 
   LogicalResult build(OpBuilder &planBuilder);
 
@@ -124,9 +186,8 @@ private:
   void access(Operation *op, const Step &step);
 
   func::FuncOp func;
-  ModuleOp kernels;
+  KernelTable &kernels;
   SymbolTable &symbols;
-  unsigned &kernelCounter;
   bool inPlace, useBlas;
 
   std::vector<Root> roots;
@@ -446,7 +507,7 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
           Step &dead = steps[zeroed->second.step];
           dead.dead = true;
           if (dead.kernel)
-            dead.kernel.erase();
+            kernels.release(dead.kernel);
         }
         Step step{Step::Library};
         step.name = "blas.gemm";
@@ -659,11 +720,9 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
     argTypes.push_back(v.getType());
     step.buffers.push_back(rootIndex.lookup(v));
   }
-  step.name = "k" + std::to_string(kernelCounter++);
-  OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
-  auto kernel = func::FuncOp::create(kb, op->getLoc(), step.name,
+  OpBuilder kb = OpBuilder::atBlockEnd(kernels.module().getBody());
+  auto kernel = func::FuncOp::create(kb, op->getLoc(), kernels.nextName(),
                                      kb.getFunctionType(argTypes, {}));
-  step.kernel = kernel;
   Block *entry = kernel.addEntryBlock();
   IRMapping mapping;
   for (auto [v, arg] : llvm::zip(rootValues, entry->getArguments()))
@@ -675,6 +734,8 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   Operation *cloned = kb.clone(*op, mapping);
   cloned->removeAttr("of.index_range");
   func::ReturnOp::create(kb, op->getLoc());
+  step.kernel = kernels.intern(kernel);
+  step.name = step.kernel.getSymName().str();
 
   // An elementwise generic may write in place over an input read at the
   // same index, when the input root is used by this op exactly once.
@@ -792,7 +853,7 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
     OpBuilder eb = OpBuilder::atBlockEnd(exeBlock);
     auto kernels = ModuleOp::create(eb, module.getLoc());
 
-    unsigned kernelCounter = 0;
+    KernelTable kernelTable(kernels);
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (func.isPublic() && !func.isExternal())
@@ -802,8 +863,7 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
       return signalPassFailure();
     }
     for (func::FuncOp func : funcs) {
-      ProgramBuilder builder(func, kernels, symbols, kernelCounter, inPlace,
-                             useBlas);
+      ProgramBuilder builder(func, kernelTable, symbols, inPlace, useBlas);
       if (failed(builder.build(b)))
         return signalPassFailure();
     }
