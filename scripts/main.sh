@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's main command: installs what is missing, builds OF, then
-# compiles the embedded default model (examples/mlp.mlir) through the whole
-# CPU path (of-opt --of-pipeline=cpu | of-translate --of-plan-to-binary),
-# runs the plan with of-run on random inputs and checks it against NumPy,
-# then trains examples/mlp_train.mlir on 2 ranks (scripts/main_demo.py).
+# (scripts/main_demo.py) compiles the Megatron MLP of
+# examples/mlp_megatron.mlir for 2 ranks, runs it and checks it against
+# NumPy, then trains the small GPT of examples/gpt.py on 2 ranks on a text
+# corpus that Debian installs, saves a checkpoint and prints a sample.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${OF_BUILD_DIR:-$ROOT/build}

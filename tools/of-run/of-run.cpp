@@ -493,7 +493,7 @@ int bindInputs(ofrt_session *session, const Options &options,
     if (int64_t in = ofrt_session_output_updates(session, o); in >= 0)
       updated[in] = true;
   std::string missing, zeroed;
-  size_t numMissing = 0;
+  size_t numMissing = 0, numZeroed = 0;
   for (size_t i = 0; i < numInputs; ++i) {
     if (files.count(i) || scalars.count(i) || batchFiles.count(i) ||
         ofrt_session_input_is_set(session, i))
@@ -504,14 +504,21 @@ int bindInputs(ofrt_session *session, const Options &options,
       if (ofrt_error *err =
               ofrt_session_set_input(session, i, zeros.data(), zeros.size()))
         return error(err);
-      zeroed += std::string(zeroed.empty() ? "" : ", ") + info.name;
+      if (++numZeroed <= 6)
+        zeroed += std::string(zeroed.empty() ? "" : ", ") + info.name;
       continue;
     }
     missing += std::string(numMissing++ ? ", " : "") + "'" + info.name + "'";
   }
   if (!zeroed.empty() && (!worldComm || ofrt_comm_rank(worldComm) == 0))
-    std::fprintf(stderr, "of-run: note: state not given starts at zeros: %s\n",
-                 zeroed.c_str());
+    std::fprintf(stderr,
+                 "of-run: note: state not given starts at zeros: %s%s\n",
+                 zeroed.c_str(),
+                 numZeroed > 6 ? (" and " + std::to_string(numZeroed - 6) +
+                                  " more (" + std::to_string(numZeroed) +
+                                  " inputs)")
+                                     .c_str()
+                               : "");
   if (numMissing)
     return error(
         std::string(numMissing == 1 ? "missing input " : "missing inputs ") +
