@@ -87,11 +87,19 @@ LogicalResult mlir::of::parsePipelineOptions(
         return errorHandler("--of-pipeline: " + key +
                             " takes a non-negative number, not '" + value +
                             "'");
+    } else if (key == "accumulate") {
+      if (value.getAsInteger(10, options.accumulate) || options.accumulate < 1)
+        return errorHandler("--of-pipeline: accumulate takes a positive "
+                            "integer, not '" +
+                            value + "'");
+    } else if (key == "zero") {
+      if (failed(parseBool(key, value, options.zero)))
+        return failure();
     } else {
       return errorHandler(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
-          "weight-decay, max-grad-norm)");
+          "weight-decay, max-grad-norm, accumulate, zero)");
     }
   }
   return success();
@@ -109,6 +117,8 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.momentum = options.momentum;
       train.weightDecay = options.weightDecay;
       train.maxGradNorm = options.maxGradNorm;
+      train.accumulate = options.accumulate;
+      train.zero = options.zero;
       pm.addPass(createTrainingStepPass(train));
       pm.addPass(createInlinerPass());
     }
@@ -117,6 +127,10 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createPropagateSbpPass());
   pm.addPass(createInsertBoxingPass());
   pm.addPass(createCSEPass()); // one boxing per value and target
+  // A chain of boxings with nothing else reading the middle becomes one
+  // transition (an inlined gradient's boxing to its parameter's B followed
+  // by ZeRO's B -> S(0) is the reduce-scatter it should be).
+  pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "sbp")
     return;
   pm.addPass(createPartitionPass());
@@ -158,7 +172,7 @@ void mlir::of::registerOFPipelines() {
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
       "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
-      "[,weight-decay=W][,max-grad-norm=N]",
+      "[,weight-decay=W][,max-grad-norm=N][,accumulate=K][,zero=true]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;

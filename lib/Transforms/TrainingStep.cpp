@@ -76,6 +76,56 @@ struct UpdateBuilder {
   }
 };
 
+/// `type` with K stacked on a new leading axis; a split moves with its
+/// dimension.
+FailureOr<Type> stackedType(Type type, int64_t k) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return failure();
+  SmallVector<int64_t> shape = {k};
+  llvm::append_range(shape, ranked.getShape());
+  Attribute encoding = ranked.getEncoding();
+  if (auto sbp = dyn_cast_or_null<SbpAttr>(encoding)) {
+    SmallVector<SbpEntry> entries(sbp.getEntries());
+    for (SbpEntry &e : entries)
+      if (e.isSplit())
+        e.dim += 1;
+    encoding = SbpAttr::get(type.getContext(), sbp.getPlacement(), entries);
+  }
+  return Type(
+      RankedTensorType::get(shape, ranked.getElementType(), encoding));
+}
+
+/// ZeRO: the type of a parameter's optimizer state, split on every mesh axis
+/// where the parameter is broadcast, along a dimension that no other axis
+/// splits and that has at least as many elements as the axis has members
+/// (so no rank holds an empty shard). A parameter without a distribution
+/// counts as B everywhere on the function's placement.
+Type zeroSharded(Type paramType, const std::optional<FuncPlacement> &placement) {
+  auto ranked = dyn_cast<RankedTensorType>(paramType);
+  if (!ranked || !placement || ranked.getRank() == 0)
+    return paramType;
+  MLIRContext *ctx = paramType.getContext();
+  SmallVector<SbpEntry> entries(placement->grid.size(), SbpEntry::broadcast());
+  if (auto sbp = dyn_cast_or_null<SbpAttr>(ranked.getEncoding()))
+    entries.assign(sbp.getEntries().begin(), sbp.getEntries().end());
+  for (auto [axis, entry] : llvm::enumerate(entries)) {
+    if (!entry.isBroadcast())
+      continue;
+    for (int64_t d = 0; d < ranked.getRank(); ++d) {
+      bool taken = llvm::any_of(entries, [&](const SbpEntry &e) {
+        return e.isSplit() && e.dim == d;
+      });
+      if (!taken && ranked.getDimSize(d) >= placement->grid[axis]) {
+        entry = SbpEntry::split(d);
+        break;
+      }
+    }
+  }
+  return RankedTensorType::get(ranked.getShape(), ranked.getElementType(),
+                               SbpAttr::get(ctx, placement->ref, entries));
+}
+
 struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
   using TrainingStepPassBase::TrainingStepPassBase;
 
@@ -140,14 +190,34 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     SmallVector<StateArg> state;
     for (StringRef kind : kinds)
       for (unsigned p : params)
-        state.push_back(
-            {primal.getArgumentTypes()[p], kind.str() + paramName(p)});
+        state.push_back({zero ? zeroSharded(primal.getArgumentTypes()[p],
+                                            *placement)
+                              : primal.getArgumentTypes()[p],
+                         kind.str() + paramName(p)});
     if (adam)
       state.push_back({scalarType, "adam_step"});
 
-    // Signature: primal arguments, state, lr.
+    // Signature: primal arguments (data ones stacked with accumulation),
+    // state, lr.
+    if (accumulate == 0)
+      return primal.emitError("--of-training-step: accumulate must be >= 1");
     unsigned numPrimal = primal.getNumArguments();
-    SmallVector<Type> argTypes(primal.getArgumentTypes());
+    SmallVector<bool> isParam(numPrimal, false);
+    for (unsigned p : params)
+      isParam[p] = true;
+    SmallVector<Type> argTypes;
+    for (unsigned i = 0; i < numPrimal; ++i) {
+      Type type = primal.getArgumentTypes()[i];
+      if (accumulate > 1 && !isParam[i]) {
+        FailureOr<Type> stacked = stackedType(type, accumulate);
+        if (failed(stacked))
+          return primal.emitError("--of-training-step: accumulate needs "
+                                  "ranked tensor arguments, argument ")
+                 << i << " is " << type;
+        type = *stacked;
+      }
+      argTypes.push_back(type);
+    }
     for (const StateArg &s : state)
       argTypes.push_back(s.type);
     argTypes.push_back(scalarType);
@@ -172,10 +242,46 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     Location loc = primal.getLoc();
     UpdateBuilder u{b, loc};
 
-    auto call = func::CallOp::create(
-        b, loc, grad, body->getArguments().take_front(numPrimal));
-    Value loss = call.getResult(0);
-    SmallVector<Value> grads(ValueRange(call.getResults()).drop_front());
+    // The gradients, averaged over the micro-batches: micro-batch i of a
+    // data argument is its slice [i] along the stacking axis.
+    Value loss;
+    SmallVector<Value> grads;
+    for (unsigned micro = 0; micro < accumulate; ++micro) {
+      SmallVector<Value> callArgs;
+      for (unsigned i = 0; i < numPrimal; ++i) {
+        Value arg = body->getArgument(i);
+        if (accumulate == 1 || isParam[i]) {
+          callArgs.push_back(arg);
+          continue;
+        }
+        auto stacked = cast<RankedTensorType>(stripSbp(arg.getType()));
+        SmallVector<int64_t> starts(stacked.getRank(), 0);
+        SmallVector<int64_t> limits(stacked.getShape());
+        starts[0] = micro;
+        limits[0] = micro + 1;
+        Value slice = SliceOp::create(b, loc, arg, starts, limits, nullptr);
+        auto original = cast<RankedTensorType>(primal.getArgumentTypes()[i]);
+        Value piece = ReshapeOp::create(
+            b, loc,
+            RankedTensorType::get(original.getShape(),
+                                  original.getElementType()),
+            slice);
+        callArgs.push_back(u.as(piece, original));
+      }
+      auto call = func::CallOp::create(b, loc, grad, callArgs);
+      loss = micro ? u.add(loss, call.getResult(0)) : call.getResult(0);
+      for (auto [k, g] : llvm::enumerate(ValueRange(call.getResults()).drop_front())) {
+        if (micro)
+          grads[k] = u.add(grads[k], g);
+        else
+          grads.push_back(g);
+      }
+    }
+    if (accumulate > 1) {
+      loss = u.scale(loss, 1.0 / accumulate);
+      for (Value &g : grads)
+        g = u.scale(g, 1.0 / accumulate);
+    }
     auto stateArg = [&](unsigned kindIndex, unsigned paramIndex) {
       return body->getArgument(numPrimal + kindIndex * params.size() +
                                paramIndex);

@@ -31,6 +31,8 @@ struct PipelineOptions {
   double momentum = 0.0;
   double weightDecay = 0.0;
   double maxGradNorm = 0.0;
+  unsigned accumulate = 1;
+  bool zero = false;
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

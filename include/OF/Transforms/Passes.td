@@ -92,6 +92,21 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     `min(1, max / (||g|| + 1e-6))`, `||g||` the global norm over every
     parameter (its partial sums are reduced across ranks by boxing).
 
+    `accumulate = K > 1` accumulates gradients over K micro-batches in one
+    step: every data (non-parameter) argument takes K micro-batches stacked
+    on a new leading axis (its distribution shifted: `S(d)` becomes
+    `S(d+1)`); the step runs `@<name>_grad` on each in turn and averages
+    the losses and gradients, so a mean loss over K micro-batches of B
+    equals the loss over one batch of K B, while only one micro-batch's
+    activations are alive at a time (the arena reuses them).
+
+    `zero = true` (ZeRO stage 1/2): the optimizer state of a parameter is
+    split `S(d)` on every mesh axis where the parameter is `B` (d its first
+    dimension not split otherwise and at least as long as the axis). SBP
+    then updates the parameter shard-wise: a data-parallel gradient (`P`)
+    meets its state as a reduce-scatter instead of an all-reduce, and the
+    updated shard is all-gathered back to the parameter's `B`.
+
     ```mlir
     // @loss(%x, %w {of.param}) -> tensor<f32> and its @loss_grad give
     func.func @loss_train_step(%x: ..., %w: ... {of.param},
@@ -114,6 +129,12 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     Option<"epsilon", "epsilon", "double", "1.0e-8", "AdamW denominator term">,
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
            "Clip the gradients to this global norm (0: no clipping)">,
+    Option<"accumulate", "accumulate", "unsigned", "1",
+           "Accumulate gradients over this many micro-batches per step: "
+           "each data argument takes them stacked on a new leading axis">,
+    Option<"zero", "zero", "bool", "false",
+           "ZeRO: split the optimizer state over every mesh axis where its "
+           "parameter is broadcast">,
   ];
   let dependentDialects = ["::mlir::of::OFDialect"];
 }

@@ -192,3 +192,22 @@ func.func @fold_integer_unary() -> (tensor<2xi32>, tensor<2xi32>) {
   %1 = of.relu %i : (tensor<2xi32>) -> tensor<2xi32>
   return %0, %1 : tensor<2xi32>, tensor<2xi32>
 }
+
+// -----
+
+of.placement @row {device = "cpu", shape = [2]}
+
+// When an op other than a boxing reads the middle of a chain, the chain
+// stays: its B is made anyway, and B -> S(0) is a local slice where P ->
+// S(0) would be a second collective.
+// CHECK-LABEL: func.func @boxing_chain_shared
+// CHECK: %[[B:.*]] = of.boxing %{{.*}} : tensor<8xf32, #of.sbp<@row, [P]>> -> tensor<8xf32, #of.sbp<@row, [B]>>
+// CHECK: of.exp %[[B]]
+// CHECK: of.boxing %[[B]] : tensor<8xf32, #of.sbp<@row, [B]>> -> tensor<8xf32, #of.sbp<@row, [S(0)]>>
+func.func @boxing_chain_shared(%x: tensor<8xf32, #of.sbp<@row, [P]>>)
+    -> (tensor<8xf32, #of.sbp<@row, [B]>>, tensor<8xf32, #of.sbp<@row, [S(0)]>>) {
+  %0 = of.boxing %x : tensor<8xf32, #of.sbp<@row, [P]>> -> tensor<8xf32, #of.sbp<@row, [B]>>
+  %1 = of.exp %0 : (tensor<8xf32, #of.sbp<@row, [B]>>) -> tensor<8xf32, #of.sbp<@row, [B]>>
+  %2 = of.boxing %0 : tensor<8xf32, #of.sbp<@row, [B]>> -> tensor<8xf32, #of.sbp<@row, [S(0)]>>
+  return %1, %2 : tensor<8xf32, #of.sbp<@row, [B]>>, tensor<8xf32, #of.sbp<@row, [S(0)]>>
+}

@@ -1130,6 +1130,11 @@ struct FoldBoxingOfBoxing : public OpRewritePattern<BoxingOp> {
     auto inner = op.getInput().getDefiningOp<BoxingOp>();
     if (!inner)
       return rewriter.notifyMatchFailure(op, "input is not an of.boxing");
+    // When something other than a boxing reads the inner result, it stays,
+    // and a direct transition would add a collective where a local one
+    // (B -> S is a slice) reuses it.
+    if (!llvm::all_of(inner->getUsers(), llvm::IsaPred<BoxingOp>))
+      return rewriter.notifyMatchFailure(op, "the inner boxing has other uses");
     rewriter.replaceOpWithNewOp<BoxingOp>(op, op.getType(), inner.getInput());
     return success();
   }
