@@ -63,6 +63,7 @@ struct PreparedStep {
   std::string indexBufferName;
 
   // Copy: memmove of `bytes` bytes (copies, outputs, one-rank collectives).
+  bool isOutput = false; // the copy of an Output step
   void *dst = nullptr;
   const void *src = nullptr;
   uint64_t bytes = 0;

@@ -165,7 +165,38 @@ Status Session::prepare(const char *requestedEntry, int rank,
         status.failed())
       return status;
   stepSeconds_.assign(steps_.size(), 0.0);
+  planDirectUpdates();
   return Status::success();
+}
+
+void Session::planDirectUpdates() {
+  // An output that updates an input is copied straight into the input's
+  // storage when nothing after its step can read the old value: every
+  // later step is an output copy, and none copies from that input. The
+  // plan builder puts all outputs last, so a training step's state is
+  // written once per run instead of copied twice (arena -> output ->
+  // input). A run that fails stops before its outputs, so the state is
+  // never half updated.
+  directUpdate_.assign(outputs_.size(), false);
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    if (outputs_[o].updates < 0)
+      continue;
+    const void *input = inputStorage_[outputs_[o].updates].data();
+    bool safe = true;
+    for (size_t s = outputStep_[o] + 1; s < steps_.size() && safe; ++s)
+      safe = steps_[s].isOutput && steps_[s].src != input;
+    if (!safe)
+      continue;
+    directUpdate_[o] = true;
+    steps_[outputStep_[o]].dst = inputStorage_[outputs_[o].updates].data();
+    outputStorage_[o] = AlignedBytes(); // not needed
+  }
+}
+
+const uint8_t *Session::outputData(size_t index) const {
+  return directUpdate_[index]
+             ? inputStorage_[outputs_[index].updates].data()
+             : outputStorage_[index].data();
 }
 
 Status Session::loadKernels() {
@@ -313,9 +344,11 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
         status.failed())
       return fail(label_, ": ", status.message());
     prepared.kind = StepKind::Copy;
+    prepared.isOutput = true;
     prepared.src = bufferData(output.buffer());
     prepared.dst = outputStorage_.back().data();
     prepared.bytes = buffer.size();
+    outputStep_.push_back(steps_.size());
     break;
   }
   default:
@@ -353,7 +386,16 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
   if (bytes)
     std::memcpy(inputStorage_[index].data(), data, bytes);
   inputSet_[index] = true;
+  invalidateOutputsOf(index);
   return Status::success();
+}
+
+void Session::invalidateOutputsOf(size_t input) {
+  // An output written straight into this input no longer holds the last
+  // run's value.
+  for (size_t o = 0; o < outputs_.size(); ++o)
+    if (directUpdate_[o] && outputs_[o].updates == static_cast<int64_t>(input))
+      outputsValid_ = false;
 }
 
 Status Session::run() {
@@ -388,7 +430,7 @@ Status Session::run() {
   // A training step's parameters and optimizer state: the next run starts
   // from this run's results, on this rank its own part.
   for (size_t i = 0; i < outputs_.size(); ++i)
-    if (outputs_[i].updates >= 0)
+    if (outputs_[i].updates >= 0 && !directUpdate_[i])
       std::memcpy(inputStorage_[outputs_[i].updates].data(),
                   outputStorage_[i].data(), outputs_[i].bytes);
   outputsValid_ = true;
@@ -415,6 +457,7 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
     copyBox(data, info.dist.globalShape, part.offsets, part.extents, local,
             dtypeSize(info.dtype));
   inputSet_[index] = true;
+  invalidateOutputsOf(index);
   return Status::success();
 }
 
@@ -428,8 +471,7 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
   if (!outputsValid_)
     return fail("output '", info.name,
                 "' has no value: no run has completed successfully");
-  return gather(info, "output", outputStorage_[index].data(), data, bytes,
-                isRoot);
+  return gather(info, "output", outputData(index), data, bytes, isRoot);
 }
 
 Status Session::gatherInput(size_t index, void *data, size_t bytes,
@@ -525,7 +567,7 @@ Status Session::getOutput(size_t index, void *data, size_t bytes) const {
   if (!data && bytes)
     return fail("output '", info.name, "': the data pointer is NULL");
   if (bytes)
-    std::memcpy(data, outputStorage_[index].data(), bytes);
+    std::memcpy(data, outputData(index), bytes);
   return Status::success();
 }
 

@@ -117,6 +117,14 @@ private:
   Session() = default;
   Status prepare(const char *entry, int rank, Communicator *comm);
   Status loadKernels();
+  /// Lets outputs that update inputs be copied straight into them where
+  /// that is safe (see Session.cpp).
+  void planDirectUpdates();
+  /// Where output `index`'s value of the last run is.
+  const uint8_t *outputData(size_t index) const;
+  /// Marks the outputs invalid when one is kept in input `input`'s storage
+  /// (setting the input overwrote it).
+  void invalidateOutputsOf(size_t input);
   Status prepareStep(const plan::Step &step, uint32_t index);
   void *bufferData(uint32_t index) const { return bufferData_[index]; }
   /// Gathers `mine`, this rank's part of the value `info` describes (an
@@ -136,6 +144,10 @@ private:
   std::vector<AlignedBytes> inputStorage_;
   std::vector<bool> inputSet_;
   std::vector<AlignedBytes> outputStorage_;
+  /// Per output: its step's index, and whether the step writes straight
+  /// into the storage of the input it updates.
+  std::vector<size_t> outputStep_;
+  std::vector<bool> directUpdate_;
   bool outputsValid_ = false;
   /// The data pointer of every buffer of the program, by index.
   std::vector<void *> bufferData_;
