@@ -1,15 +1,32 @@
 #!/usr/bin/env python3
-"""Training-step time of an MLP (784-1024-1024-10, batch 128, relu, mean
-cross-entropy, SGD with momentum): OF's compiled step (of-run --steps, one
-rank) against JAX's jit-compiled step (CPU, float32) in the same run, as a
-ratio. PyTorch is the issue's peer; it is used too when `import torch`
-works (it is not installed on the development machines).
+"""Training-step time and peak memory of OF's compiled training step against
+peers in the same run, as ratios:
 
-    python3 bench/train_bench.py [--steps 30] [--tools build/bin]
+- mlp: 784-1024-1024-10, batch 128, relu, mean cross-entropy, SGD with
+  momentum 0.9 (the issue's MLP);
+- gpt: the small GPT of examples/gpt.py (2 layers, d_model 64, 4 heads,
+  vocabulary 64, 8 sequences of 64 tokens), AdamW.
+
+OF runs one rank: `of-run --steps N` (the first step excluded). Peers:
+JAX's jit-compiled step, PyTorch eager and torch.compile (CPU, float32, the
+same shapes and optimizer), each where it imports. Every system is
+measured in several interleaved rounds (this machine's timings drift by
+10-20 % between runs); the figure is the median over rounds of each round's
+median step time.
+
+Peak memory: the peak resident set (ru_maxrss) of a fresh process that
+trains N steps: `of-run` for OF, a Python process for PyTorch (it includes
+the interpreter and libtorch), and, for scale, the same Python process
+after importing torch and before building anything. OF's arena (the
+activations) and its state are printed from the plan.
+
+    python3 bench/train_bench.py [--model mlp|gpt|all] [--steps 30] [--rounds 3]
 """
 import argparse
+import json
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,9 +35,13 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DIMS, BATCH = [784, 1024, 1024, 10], 128
+sys.path.insert(0, str(ROOT / "examples"))
+import gpt  # noqa: E402
 
-PROGRAM = """func.func @mlp(%x: tensor<128x784xf32> {of.name = "x"}, %y: tensor<128xi64> {of.name = "y"},
+DIMS, BATCH = [784, 1024, 1024, 10], 128
+GPT = gpt.Config(vocab=64, block=64, d_model=64, heads=4, layers=2, batch=8)
+
+MLP_PROGRAM = """func.func @mlp(%x: tensor<128x784xf32> {of.name = "x"}, %y: tensor<128xi64> {of.name = "y"},
   %w0: tensor<784x1024xf32> {of.name = "w0", of.param}, %b0: tensor<1024xf32> {of.name = "b0", of.param},
   %w1: tensor<1024x1024xf32> {of.name = "w1", of.param}, %b1: tensor<1024xf32> {of.name = "b1", of.param},
   %w2: tensor<1024x10xf32> {of.name = "w2", of.param}, %b2: tensor<10xf32> {of.name = "b2", of.param})
@@ -39,54 +60,139 @@ PROGRAM = """func.func @mlp(%x: tensor<128x784xf32> {of.name = "x"}, %y: tensor<
 }
 """
 
+# The peer scripts run in fresh processes (for their own peak memory); they
+# read the data from the work directory and print one JSON line.
+TORCH_SCRIPT = r"""
+import json, resource, sys, time
+import numpy as np
+import torch
+torch.manual_seed(0)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model, steps, mode, work = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+data = np.load(f"{work}/data.npz")
+params = {k[2:]: torch.tensor(data[k], requires_grad=True) for k in data.files if k.startswith("p_")}
+if model == "mlp":
+    x, y = torch.from_numpy(data["x"]), torch.from_numpy(data["y"])
+    def loss_fn(x, y):
+        h = x
+        for i in range(3):
+            h = h @ params[f"w{i}"] + params[f"b{i}"]
+            if i < 2:
+                h = torch.relu(h)
+        return torch.nn.functional.cross_entropy(h, y)
+    opt = torch.optim.SGD(params.values(), lr=0.01, momentum=0.9)
+else:
+    x, y = torch.from_numpy(data["idx"][0]), torch.from_numpy(data["targets"][0])
+    L, H, T = int(data["layers"]), int(data["heads"]), x.shape[1]
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    ln = torch.nn.functional.layer_norm
+    def loss_fn(idx, targets):
+        p = params
+        h = p["wte"][idx] + p["wpe"]
+        C = h.shape[-1]
+        for l in range(L):
+            q_ = lambda n: p[f"h.{l}.{n}"]
+            n1 = ln(h, (C,), q_("ln_1.weight"), q_("ln_1.bias"))
+            q, k, v = (torch.einsum("btc,hcd->bhtd", n1, q_(f"attn.{w}.weight")) for w in "qkv")
+            s = (q @ k.transpose(-1, -2)) / (C // H) ** 0.5
+            a = torch.softmax(torch.where(causal, s, torch.tensor(-1.0e9)), -1)
+            r1 = h + torch.einsum("bhtd,hdc->btc", a @ v, q_("attn.c_proj.weight")) + q_("attn.c_proj.bias")
+            n2 = ln(r1, (C,), q_("ln_2.weight"), q_("ln_2.bias"))
+            f = torch.nn.functional.gelu(n2 @ q_("mlp.c_fc.weight") + q_("mlp.c_fc.bias"), approximate="tanh")
+            h = r1 + f @ q_("mlp.c_proj.weight") + q_("mlp.c_proj.bias")
+        logits = ln(h, (C,), p["ln_f.weight"], p["ln_f.bias"]) @ p["lm_head.weight"]
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    opt = torch.optim.AdamW(params.values(), lr=3e-3, weight_decay=0.01)
+def step(x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(x, y)
+    loss.backward()
+    opt.step()
+    return loss
+if mode == "compile":
+    step = torch.compile(step)
+times = []
+for i in range(steps + 1):
+    t = time.perf_counter()
+    step(x, y)
+    if i:
+        times.append((time.perf_counter() - t) * 1e3)
+print(json.dumps({"ms": float(np.median(times)), "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "base_kb": base}))
+"""
+
 
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, **kw)
     if r.returncode:
-        sys.exit(f"{cmd[0]} failed:\n{r.stderr.decode()}")
+        sys.exit(f"{cmd[0]} failed:\n{r.stderr.decode()[-3000:]}")
     return r.stdout
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
-    args = ap.parse_args()
-    tools = pathlib.Path(args.tools)
-    rng = np.random.default_rng(0)
+def child_peak_kb(cmd):
+    """Runs cmd in a fresh wrapper process and returns (stdout, its peak RSS
+    in KiB): the wrapper has no other children."""
+    wrapper = ("import resource, subprocess, sys\n"
+               "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+               "sys.stdout.write(r.stdout.decode())\n"
+               "sys.stderr.write(r.stderr.decode())\n"
+               "print('RSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "sys.exit(r.returncode)\n")
+    out = run([sys.executable, "-c", wrapper, *map(str, cmd)]).decode()
+    return out, int(re.search(r"^RSS_KB (\d+)", out, re.M).group(1))
+
+
+def mlp_setup(rng, work):
     params = {}
     for i in range(3):
         params[f"w{i}"] = (rng.standard_normal((DIMS[i], DIMS[i + 1])) /
                            np.sqrt(DIMS[i])).astype(np.float32)
         params[f"b{i}"] = np.zeros(DIMS[i + 1], np.float32)
-    x = rng.standard_normal((BATCH, DIMS[0])).astype(np.float32)
-    y = rng.integers(0, 10, size=BATCH).astype(np.int64)
+    data = {"x": rng.standard_normal((BATCH, DIMS[0])).astype(np.float32),
+            "y": rng.integers(0, 10, size=BATCH).astype(np.int64)}
+    return (MLP_PROGRAM, "cpu,train=sgd,momentum=0.9", "mlp_train_step", 0.01,
+            params, {k: ("input", v) for k, v in data.items()}, data)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        work = pathlib.Path(tmp)
-        (work / "mlp.mlir").write_text(PROGRAM)
-        t0 = time.perf_counter()
-        lowered = run([tools / "of-opt", "--of-pipeline=cpu,train=sgd,momentum=0.9",
-                       work / "mlp.mlir"])
-        run([tools / "of-translate", "--of-plan-to-binary", "-o", work / "mlp.ofp"],
-            input=lowered)
-        compile_s = time.perf_counter() - t0
-        cmd = [tools / "of-run", work / "mlp.ofp", "--entry", "mlp_train_step",
-               "--set", "lr=0.01", "--steps", str(args.steps), "--output-dir", work / "out"]
-        for k, v in {**params, "x": x, "y": y}.items():
-            np.save(work / f"{k}.npy", v)
-            cmd += ["--input", f"{k}={work / (k + '.npy')}"]
-        out = run(cmd).decode()
-        ms = [float(m) for m in re.findall(r"  ([\d.]+) ms$", out, re.M)][1:]
-        of_ms = float(np.median(ms))
 
-    print(f"OF   compile {compile_s:.2f} s; step median {of_ms:.2f} ms "
-          f"(of-run --steps {args.steps}, first step excluded)")
-    peers = {}
-    try:
-        import jax
-        import jax.numpy as jnp
+def gpt_setup(rng, work):
+    params = gpt.init_params(GPT, rng)
+    idx = rng.integers(0, GPT.vocab, size=(1, GPT.batch, GPT.block)).astype(np.int64)
+    targets = rng.integers(0, GPT.vocab, size=(1, GPT.batch, GPT.block)).astype(np.int64)
+    data = {"idx": idx, "targets": targets, "layers": np.array(GPT.layers),
+            "heads": np.array(GPT.heads)}
+    return (gpt.program(GPT), "cpu,train=adamw,weight-decay=0.01", "gpt_train_step", 3e-3,
+            params, {"idx": ("batch", idx), "targets": ("batch", targets)}, data)
 
+
+def of_plan(tools, program, pipeline, work):
+    (work / "model.mlir").write_text(program)
+    t0 = time.perf_counter()
+    lowered = run([tools / "of-opt", f"--of-pipeline={pipeline}", work / "model.mlir"])
+    run([tools / "of-translate", "--of-plan-to-binary", "-o", work / "model.ofp"], input=lowered)
+    elapsed = time.perf_counter() - t0
+    arenas = {m[0]: int(m[1]) for m in re.findall(
+        rb'ofrt.program "(\w+)" attributes \{arena_size = (\d+)', lowered)}
+    return work / "model.ofp", elapsed, arenas
+
+
+def of_step(tools, plan, entry, lr, params, inputs, steps, work):
+    cmd = [tools / "of-run", plan, "--entry", entry, "--set", f"lr={lr}",
+           "--steps", str(steps + 1), "--output-dir", work / "out"]
+    for k, v in params.items():
+        np.save(work / f"{k}.npy", v)
+        cmd += ["--input", f"{k}={work / (k + '.npy')}"]
+    for k, (how, v) in inputs.items():
+        np.save(work / f"{k}.npy", v)
+        cmd += [f"--{how}", f"{k}={work / (k + '.npy')}"]
+    out, rss = child_peak_kb(cmd)
+    ms = [float(m) for m in re.findall(r"  ([\d.]+) ms$", out, re.M)][1:]
+    return float(np.median(ms)), rss
+
+
+def jax_step(model, params, data, steps):
+    import jax
+    import jax.numpy as jnp
+    if model == "mlp":
         def loss(p, x, y):
             h = x
             for i in range(3):
@@ -94,48 +200,105 @@ def main():
                 if i < 2:
                     h = jax.nn.relu(h)
             return jnp.mean(jax.nn.logsumexp(h, -1) - jnp.take_along_axis(h, y[:, None], -1)[:, 0])
+        x, y = jnp.asarray(data["x"]), jnp.asarray(data["y"])
 
         @jax.jit
-        def step(p, m, x, y):
+        def step(p, s, x, y):
             l, g = jax.value_and_grad(loss)(p, x, y)
-            m = {k: 0.9 * m[k] + g[k] for k in p}
+            m = {k: 0.9 * s[k] + g[k] for k in p}
             return l, {k: p[k] - 0.01 * m[k] for k in p}, m
+        state = {k: jnp.zeros_like(v) for k, v in params.items()}
+    else:
+        sys.path.insert(0, str(ROOT / "test" / "E2E"))
+        from test_gpt_training import gpt_loss
+        loss = gpt_loss(GPT)
+        x, y = jnp.asarray(data["idx"][0]), jnp.asarray(data["targets"][0])
 
-        p = {k: jnp.asarray(v) for k, v in params.items()}
-        m = {k: jnp.zeros_like(v) for k, v in p.items()}
-        xj, yj = jnp.asarray(x), jnp.asarray(y)
-        l, p, m = step(p, m, xj, yj)
+        @jax.jit
+        def step(p, s, x, y):
+            l, g = jax.value_and_grad(loss)(p, x, y)
+            t = s["t"] + 1
+            m = {k: 0.9 * s["m"][k] + 0.1 * g[k] for k in p}
+            v = {k: 0.999 * s["v"][k] + 0.001 * g[k] * g[k] for k in p}
+            new = {k: p[k] * (1 - 3e-3 * 0.01) - 3e-3 * (m[k] / (1 - 0.9 ** t)) /
+                   (jnp.sqrt(v[k] / (1 - 0.999 ** t)) + 1e-8) for k in p}
+            return l, new, {"t": t, "m": m, "v": v}
+        zeros = {k: jnp.zeros_like(jnp.asarray(v)) for k, v in params.items()}
+        state = {"t": jnp.float32(0), "m": zeros, "v": dict(zeros)}
+    p = {k: jnp.asarray(v) for k, v in params.items()}
+    l, p, state = step(p, state, x, y)
+    l.block_until_ready()
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        l, p, state = step(p, state, x, y)
         l.block_until_ready()
-        times = []
-        for _ in range(args.steps):
-            t = time.perf_counter()
-            l, p, m = step(p, m, xj, yj)
-            l.block_until_ready()
-            times.append((time.perf_counter() - t) * 1e3)
-        peers["JAX jit (CPU)"] = float(np.median(times))
-    except ImportError:
-        print("JAX not installed: no JAX comparison")
-    try:
-        import torch
-        net = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                                  torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                                  torch.nn.Linear(1024, 10))
-        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        times = []
-        for i in range(args.steps + 1):
-            t = time.perf_counter()
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(xt), yt).backward()
-            opt.step()
-            if i:
-                times.append((time.perf_counter() - t) * 1e3)
-        peers["PyTorch eager"] = float(np.median(times))
-    except ImportError:
-        print("PyTorch not installed: no PyTorch comparison")
-    for name, peer_ms in peers.items():
-        print(f"{name:14s} step median {peer_ms:.2f} ms; OF/peer time ratio "
-              f"{of_ms / peer_ms:.2f} (below 1: OF faster)")
+        times.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(times))
+
+
+def torch_step(model, params, data, steps, mode, work):
+    np.savez(work / "data.npz", **{f"p_{k}": v for k, v in params.items()}, **data)
+    out = run([sys.executable, "-c", TORCH_SCRIPT, model, str(steps), mode, str(work)])
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def bench(model, args, tools):
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = pathlib.Path(tmp)
+        program, pipeline, entry, lr, params, inputs, data = (
+            mlp_setup if model == "mlp" else gpt_setup)(rng, work)
+        plan, compile_s, arenas = of_plan(tools, program, pipeline, work)
+        have = {}
+        try:
+            import jax  # noqa: F401
+            have["JAX jit"] = lambda: jax_step(model, params, data, args.steps)
+        except ImportError:
+            print("JAX not installed: no JAX comparison")
+        try:
+            import torch  # noqa: F401
+            have["PyTorch eager"] = lambda: torch_step(model, params, data, args.steps, "eager", work)
+            have["torch.compile"] = lambda: torch_step(model, params, data, args.steps, "compile", work)
+        except ImportError:
+            print("PyTorch not installed: no PyTorch comparison")
+        rounds = {"OF": [], **{k: [] for k in have}}
+        rss = {}
+        for _ in range(args.rounds):
+            ms, rss["OF"] = of_step(tools, plan, entry, lr, params, inputs, args.steps, work)
+            rounds["OF"].append(ms)
+            for name, fn in have.items():
+                result = fn()
+                if isinstance(result, dict):
+                    rounds[name].append(result["ms"])
+                    rss[name] = result["rss_kb"]
+                    rss["Python + torch imported"] = result["base_kb"]
+                else:
+                    rounds[name].append(result)
+    state_bytes = sum(v.nbytes for v in params.values())
+    print(f"== {model}: OF compile {compile_s:.2f} s; parameters {state_bytes / 2**20:.1f} MiB; "
+          f"OF arena (activations, gradients) {arenas[entry.encode()] / 2**20:.1f} MiB; "
+          f"{args.rounds} rounds of {args.steps} steps")
+    of_ms = statistics.median(rounds["OF"])
+    for name, values in rounds.items():
+        ms = statistics.median(values)
+        ratio = "" if name == "OF" else f"   OF/peer time {of_ms / ms:.2f} (below 1: OF faster)"
+        print(f"  {name:15s} step {ms:8.2f} ms  (rounds: {', '.join(f'{v:.2f}' for v in values)}){ratio}")
+    for name, kb in rss.items():
+        ratio = "" if name == "OF" or "imported" in name else f"   OF/peer {rss['OF'] / kb:.2f}"
+        print(f"  peak RSS {name:24s} {kb / 1024:8.1f} MiB{ratio}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", choices=["mlp", "gpt", "all"], default="all")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
+    args = ap.parse_args()
+    tools = pathlib.Path(args.tools)
+    for model in (["mlp", "gpt"] if args.model == "all" else [args.model]):
+        bench(model, args, tools)
 
 
 if __name__ == "__main__":

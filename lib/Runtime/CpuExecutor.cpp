@@ -25,15 +25,17 @@ namespace {
 /// Sets the m x n matrix C (row stride ldc) of every batch to zero: the
 /// result of a gemm with k == 0.
 template <typename T> void zeroResult(const GemmCall &call, T *c) {
-  for (int64_t b = 0; b < call.batch; ++b)
-    for (int64_t i = 0; i < call.m; ++i)
-      std::memset(c + b * call.cBatchStride + i * call.cMStride, 0,
-                  static_cast<size_t>(call.n) * sizeof(T));
+  for (int64_t o = 0; o < call.outerBatch; ++o)
+    for (int64_t b = 0; b < call.batch; ++b)
+      for (int64_t i = 0; i < call.m; ++i)
+        std::memset(c + o * call.cOuterStride + b * call.cBatchStride +
+                        i * call.cMStride,
+                    0, static_cast<size_t>(call.n) * sizeof(T));
 }
 
 template <typename T>
 void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
-  if (call.batch == 0 || call.m == 0 || call.n == 0)
+  if (call.outerBatch == 0 || call.batch == 0 || call.m == 0 || call.n == 0)
     return;
   if (call.k == 0)
     return zeroResult(call, c);
@@ -43,17 +45,18 @@ void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
        k = static_cast<blasint>(call.k), lda = static_cast<blasint>(call.lda),
        ldb = static_cast<blasint>(call.ldb),
        ldc = static_cast<blasint>(call.ldc);
-  for (int64_t i = 0; i < call.batch; ++i) {
-    const T *batchA = a + i * call.aBatchStride;
-    const T *batchB = b + i * call.bBatchStride;
-    T *batchC = c + i * call.cBatchStride;
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
-                  batchB, ldb, 0.0f, batchC, ldc);
-    else
-      cblas_dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
-                  batchB, ldb, 0.0, batchC, ldc);
-  }
+  for (int64_t o = 0; o < call.outerBatch; ++o)
+    for (int64_t i = 0; i < call.batch; ++i) {
+      const T *batchA = a + o * call.aOuterStride + i * call.aBatchStride;
+      const T *batchB = b + o * call.bOuterStride + i * call.bBatchStride;
+      T *batchC = c + o * call.cOuterStride + i * call.cBatchStride;
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
+                    batchB, ldb, 0.0f, batchC, ldc);
+      else
+        cblas_dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
+                    batchB, ldb, 0.0, batchC, ldc);
+    }
 }
 
 template <typename T> Status checkIndices(const PreparedStep &step) {

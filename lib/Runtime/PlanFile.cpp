@@ -628,15 +628,15 @@ private:
 
   /// The largest element index that `extents`/`strides` reach, or -1 when an
   /// extent is 0 (nothing is accessed); false on overflow.
-  static bool maxElement(const int64_t (&extents)[3],
-                         const int64_t (&strides)[3], int64_t &maxIndex) {
+  static bool maxElement(const int64_t (&extents)[4],
+                         const int64_t (&strides)[4], int64_t &maxIndex) {
     maxIndex = 0;
-    for (int d = 0; d < 3; ++d)
+    for (int d = 0; d < 4; ++d)
       if (extents[d] == 0) {
         maxIndex = -1;
         return true;
       }
-    for (int d = 0; d < 3; ++d) {
+    for (int d = 0; d < 4; ++d) {
       int64_t term;
       if (__builtin_mul_overflow(extents[d] - 1, strides[d], &term) ||
           __builtin_add_overflow(maxIndex, term, &maxIndex))
@@ -646,8 +646,8 @@ private:
   }
 
   Status checkGemmAccess(const std::string &where, const char *operand,
-                         uint32_t index, const int64_t (&extents)[3],
-                         const int64_t (&strides)[3]) const {
+                         uint32_t index, const int64_t (&extents)[4],
+                         const int64_t (&strides)[4]) const {
     int64_t maxIndex;
     if (!maxElement(extents, strides, maxIndex))
       return fail(where, ": the accesses of ", operand,
@@ -677,18 +677,21 @@ private:
           ", ", dtypeName(buffer(c).dtype()));
     if (Status status = checkWritable(where, c, "result C"); status.failed())
       return status;
-    if (Status status =
-            checkGemmAccess(where, "A", a, {gemm.batch, gemm.m, gemm.k},
-                            {gemm.aBatchStride, gemm.aMStride, gemm.aKStride});
+    if (Status status = checkGemmAccess(
+            where, "A", a, {gemm.outerBatch, gemm.batch, gemm.m, gemm.k},
+            {gemm.aOuterStride, gemm.aBatchStride, gemm.aMStride,
+             gemm.aKStride});
         status.failed())
       return status;
-    if (Status status =
-            checkGemmAccess(where, "B", b, {gemm.batch, gemm.k, gemm.n},
-                            {gemm.bBatchStride, gemm.bKStride, gemm.bNStride});
+    if (Status status = checkGemmAccess(
+            where, "B", b, {gemm.outerBatch, gemm.batch, gemm.k, gemm.n},
+            {gemm.bOuterStride, gemm.bBatchStride, gemm.bKStride,
+             gemm.bNStride});
         status.failed())
       return status;
-    return checkGemmAccess(where, "C", c, {gemm.batch, gemm.m, gemm.n},
-                           {gemm.cBatchStride, gemm.cMStride, 1});
+    return checkGemmAccess(
+        where, "C", c, {gemm.outerBatch, gemm.batch, gemm.m, gemm.n},
+        {gemm.cOuterStride, gemm.cBatchStride, gemm.cMStride, 1});
   }
 
   Status checkIndexRange(const std::string &where,
@@ -946,34 +949,45 @@ std::string describeStep(const Program &program, const Step &step) {
 }
 
 Status decodeGemm(const flatbuffers::Vector<int64_t> *params, GemmCall &call) {
-  static constexpr const char *kNames[12] = {"batch",
-                                             "m",
-                                             "n",
-                                             "k",
-                                             "a_batch_stride",
-                                             "a_m_stride",
-                                             "a_k_stride",
-                                             "b_batch_stride",
-                                             "b_k_stride",
-                                             "b_n_stride",
-                                             "c_batch_stride",
-                                             "c_m_stride"};
-  if (count(params) != 12)
+  static constexpr const char *kNames[16] = {
+      "batch",        "m",          "n",
+      "k",            "a_batch_stride", "a_m_stride",
+      "a_k_stride",   "b_batch_stride", "b_k_stride",
+      "b_n_stride",   "c_batch_stride", "c_m_stride",
+      "outer_batch",  "a_outer_stride", "b_outer_stride",
+      "c_outer_stride"};
+  size_t numParams = count(params);
+  if (numParams != 12 && numParams != 16)
     return fail("blas.gemm takes 12 parameters [batch, m, n, k, "
                 "a_batch_stride, a_m_stride, a_k_stride, b_batch_stride, "
-                "b_k_stride, b_n_stride, c_batch_stride, c_m_stride], got ",
-                count(params));
-  int64_t values[12];
-  for (int i = 0; i < 12; ++i) {
-    values[i] = params->Get(i);
+                "b_k_stride, b_n_stride, c_batch_stride, c_m_stride], or 16 "
+                "with [outer_batch, a_outer_stride, b_outer_stride, "
+                "c_outer_stride] after them, got ",
+                numParams);
+  int64_t values[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  for (size_t i = 0; i < numParams; ++i) {
+    values[i] = params->Get(static_cast<flatbuffers::uoffset_t>(i));
     if (values[i] < 0)
       return fail("blas.gemm parameter ", kNames[i], " is negative (",
                   values[i], ")");
   }
-  call = GemmCall{values[0],  values[1],  values[2], values[3], values[4],
-                  values[5],  values[6],  values[7], values[8], values[9],
-                  values[10], values[11], false,     false,     0,
-                  0,          0};
+  call = GemmCall{};
+  call.batch = values[0];
+  call.m = values[1];
+  call.n = values[2];
+  call.k = values[3];
+  call.aBatchStride = values[4];
+  call.aMStride = values[5];
+  call.aKStride = values[6];
+  call.bBatchStride = values[7];
+  call.bKStride = values[8];
+  call.bNStride = values[9];
+  call.cBatchStride = values[10];
+  call.cMStride = values[11];
+  call.outerBatch = values[12];
+  call.aOuterStride = values[13];
+  call.bOuterStride = values[14];
+  call.cOuterStride = values[15];
 
   // BLAS needs a unit stride along one dimension of each operand, and a
   // leading dimension at least the other extent. An operand that is never

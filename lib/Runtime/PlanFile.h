@@ -42,12 +42,17 @@ inline constexpr std::string_view kIndexRangeFunction = "check.index_range";
 /// layout derived from the strides. Filled by decodeGemm, which the loader
 /// has already run successfully on every gemm of an opened plan.
 struct GemmCall {
-  int64_t batch, m, n, k;
-  int64_t aBatchStride, aMStride, aKStride;
-  int64_t bBatchStride, bKStride, bNStride;
-  int64_t cBatchStride, cMStride;
-  bool transposeA, transposeB;
-  int64_t lda, ldb, ldc;
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  int64_t aBatchStride = 0, aMStride = 0, aKStride = 0;
+  int64_t bBatchStride = 0, bKStride = 0, bNStride = 0;
+  int64_t cBatchStride = 0, cMStride = 0;
+  /// A second, outer batch level (1 when the call has 12 parameters): a
+  /// contraction with two batch dimensions that do not merge into one
+  /// stride, e.g. [B, 1, T, C] x [H, C, D] -> [B, H, T, D].
+  int64_t outerBatch = 1;
+  int64_t aOuterStride = 0, bOuterStride = 0, cOuterStride = 0;
+  bool transposeA = false, transposeB = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
 };
 
 /// Decodes the 12 gemm parameters and derives the BLAS layout (row-major;

@@ -50,3 +50,15 @@ func.func @integer(%a: tensor<4x8xi32>, %b: tensor<8x4xi32>) -> tensor<4x4xi32> 
   %y = of.matmul %a, %b : (tensor<4x8xi32>, tensor<8x4xi32>) -> tensor<4x4xi32>
   return %y : tensor<4x4xi32>
 }
+
+// Two batch dimensions that do not merge, one broadcast by each operand
+// (attention's per-head projections): B's batch loop over the 8 rows of x
+// (w's stride 0) inside an outer loop over the 4 heads (x's stride 0):
+// params [.., outer_batch, a_outer, b_outer, c_outer].
+// CHECK-LABEL: ofrt.program "two_batches"
+// CHECK-NOT: ofrt.launch
+// CHECK: ofrt.library "blas.gemm" [@arg0, @arg1, @{{.*}}] params [8, 64, 16, 32, 2048, 32, 1, 0, 16, 1, 4096, 16, 4, 0, 512, 1024]
+func.func @two_batches(%x: tensor<8x1x64x32xf32>, %w: tensor<4x32x16xf32>) -> tensor<8x4x64x16xf32> {
+  %y = of.matmul %x, %w : (tensor<8x1x64x32xf32>, tensor<4x32x16xf32>) -> tensor<8x4x64x16xf32>
+  return %y : tensor<8x4x64x16xf32>
+}

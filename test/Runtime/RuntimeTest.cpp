@@ -749,6 +749,14 @@ TEST(PlanErrors, GemmAccessOutOfRange) {
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 3 (library blas.gemm): C reaches element 18 "
             "of buffer 'p', which has 16 elements");
+  // An outer batch of 2 over B with stride 1 reads one element too far.
+  gemm->params = {1, 4, 4, 4, 0, 4, 1, 0, 4, 1, 0, 4, 2, 0, 1, 0};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): B reaches element 16 "
+            "of buffer 'w', which has 16 elements");
+  gemm->params = {1, 4, 4, 4, 0, 4, 1, 0, 4, 1, 0, 4, 2};
+  EXPECT_NE(openError(sample.write()).find("or 16 with [outer_batch"),
+            std::string::npos);
 }
 
 TEST(PlanErrors, GemmLayoutAndTypes) {

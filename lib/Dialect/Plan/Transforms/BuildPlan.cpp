@@ -630,22 +630,41 @@ ProgramBuilder::gemmParams(linalg::ContractOp op) {
   auto uses = [&](unsigned operand, unsigned dim) {
     return maps[operand].isFunctionOfDim(dim);
   };
-  int64_t mDim = -1, nDim = -1, kDim = -1, bDim = -1;
+  // Classify the loops: k is read by A and B, not C; m-like dims by A and
+  // C; n-like by B and C; batch dims by C and both or neither operand. Of
+  // several m-like (n-like) dims, the one with C's smallest stride is m
+  // (n) and the others are batch dims that B (A) broadcasts over, stride
+  // 0. At most two batch dims: BLAS's batch loop and an outer loop.
+  SmallVector<unsigned> ms, ns, ks, batches;
   for (unsigned d = 0; d < maps[0].getNumDims(); ++d) {
     bool a = uses(0, d), bb = uses(1, d), c = uses(2, d);
-    int64_t *slot = nullptr;
     if (a && bb && !c)
-      slot = &kDim;
+      ks.push_back(d);
     else if (a && !bb && c)
-      slot = &mDim;
+      ms.push_back(d);
     else if (!a && bb && c)
-      slot = &nDim;
+      ns.push_back(d);
     else if (c)
-      slot = &bDim;
-    if (!slot || *slot >= 0)
+      batches.push_back(d);
+    else
       return std::nullopt;
-    *slot = d;
   }
+  if (ks.size() != 1 || ms.empty() || ns.empty())
+    return std::nullopt;
+  auto pickInner = [&](SmallVector<unsigned> &dims) {
+    unsigned inner = *llvm::min_element(dims, [&](unsigned x, unsigned y) {
+      return strideOf(2, x) < strideOf(2, y);
+    });
+    for (unsigned d : dims)
+      if (d != inner)
+        batches.push_back(d);
+    return static_cast<int64_t>(inner);
+  };
+  int64_t kDim = ks.front(), mDim = pickInner(ms), nDim = pickInner(ns);
+  if (batches.size() > 2)
+    return std::nullopt;
+  int64_t bDim = batches.size() > 0 ? int64_t(batches[0]) : -1;
+  int64_t outerDim = batches.size() > 1 ? int64_t(batches[1]) : -1;
   if (mDim < 0 || nDim < 0 || kDim < 0)
     return std::nullopt;
   int64_t m = ranges[mDim], n = ranges[nDim], k = ranges[kDim];
@@ -672,8 +691,14 @@ ProgramBuilder::gemmParams(linalg::ContractOp op) {
     cm = std::max<int64_t>(n, 1);
   if (cn != 1 || !(ak == 1 || am == 1) || !(bn == 1 || bk == 1))
     return std::nullopt;
-  return SmallVector<int64_t>{batch, m,     n,  k,  bs(0), am,
-                              ak,    bs(1), bk, bn, bs(2), cm};
+  SmallVector<int64_t> params = {batch, m,     n,  k,  bs(0), am,
+                                 ak,    bs(1), bk, bn, bs(2), cm};
+  if (outerDim >= 0) {
+    params.push_back(ranges[outerDim]);
+    for (unsigned operand = 0; operand < 3; ++operand)
+      params.push_back(strideOf(operand, outerDim));
+  }
+  return params;
 }
 
 /// Outlines `op` into a kernel function taking the root buffers it reads or

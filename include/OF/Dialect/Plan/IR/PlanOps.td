@@ -135,8 +135,11 @@ def Plan_LibraryCallOp : Plan_StepOp<"library"> {
     `"blas.gemm"` takes buffers `[A, B, C]` and params `[batch, m, n, k,
     a_batch_stride, a_m_stride, a_k_stride, b_batch_stride, b_k_stride,
     b_n_stride, c_batch_stride, c_m_stride]` (element strides) and computes
-    `C[b] = A[b] x B[b]`. `"check.index_range"` takes `[I]` and params
-    `[lo, hi]` and fails the run unless every element is in `[lo, hi)`.
+    `C[b] = A[b] x B[b]`; four more params `[outer_batch, a_outer_stride,
+    b_outer_stride, c_outer_stride]` add an outer batch loop (two batch
+    dimensions that do not merge into one stride). `"check.index_range"`
+    takes `[I]` and params `[lo, hi]` and fails the run unless every element
+    is in `[lo, hi)`.
   }];
   let arguments = (ins StrAttr:$function, SymbolRefArrayAttr:$buffers,
                        DenseI64ArrayAttr:$params,
