@@ -2,7 +2,8 @@
 //
 // Implements --of-fuse-elementwise: upstream's elementwise fusion and
 // reshape-by-expansion folding, with a control function that keeps
-// contractions out of both. Upstream's linalg-fuse-elementwise-ops would
+// contractions out of both and does not fuse a broadcast producer that
+// calls math functions into its larger consumer. Upstream's linalg-fuse-elementwise-ops would
 // fold the reshape around a batched matmul into it and turn the
 // linalg.contract into a generic that no longer maps onto one BLAS call.
 //
@@ -31,10 +32,39 @@ bool isContraction(Operation *op) {
   return linalgOp && linalg::isaContractionOpInterface(linalgOp);
 }
 
-/// Fuse only where neither side is a contraction.
+/// Whether fusing would recompute a transcendental producer per element of
+/// a larger consumer: a producer that the consumer broadcasts (fewer
+/// elements than the consumer's iterations) and that calls math functions,
+/// such as AdamW's bias corrections pow(beta, step) on a scalar, stays a
+/// kernel of its own instead of running once per parameter element.
+bool wouldRecomputeMath(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  auto type = dyn_cast<ShapedType>(fused->get().getType());
+  if (!producer || !consumer || !type || !type.hasStaticShape())
+    return false;
+  int64_t iterations = 1;
+  for (int64_t range : consumer.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(range))
+      return false;
+    iterations *= range;
+  }
+  if (type.getNumElements() >= iterations)
+    return false;
+  bool callsMath = false;
+  producer->walk([&](Operation *op) {
+    callsMath |= op->getDialect() &&
+                 op->getDialect()->getNamespace() == "math";
+  });
+  return callsMath;
+}
+
+/// Fuse only where neither side is a contraction, and where no
+/// transcendental work would be repeated.
 bool shouldFuse(OpOperand *fused) {
   return !isContraction(fused->getOwner()) &&
-         !isContraction(fused->get().getDefiningOp());
+         !isContraction(fused->get().getDefiningOp()) &&
+         !wouldRecomputeMath(fused);
 }
 
 struct FuseElementwisePass
