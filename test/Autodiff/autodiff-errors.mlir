@@ -16,9 +16,10 @@ func.func @int_param(%a: tensor<3xi32> {of.param}) -> tensor<f32> {
 
 // -----
 
-func.func @conv(%x: tensor<1x1x4x4xf32>, %k: tensor<1x1x3x3xf32> {of.param}) -> tensor<f32> {
-  // expected-error@+1 {{'of.conv2d' op is on the path from a parameter to the loss but has no gradient (GradientOpInterface)}}
-  %y = of.conv2d %x, %k : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+// Gradient ops have no gradients of their own (no second derivatives).
+func.func @second_order(%x: tensor<1x1x4x4xf32>, %g: tensor<1x1x3x3xf32> {of.param}) -> tensor<f32> {
+  // expected-error@+1 {{'of.conv2d_grad_filter' op is on the path from a parameter to the loss but has no gradient (GradientOpInterface)}}
+  %y = of.conv2d_grad_filter %x, %g : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
   %l = of.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>} : (tensor<1x1x2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

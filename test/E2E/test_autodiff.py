@@ -269,6 +269,48 @@ def cases(rng):
             f"{{training = {str(training).lower()}}} : ({{T_x}}, {{T_g}}, {{T_b}}, {{T_rm}}, "
             f"{{T_rv}}) -> ({{T_y}}, tensor<3xf64>, tensor<3xf64>)",
             lambda v, training=training: batch_norm(v, training), inputs=stats)
+
+    # Convolutions: groups, strides, asymmetric padding, dilation, bias; and
+    # a strided one whose last input row feeds no output.
+    def conv(v, strides, padding, dilation=(1, 1), groups=1):
+        y = jax.lax.conv_general_dilated(
+            v["x"], v["k"], strides, [(padding[0], padding[1]), (padding[2], padding[3])],
+            rhs_dilation=dilation, dimension_numbers=("NCHW", "OIHW", "NCHW"),
+            feature_group_count=groups)
+        return y + v["b"].reshape(1, -1, 1, 1) if "b" in v else y
+    c["conv2d_groups"] = Case(
+        {"x": nonzero(rng, (2, 4, 7, 6)), "k": nonzero(rng, (6, 2, 3, 3)),
+         "b": nonzero(rng, (6,))},
+        "%y = of.conv2d %x, %k, %b {strides = array<i64: 2, 1>, padding = array<i64: 1, 0, 1, 2>, "
+        "dilation = array<i64: 1, 2>, groups = 2 : i64} : ({T_x}, {T_k}, {T_b}) -> {T_y}",
+        lambda v: conv(v, (2, 1), (1, 0, 1, 2), (1, 2), 2))
+    c["conv2d_strided"] = Case(
+        {"x": nonzero(rng, (2, 3, 6, 6)), "k": nonzero(rng, (4, 3, 3, 3))},
+        "%y = of.conv2d %x, %k {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} "
+        ": ({T_x}, {T_k}) -> {T_y}",
+        lambda v: conv(v, (2, 2), (1, 1, 1, 1)))
+
+    def pool(x, reduce, init, kernel, strides, padding):
+        return jax.lax.reduce_window(
+            x, init, reduce, (1, 1) + kernel, (1, 1) + strides,
+            [(0, 0), (0, 0), (padding[0], padding[1]), (padding[2], padding[3])])
+    c["max_pool2d"] = Case(
+        {"x": rng.permutation(np.linspace(-2, 2, 2 * 3 * 5 * 6)).reshape(2, 3, 5, 6)},
+        "%y = of.max_pool2d %x {kernel_size = array<i64: 2, 3>, strides = array<i64: 2, 2>, "
+        "padding = array<i64: 1, 0, 1, 1>} : ({T_x}) -> {T_y}",
+        lambda v: pool(v["x"], jax.lax.max, -jnp.inf, (2, 3), (2, 2), (1, 0, 1, 1)))
+    for include in (True, False):
+        def avg(v, include=include):
+            total = pool(v["x"], jax.lax.add, 0.0, (3, 3), (2, 2), (1, 1, 1, 1))
+            if include:
+                return total / 9.0
+            return total / pool(jnp.ones_like(v["x"]), jax.lax.add, 0.0, (3, 3), (2, 2),
+                                (1, 1, 1, 1))
+        c[f"avg_pool2d_{'include' if include else 'exclude'}_pad"] = Case(
+            {"x": nonzero(rng, (2, 3, 5, 5))},
+            "%y = of.avg_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, "
+            f"padding = array<i64: 1, 1, 1, 1>, count_include_pad = {str(include).lower()}}} "
+            ": ({T_x}) -> {T_y}", avg)
     return c
 
 

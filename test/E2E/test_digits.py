@@ -1,12 +1,16 @@
 """Training on a real data set: scikit-learn's bundled handwritten digits
 (1797 8x8 images, 10 classes; sklearn/datasets/data/digits.csv.gz, no
-download). An MLP 64-128-10 trained by the compiled AdamW step for 400
-steps of 64 images (`of-run --steps --batch`, 1 rank and 2 ranks data
-parallel), then the plan's evaluation entry, which loads only the
-parameters from the checkpoint, classifies the 360 held-out images.
+download). An MLP 64-128-10, and a small convolutional network (3x3
+convolution to 8 channels, ReLU, 2x2 max pooling, linear), trained by the
+compiled AdamW step for 1000 steps of 64 images (about 45 epochs) (`of-run --steps --batch`,
+1 rank and 2 ranks data parallel), then the plan's evaluation entry,
+which loads only the parameters from the checkpoint, classifies the 360
+held-out images.
 
 Stated target: test accuracy >= 0.95 (a logistic regression on these
-pixels gets about 0.95-0.96, an MLP about 0.97-0.98).
+pixels gets about 0.95-0.96). Measured over 12 runs with fresh seeds:
+0.967-0.992 for both models on 1 and 2 ranks (with 400 steps it was
+0.953-0.983, too close to the target).
 """
 
 import math
@@ -19,8 +23,58 @@ from ofrun import _run, compile_program, tool
 
 datasets = pytest.importorskip("sklearn.datasets")
 
-HIDDEN, CLASSES, BATCH, STEPS, TEST = 128, 10, 64, 400, 360
+HIDDEN, CLASSES, BATCH, STEPS, TEST = 128, 10, 64, 1000, 360
 TARGET = 0.95
+
+
+def cnn_program(data_parallel):
+    """conv 1->8 3x3 (padding 1) + bias, relu, 2x2 max pool, linear 128->10."""
+    grid = "[2]" if data_parallel else "[1]"
+    split = "#of.sbp<@p, [S(0)]>" if data_parallel else "#of.sbp<@p, [B]>"
+    rep = "#of.sbp<@p, [B]>"
+
+    def t(shape, et="f32", enc=rep):
+        return "tensor<" + "".join(f"{d}x" for d in shape) + f"{et}, {enc}>"
+
+    def params(param):
+        p = ", of.param" if param else ""
+        return (f'%k: {t((8, 1, 3, 3))} {{of.name = "conv.weight"{p}}}, '
+                f'%kb: {t((8,))} {{of.name = "conv.bias"{p}}}, '
+                f'%w: {t((128, CLASSES))} {{of.name = "fc.weight"{p}}}, '
+                f'%b: {t((CLASSES,))} {{of.name = "fc.bias"{p}}}')
+
+    def body(n, enc):
+        return f"""  %img = of.reshape %x : ({t((n, 64), enc=enc)}) -> {t((n, 1, 8, 8), enc=enc)}
+  %c = of.conv2d %img, %k, %kb {{padding = array<i64: 1, 1, 1, 1>}} : ({t((n, 1, 8, 8), enc=enc)}, {t((8, 1, 3, 3))}, {t((8,))}) -> {t((n, 8, 8, 8), enc=enc)}
+  %r = of.relu %c : ({t((n, 8, 8, 8), enc=enc)}) -> {t((n, 8, 8, 8), enc=enc)}
+  %m = of.max_pool2d %r {{kernel_size = array<i64: 2, 2>}} : ({t((n, 8, 8, 8), enc=enc)}) -> {t((n, 8, 4, 4), enc=enc)}
+  %f = of.reshape %m : ({t((n, 8, 4, 4), enc=enc)}) -> {t((n, 128), enc=enc)}
+  %mm = of.matmul %f, %w : ({t((n, 128), enc=enc)}, {t((128, CLASSES))}) -> {t((n, CLASSES), enc=enc)}
+  %z = of.add %mm, %b : ({t((n, CLASSES), enc=enc)}, {t((CLASSES,))}) -> {t((n, CLASSES), enc=enc)}
+"""
+    return f"""of.placement @p {{device = "cpu", shape = {grid}}}
+func.func @digits(%x: {t((BATCH, 64), enc=split)} {{of.name = "x"}}, %y: {t((BATCH,), "i64", split)} {{of.name = "y"}}, {params(True)}) -> ({t(())} {{of.name = "loss"}}) {{
+{body(BATCH, split)}  %ce = of.cross_entropy %z, %y : ({t((BATCH, CLASSES), enc=split)}, {t((BATCH,), "i64", split)}) -> {t((BATCH,), enc=split)}
+  %l = of.reduce_mean %ce {{axes = array<i64: 0>}} : ({t((BATCH,), enc=split)}) -> tensor<f32>
+  %lb = of.boxing %l : tensor<f32> -> {t(())}
+  return %lb : {t(())}
+}}
+func.func @classify(%x: {t((TEST, 64))} {{of.name = "x"}}, {params(False)}) -> ({t((TEST, CLASSES))} {{of.name = "logits"}}) {{
+{body(TEST, rep)}  return %z : {t((TEST, CLASSES))}
+}}
+"""
+
+
+def cnn_init(rng):
+    return {"conv.weight": rng.normal(size=(8, 1, 3, 3)) / 3.0, "conv.bias": np.zeros(8),
+            "fc.weight": rng.normal(size=(128, CLASSES)) / math.sqrt(128),
+            "fc.bias": np.zeros(CLASSES)}
+
+
+def mlp_init(rng):
+    return {"w0": rng.normal(size=(64, HIDDEN)) / math.sqrt(64), "b0": np.zeros(HIDDEN),
+            "w1": rng.normal(size=(HIDDEN, CLASSES)) / math.sqrt(HIDDEN),
+            "b1": np.zeros(CLASSES)}
 
 
 def program(data_parallel):
@@ -57,8 +111,9 @@ func.func @classify(%x: {t((TEST, 64))} {{of.name = "x"}}, {params.replace(", of
 """
 
 
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_digits_accuracy(nproc, rng, tmp_path):
+def test_digits_accuracy(nproc, model, rng, tmp_path):
     if nproc > 1 and shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
     digits = datasets.load_digits()
@@ -69,16 +124,11 @@ def test_digits_accuracy(nproc, rng, tmp_path):
     batches = len(train) // BATCH
     train = train[: batches * BATCH]
 
-    plan = compile_program(program(nproc > 1), tmp_path,
+    plan = compile_program((program if model == "mlp" else cnn_program)(nproc > 1), tmp_path,
                            pipeline="cpu,train=adamw,weight-decay=0.0001")
     np.save(tmp_path / "bx.npy", images[train].reshape(batches, BATCH, 64))
     np.save(tmp_path / "by.npy", labels[train].reshape(batches, BATCH))
-    init = {
-        "w0": rng.normal(size=(64, HIDDEN)) / math.sqrt(64),
-        "b0": np.zeros(HIDDEN),
-        "w1": rng.normal(size=(HIDDEN, CLASSES)) / math.sqrt(HIDDEN),
-        "b1": np.zeros(CLASSES),
-    }
+    init = (mlp_init if model == "mlp" else cnn_init)(rng)
     args = []
     for name, value in init.items():
         np.save(tmp_path / f"{name}.npy", value.astype(np.float32))
@@ -100,5 +150,6 @@ def test_digits_accuracy(nproc, rng, tmp_path):
           "--input", f"x={tmp_path / 'test_x.npy'}", "--output-dir", str(tmp_path / "eval")])
     predicted = np.argmax(np.load(tmp_path / "eval" / "logits.npy"), axis=1)
     accuracy = float(np.mean(predicted == labels[test]))
-    print(f"digits test accuracy ({nproc} rank{'s' if nproc > 1 else ''}): {accuracy:.4f}")
+    print(f"digits {model} test accuracy ({nproc} rank{'s' if nproc > 1 else ''}): "
+          f"{accuracy:.4f}")
     assert accuracy >= TARGET, accuracy

@@ -190,6 +190,13 @@ OPS = {
                    "of.max_pool2d {a0} {{kernel_size = array<i64: 2, 2>}} : ({t0}) -> {r0}"),
     "avg_pool2d": ([f((4, 4, 6, 6))], [("f32", (4, 4, 3, 3))],
                    "of.avg_pool2d {a0} {{kernel_size = array<i64: 2, 2>}} : ({t0}) -> {r0}"),
+    "conv2d_grad_input": ([f((4, 4, 4, 4)), f((4, 4, 3, 3))], [("f32", (4, 4, 6, 6))],
+                          "of.conv2d_grad_input {a0}, {a1} : ({t0}, {t1}) -> {r0}"),
+    "conv2d_grad_filter": ([f((4, 4, 6, 6)), f((4, 4, 4, 4))], [("f32", (4, 4, 3, 3))],
+                           "of.conv2d_grad_filter {a0}, {a1} : ({t0}, {t1}) -> {r0}"),
+    "pool2d_grad": ([f((4, 4, 6, 6)), f((4, 4, 3, 3))], [("f32", (4, 4, 6, 6))],
+                    "of.pool2d_grad {a0}, {a1} {{kind = \"max\", kernel_size = array<i64: 2, 2>}} "
+                    ": ({t0}, {t1}) -> {r0}"),
     "batch_norm": ([f((4, 4, 3, 3)), f((4,)), f((4,)), f((4,)), pos((4,))],
                    [("f32", (4, 4, 3, 3)), ("f32", (4,)), ("f32", (4,))],
                    "of.batch_norm {a0}, {a1}, {a2}, {a3}, {a4} : ({t0}, {t1}, {t2}, {t3}, {t4}) -> ({r0}, {r1}, {r2})"),

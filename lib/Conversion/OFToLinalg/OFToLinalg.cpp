@@ -1253,6 +1253,262 @@ struct AvgPool2DLowering : OpConversionPattern<AvgPool2DOp> {
   }
 };
 
+/// Index arithmetic for the gradient kernels' bodies.
+struct IndexMath {
+  OpBuilder &b;
+  Location l;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, l, x, y); }
+  Value mul(Value x, int64_t k) { return arith::MulIOp::create(b, l, x, c(k)); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, l, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, l, x, y); }
+  /// For an input position `pos` (padding `pad`), the window offset `k`
+  /// (already dilated) of output position (pos + pad - k) / stride:
+  /// whether that output exists, and its index (0 where it does not).
+  std::pair<Value, Value> window(Value pos, int64_t pad, Value k,
+                                 int64_t stride, int64_t outSize) {
+    Value at = sub(add(pos, c(pad)), k);
+    Value valid = both(cmp(arith::CmpIPredicate::sge, at, c(0)),
+                       cmp(arith::CmpIPredicate::slt, at, c(outSize * stride)));
+    if (stride != 1)
+      valid = both(valid, cmp(arith::CmpIPredicate::eq,
+                              arith::RemSIOp::create(b, l, at, c(stride)),
+                              c(0)));
+    Value out = stride == 1 ? at : arith::DivSIOp::create(b, l, at, c(stride));
+    return {valid, arith::SelectOp::create(b, l, valid, out, c(0))};
+  }
+};
+
+/// dx[n, ci, h, w] = sum over (o, kh, kw) of dy[n, o, oh, ow] w[o, c, kh, kw]
+/// where h + pad = oh * stride + kh * dilation (and likewise for w), o in
+/// ci's group: a gather over the output positions that each input position
+/// feeds, so the kernel is parallel over dx.
+struct Conv2DGradInputLowering : OpConversionPattern<Conv2DGradInputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Conv2DGradInputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value dy = adaptor.getGrad(), weight = adaptor.getWeight();
+    auto dyType = cast<RankedTensorType>(dy.getType());
+    auto wType = cast<RankedTensorType>(weight.getType());
+    int64_t groups = op.getGroups(), cg = wType.getDimSize(1);
+    int64_t f = wType.getDimSize(0) / groups;
+    ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
+                      dilation = op.getDilation();
+    int64_t oh = dyType.getDimSize(2), ow = dyType.getDimSize(3);
+    // Loops (n, ci, h, w, o, kh, kw).
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineExpr channel = groups == 1 ? d(1) : d(1) % cg;
+    auto wMap = AffineMap::get(7, 0, {d(4), channel, d(5), d(6)}, ctx);
+    auto outMap = AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    Value init =
+        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{weight}, ValueRange{init},
+        {wMap, outMap}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          IndexMath m{b, l};
+          auto idx = [&](int64_t i) { return linalg::IndexOp::create(b, l, i); };
+          Value o = idx(4);
+          auto [validH, hOut] = m.window(idx(2), padding[0],
+                                         m.mul(idx(5), dilation[0]), strides[0],
+                                         oh);
+          auto [validW, wOut] = m.window(idx(3), padding[2],
+                                         m.mul(idx(6), dilation[1]), strides[1],
+                                         ow);
+          Value valid = m.both(validH, validW);
+          if (groups != 1)
+            valid = m.both(
+                valid, m.cmp(arith::CmpIPredicate::eq,
+                             arith::DivSIOp::create(b, l, o, m.c(f)),
+                             arith::DivSIOp::create(b, l, idx(1), m.c(cg))));
+          Value g = tensor::ExtractOp::create(b, l, dy,
+                                              ValueRange{idx(0), o, hOut, wOut});
+          Value term = arith::SelectOp::create(
+              b, l, valid, arith::MulFOp::create(b, l, g, args[0]),
+              scalarConstant(b, l, et, 0));
+          linalg::YieldOp::create(
+              b, l, Value(arith::AddFOp::create(b, l, args[1], term)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// dw[o, c, kh, kw] = sum over (n, oh, ow) of
+/// x_padded[n, g(o) C + c, oh * stride + kh * dilation, ...] dy[n, o, oh, ow].
+struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Conv2DGradFilterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value x = padSpatial(rewriter, loc, adaptor.getInput(), op.getPadding(),
+                         scalarConstant(rewriter, loc, et, 0));
+    int64_t groups = op.getGroups(), cg = type.getDimSize(1);
+    int64_t f = type.getDimSize(0) / groups;
+    ArrayRef<int64_t> strides = op.getStrides(), dilation = op.getDilation();
+    // Loops (o, c, kh, kw, n, oh, ow).
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineExpr channel = groups == 1 ? d(1) : d(0).floorDiv(f) * cg + d(1);
+    auto xMap = AffineMap::get(
+        7, 0,
+        {d(4), channel, d(5) * strides[0] + d(2) * dilation[0],
+         d(6) * strides[1] + d(3) * dilation[1]},
+        ctx);
+    auto dyMap = AffineMap::get(7, 0, {d(4), d(0), d(5), d(6)}, ctx);
+    auto outMap = AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    Value init =
+        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{x, adaptor.getGrad()}, ValueRange{init},
+        {xMap, dyMap, outMap}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          linalg::YieldOp::create(
+              b, l, Value(arith::AddFOp::create(b, l, args[2], prod)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Pooling gradients as gathers over the windows each input position is in.
+/// Max: a first kernel finds each window's first largest element (its
+/// offset kh * KW + kw); an input position takes the gradient of the
+/// windows whose choice it is. Avg: each window's gradient divided by its
+/// forward count.
+struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Pool2DGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    Value dy = adaptor.getGrad();
+    auto dyType = cast<RankedTensorType>(dy.getType());
+    ArrayRef<int64_t> kernel = op.getKernelSize(), padding = op.getPadding();
+    SmallVector<int64_t> strides =
+        op.getStrides() ? SmallVector<int64_t>(op.getStrides()->begin(),
+                                               op.getStrides()->end())
+                        : SmallVector<int64_t>(kernel);
+    int64_t oh = dyType.getDimSize(2), ow = dyType.getDimSize(3);
+    int64_t h = type.getDimSize(2), w = type.getDimSize(3);
+    bool isMax = op.getKind() == "max";
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    auto windowMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators.append(2, utils::IteratorType::reduction);
+
+    Value choice;
+    if (isMax) {
+      Value lowest = lowestValue(rewriter, loc, et);
+      Value x = padSpatial(rewriter, loc, adaptor.getInput(), padding, lowest);
+      auto outType = RankedTensorType::get(dyType.getShape(), et);
+      auto idxType =
+          RankedTensorType::get(dyType.getShape(), rewriter.getI64Type());
+      auto xMap = AffineMap::get(6, 0,
+                                 {d(0), d(1), d(2) * strides[0] + d(4),
+                                  d(3) * strides[1] + d(5)},
+                                 ctx);
+      auto id = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
+      auto argmax = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{outType, idxType}, ValueRange{x, window},
+          ValueRange{filledTensor(rewriter, loc, outType, lowest),
+                     filledTensor(rewriter, loc, idxType,
+                                  arith::ConstantIntOp::create(
+                                      rewriter, loc, rewriter.getI64Type(), 0))},
+          {xMap, windowMap, id, id}, iterators,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            IndexMath m{b, l};
+            Value offset = arith::IndexCastOp::create(
+                b, l, b.getI64Type(),
+                m.add(m.mul(linalg::IndexOp::create(b, l, 4), kernel[1]),
+                      linalg::IndexOp::create(b, l, 5)));
+            Value take = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                               args[0], args[2]);
+            linalg::YieldOp::create(
+                b, l,
+                ValueRange{arith::SelectOp::create(b, l, take, args[0], args[2]),
+                           arith::SelectOp::create(b, l, take, offset,
+                                                   args[3])});
+          });
+      choice = argmax.getResult(1);
+    }
+
+    auto outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    Value init =
+        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    bool includePad = op.getCountIncludePad();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{window}, ValueRange{init},
+        {windowMap, outMap}, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          IndexMath m{b, l};
+          auto idx = [&](int64_t i) { return linalg::IndexOp::create(b, l, i); };
+          Value kh = idx(4), kw = idx(5);
+          auto [validH, hOut] =
+              m.window(idx(2), padding[0], kh, strides[0], oh);
+          auto [validW, wOut] =
+              m.window(idx(3), padding[2], kw, strides[1], ow);
+          Value valid = m.both(validH, validW);
+          ValueRange at{idx(0), idx(1), hOut, wOut};
+          Value g = tensor::ExtractOp::create(b, l, dy, at);
+          if (isMax) {
+            Value chosen = tensor::ExtractOp::create(b, l, choice, at);
+            Value offset = arith::IndexCastOp::create(
+                b, l, b.getI64Type(), m.add(m.mul(kh, kernel[1]), kw));
+            valid = m.both(valid,
+                           m.cmp(arith::CmpIPredicate::eq, chosen, offset));
+          } else if (includePad) {
+            g = arith::DivFOp::create(
+                b, l, g, scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
+          } else {
+            // The forward's count: the window's elements inside the input.
+            auto count = [&](Value o, int64_t size, int64_t k, int64_t s,
+                             int64_t pad) {
+              Value start = m.sub(m.mul(o, s), m.c(pad));
+              Value lo = arith::MaxSIOp::create(b, l, start, m.c(0));
+              Value hi = arith::MinSIOp::create(b, l, m.add(start, m.c(k)),
+                                                m.c(size));
+              return m.sub(hi, lo);
+            };
+            Value n = arith::MulIOp::create(
+                b, l, count(hOut, h, kernel[0], strides[0], padding[0]),
+                count(wOut, w, kernel[1], strides[1], padding[2]));
+            // Guard the division where the window does not exist.
+            n = arith::SelectOp::create(b, l, valid, n, m.c(1));
+            Value nf = arith::SIToFPOp::create(
+                b, l, et, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
+            g = arith::DivFOp::create(b, l, g, nf);
+          }
+          Value term =
+              arith::SelectOp::create(b, l, valid, g, scalarConstant(b, l, et, 0));
+          linalg::YieldOp::create(
+              b, l, Value(arith::AddFOp::create(b, l, args[1], term)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1463,6 +1719,8 @@ void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
       ReduceLowering<ReduceMaxOp>, MatmulLowering, SoftmaxLowering<SoftmaxOp>,
       SoftmaxLowering<LogSoftmaxOp>, LayerNormLowering, RmsNormLowering,
       EmbeddingLowering, EmbeddingGradLowering, CrossEntropyLowering, Conv2DLowering,
-      MaxPool2DLowering, AvgPool2DLowering, BatchNormLowering, DropoutLowering>(
+      MaxPool2DLowering, AvgPool2DLowering, Conv2DGradInputLowering,
+      Conv2DGradFilterLowering, Pool2DGradLowering, BatchNormLowering,
+      DropoutLowering>(
       converter, ctx);
 }

@@ -656,3 +656,35 @@ func.func @f(%x: tensor<4xf32, "other">) {
   %0 = of.relu %x : (tensor<4xf32, "other">) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @f(%dy: tensor<2x4x3x3xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error@+1 {{grad must be the forward convolution's result 'tensor<2x4x4x4xf32>', got 'tensor<2x4x3x3xf32>'}}
+  %0 = of.conv2d_grad_input %dy, %w : (tensor<2x4x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x4x4x4xf32>) {
+  // expected-error@+1 {{weight has 2 input channels per group, expected 3}}
+  %0 = of.conv2d_grad_filter %x, %dy : (tensor<2x3x6x6xf32>, tensor<2x4x4x4xf32>) -> tensor<4x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x3x3xf32>) {
+  // expected-error@+1 {{kind must be "max" or "avg", got "min"}}
+  %0 = of.pool2d_grad %x, %dy {kind = "min", kernel_size = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<2x3x3x3xf32>) -> tensor<2x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x2x2xf32>) {
+  // expected-error@+1 {{grad must be the forward pooling's result 'tensor<2x3x3x3xf32>', got 'tensor<2x3x2x2xf32>'}}
+  %0 = of.pool2d_grad %x, %dy {kind = "avg", kernel_size = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<2x3x2x2xf32>) -> tensor<2x3x6x6xf32>
+  return
+}

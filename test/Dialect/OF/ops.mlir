@@ -195,6 +195,13 @@ func.func @convolution(%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: 
   %3 = of.avg_pool2d %y {kernel_size = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : (tensor<8x16x16x16xf32>) -> tensor<8x16x16x16xf32>
   // CHECK: of.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {training = true} : (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
   %4:3 = of.batch_norm %y, %c, %c, %c, %c {training = true} : (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  // The gradients --of-autodiff builds for them.
+  // CHECK: of.conv2d_grad_input %{{.*}}, %{{.*}} {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<8x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
+  %5 = of.conv2d_grad_input %0, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<8x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
+  // CHECK: of.conv2d_grad_filter %{{.*}}, %{{.*}} {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<8x3x32x32xf32>, tensor<8x16x16x16xf32>) -> tensor<16x3x3x3xf32>
+  %6 = of.conv2d_grad_filter %x, %0 {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<8x3x32x32xf32>, tensor<8x16x16x16xf32>) -> tensor<16x3x3x3xf32>
+  // CHECK: of.pool2d_grad %{{.*}}, %{{.*}} {kernel_size = array<i64: 2, 2>, kind = "max"} : (tensor<8x16x16x16xf32>, tensor<8x16x8x8xf32>) -> tensor<8x16x16x16xf32>
+  %7 = of.pool2d_grad %y, %2 {kind = "max", kernel_size = array<i64: 2, 2>} : (tensor<8x16x16x16xf32>, tensor<8x16x8x8xf32>) -> tensor<8x16x16x16xf32>
   return
 }
 

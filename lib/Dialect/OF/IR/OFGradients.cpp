@@ -609,6 +609,46 @@ LogicalResult EmbeddingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                 Grads &grads) {
+  Value g = resultGrads[0];
+  if (!g)
+    return noGradients(*this, grads);
+  Location loc = getLoc();
+  grads.push_back(Conv2DGradInputOp::create(
+      b, loc, plainType(getInput()), g, getWeight(), getStrides(),
+      getPadding(), getDilation(), getGroups()));
+  grads.push_back(Conv2DGradFilterOp::create(
+      b, loc, plainType(getWeight()), getInput(), g, getStrides(),
+      getPadding(), getDilation(), getGroups()));
+  if (getBias())
+    grads.push_back(ReduceSumOp::create(b, loc, g, {0, 2, 3}, false));
+  return success();
+}
+
+template <typename Op>
+static LogicalResult poolVjp(Op op, OpBuilder &b, ArrayRef<Value> resultGrads,
+                             Grads &grads, StringRef kind,
+                             bool countIncludePad) {
+  if (!resultGrads[0])
+    return noGradients(op, grads);
+  grads.push_back(Pool2DGradOp::create(
+      b, op.getLoc(), plainType(op.getInput()), op.getInput(), resultGrads[0],
+      b.getStringAttr(kind), op.getKernelSizeAttr(), op.getStridesAttr(),
+      op.getPaddingAttr(), b.getBoolAttr(countIncludePad)));
+  return success();
+}
+
+LogicalResult MaxPool2DOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    Grads &grads) {
+  return poolVjp(*this, b, resultGrads, grads, "max", true);
+}
+
+LogicalResult AvgPool2DOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    Grads &grads) {
+  return poolVjp(*this, b, resultGrads, grads, "avg", getCountIncludePad());
+}
+
 LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     Grads &grads) {
   Value g = resultGrads[0];

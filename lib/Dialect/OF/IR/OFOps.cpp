@@ -936,12 +936,15 @@ static int64_t windowOutputSize(int64_t length, int64_t padBegin,
   return padded < span ? 0 : (padded - span) / stride + 1;
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = asTensor(adaptor.getInput());
-  RankedTensorType weight = asTensor(adaptor.getWeight());
+/// The result type of a convolution of `input` by `weight` (shapes and
+/// attributes checked).
+static LogicalResult inferConv2D(std::optional<Location> loc,
+                                 RankedTensorType input,
+                                 RankedTensorType weight, Value bias,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> padding,
+                                 ArrayRef<int64_t> dilation, int64_t groups,
+                                 SmallVectorImpl<Type> &inferred) {
   if (!input || !weight)
     return emitOptionalError(loc, "operands must be ranked tensors");
   if (input.getRank() != 4 || weight.getRank() != 4)
@@ -951,14 +954,10 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                              input.getRank(), " and ", weight.getRank());
   if (failed(verifySameElementType(loc, {input, weight})))
     return failure();
-  ArrayRef<int64_t> strides = adaptor.getStrides(),
-                    padding = adaptor.getPadding(),
-                    dilation = adaptor.getDilation();
   if (failed(verifyArray(loc, "strides", strides, 2, true)) ||
       failed(verifyArray(loc, "padding", padding, 4, false)) ||
       failed(verifyArray(loc, "dilation", dilation, 2, true)))
     return failure();
-  int64_t groups = adaptor.getGroups();
   int64_t channels = input.getDimSize(1), outChannels = weight.getDimSize(0);
   if (groups <= 0 || channels % groups || outChannels % groups)
     return emitOptionalError(
@@ -968,7 +967,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "weight has ", weight.getDimSize(1),
                              " input channels per group, expected ",
                              channels / groups);
-  if (Value bias = adaptor.getBias()) {
+  if (bias) {
     RankedTensorType expected =
         plainTensor({outChannels}, input.getElementType());
     if (stripSbp(bias.getType()) != expected)
@@ -984,6 +983,44 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   inferred.push_back(plainTensor({input.getDimSize(0), outChannels, oh, ow},
                                  input.getElementType()));
   return success();
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferConv2D(loc, asTensor(adaptor.getInput()),
+                     asTensor(adaptor.getWeight()), adaptor.getBias(),
+                     adaptor.getStrides(), adaptor.getPadding(),
+                     adaptor.getDilation(), adaptor.getGroups(), inferred);
+}
+
+/// The convolution gradients' check: the forward convolution of `input` by
+/// `weight` with these attributes has the shape of `grad`.
+template <typename Op>
+static LogicalResult verifyConvGrad(Op op, RankedTensorType input,
+                                    RankedTensorType weight) {
+  SmallVector<Type> inferred;
+  if (failed(inferConv2D(op.getLoc(), input, weight, Value(), op.getStrides(),
+                         op.getPadding(), op.getDilation(), op.getGroups(),
+                         inferred)))
+    return failure();
+  auto grad = cast<RankedTensorType>(op.getGrad().getType());
+  if (cast<ShapedType>(inferred[0]).getShape() != grad.getShape() ||
+      grad.getElementType() != input.getElementType())
+    return op.emitOpError("grad must be the forward convolution's result ")
+           << inferred[0] << ", got " << grad;
+  return success();
+}
+
+LogicalResult Conv2DGradInputOp::verify() {
+  return verifyConvGrad(*this, cast<RankedTensorType>(getType()),
+                        cast<RankedTensorType>(getWeight().getType()));
+}
+
+LogicalResult Conv2DGradFilterOp::verify() {
+  return verifyConvGrad(*this, cast<RankedTensorType>(getInput().getType()),
+                        cast<RankedTensorType>(getType()));
 }
 
 static LogicalResult inferPool2D(std::optional<Location> loc, Value inputValue,
@@ -1025,6 +1062,26 @@ LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &inferred) {
   return inferPool2D(loc, adaptor.getInput(), adaptor.getKernelSize(),
                      adaptor.getStrides(), adaptor.getPadding(), inferred);
+}
+
+LogicalResult Pool2DGradOp::verify() {
+  if (getKind() != "max" && getKind() != "avg")
+    return emitOpError("kind must be \"max\" or \"avg\", got \"")
+           << getKind() << "\"";
+  SmallVector<Type> inferred;
+  if (failed(inferPool2D(getLoc(), getInput(), getKernelSize(), getStrides(),
+                         getPadding(), inferred)))
+    return failure();
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (cast<ShapedType>(inferred[0]).getShape() != grad.getShape() ||
+      grad.getElementType() != input.getElementType())
+    return emitOpError("grad must be the forward pooling's result ")
+           << inferred[0] << ", got " << grad;
+  if (stripSbp(getType()) != stripSbp(input))
+    return emitOpError("result must have the input's type ")
+           << stripSbp(input) << ", got " << getType();
+  return success();
 }
 
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,

@@ -477,6 +477,30 @@ void Conv2DOp::getSbpSignatures(Sigs &sigs) {
   addUniform(*this, sigs, kB);
 }
 
+void Conv2DGradInputOp::getSbpSignatures(Sigs &sigs) {
+  add(sigs, {S(0), kB}, {S(0)}); // batch
+  if (getGroups() == 1) {
+    add(sigs, {S(1), S(0)}, {kP}); // output channels: a contraction
+    add(sigs, {kB, S(1)}, {S(1)}); // input channels
+  }
+  addUniform(*this, sigs, kB);
+}
+
+void Conv2DGradFilterOp::getSbpSignatures(Sigs &sigs) {
+  add(sigs, {S(0), S(0)}, {kP}); // batch: each rank's partial sum
+  if (getGroups() == 1) {
+    add(sigs, {kB, S(1)}, {S(0)}); // output channels
+    add(sigs, {S(1), kB}, {S(1)}); // input channels
+  }
+  addUniform(*this, sigs, kB);
+}
+
+void Pool2DGradOp::getSbpSignatures(Sigs &sigs) {
+  add(sigs, {S(0), S(0)}, {S(0)});
+  add(sigs, {S(1), S(1)}, {S(1)});
+  addUniform(*this, sigs, kB);
+}
+
 template <typename Op> static void poolSignatures(Op op, Sigs &sigs,
                                                   SbpEntry partial) {
   add(sigs, {S(0)}, {S(0)});

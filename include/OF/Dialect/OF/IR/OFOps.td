@@ -451,7 +451,7 @@ def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
 // Convolutional ops (NCHW)
 //===----------------------------------------------------------------------===//
 
-def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes,
+def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes, OF_Grad,
     DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "2-D convolution, NCHW input and OIHW weight";
   let description = [{
@@ -479,7 +479,7 @@ def OF_Conv2DOp : OF_Op<"conv2d", [Pure, OF_InferShapes,
 }
 
 class OF_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
-    : OF_Op<mnemonic, [Pure, OF_InferShapes, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    : OF_Op<mnemonic, [Pure, OF_InferShapes, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let description = [{
     NCHW pooling over `kernel_size` windows. `strides` defaults to
     `kernel_size`; `padding` is `[top, bottom, left, right]`. Output sizes
@@ -500,6 +500,82 @@ def OF_MaxPool2DOp : OF_Pool2DOp<"max_pool2d"> {
 def OF_AvgPool2DOp : OF_Pool2DOp<"avg_pool2d",
     (ins DefaultValuedAttr<BoolAttr, "true">:$count_include_pad)> {
   let summary = "2-D average pooling";
+}
+
+def OF_Conv2DGradInputOp : OF_Op<"conv2d_grad_input", [Pure,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "Gradient of `of.conv2d` with respect to its input";
+  let description = [{
+    Given the gradient `grad : [N, O, OH, OW]` of a convolution's result and
+    its `weight : [O, C / groups, KH, KW]`, returns the gradient of its
+    input, of the result type `[N, C, H, W]` (a transposed convolution;
+    the result type fixes H and W, which a strided convolution's output
+    does not determine). The attributes are the forward convolution's.
+
+    ```mlir
+    %dx = of.conv2d_grad_input %dy, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>}
+        : (tensor<8x16x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$grad, OF_FloatTensor:$weight,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def OF_Conv2DGradFilterOp : OF_Op<"conv2d_grad_filter", [Pure,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "Gradient of `of.conv2d` with respect to its weight";
+  let description = [{
+    Given a convolution's `input : [N, C, H, W]` and the gradient
+    `grad : [N, O, OH, OW]` of its result, returns the gradient of its
+    weight, of the result type `[O, C / groups, KH, KW]`. The attributes
+    are the forward convolution's.
+
+    ```mlir
+    %dw = of.conv2d_grad_filter %x, %dy {padding = array<i64: 1, 1, 1, 1>}
+        : (tensor<8x3x32x32xf32>, tensor<8x16x32x32xf32>) -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_FloatTensor:$grad,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def OF_Pool2DGradOp : OF_Op<"pool2d_grad", [Pure,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "Gradient of `of.max_pool2d` or `of.avg_pool2d` with respect to its input";
+  let description = [{
+    Given a pooling's `input : [N, C, H, W]` and the gradient
+    `grad : [N, C, OH, OW]` of its result, returns the gradient of its input
+    (the input's shape). `kind` is `"max"` (each window's gradient goes to
+    the first of its largest elements, in row-major window order, as
+    PyTorch) or `"avg"` (spread evenly over the window, divided by the
+    forward's count). The other attributes are the forward pooling's.
+
+    ```mlir
+    %dx = of.pool2d_grad %x, %dy {kind = "max", kernel_size = array<i64: 2, 2>}
+        : (tensor<8x16x32x32xf32>, tensor<8x16x16x16xf32>) -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_FloatTensor:$grad,
+                       StrAttr:$kind,
+                       DenseI64ArrayAttr:$kernel_size,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+                       DefaultValuedAttr<BoolAttr, "true">:$count_include_pad);
+  let results = (outs OF_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
