@@ -92,6 +92,12 @@ LogicalResult mlir::of::parsePipelineOptions(
         return errorHandler("--of-pipeline: accumulate takes a positive "
                             "integer, not '" +
                             value + "'");
+    } else if (key == "amp") {
+      if (value != "bf16")
+        return errorHandler("--of-pipeline: amp takes bf16, not '" + value +
+                            "' (fp16 needs dynamic loss scaling, which is "
+                            "not implemented)");
+      options.amp = value.str();
     } else if (key == "zero") {
       if (failed(parseBool(key, value, options.zero)))
         return failure();
@@ -99,7 +105,7 @@ LogicalResult mlir::of::parsePipelineOptions(
       return errorHandler(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
-          "weight-decay, max-grad-norm, accumulate, zero)");
+          "weight-decay, max-grad-norm, accumulate, zero, amp)");
     }
   }
   return success();
@@ -109,6 +115,11 @@ void mlir::of::buildPipeline(OpPassManager &pm,
                              const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createInlinerPass());
+  if (!options.amp.empty()) {
+    AmpPassOptions amp;
+    amp.dtype = options.amp;
+    pm.addPass(createAmpPass(amp));
+  }
   if (options.autodiff) {
     pm.addPass(createAutodiffPass());
     if (!options.train.empty()) {
@@ -172,7 +183,8 @@ void mlir::of::registerOFPipelines() {
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
       "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
-      "[,weight-decay=W][,max-grad-norm=N][,accumulate=K][,zero=true]",
+      "[,weight-decay=W][,max-grad-norm=N][,accumulate=K][,zero=true]"
+      "[,amp=bf16]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;

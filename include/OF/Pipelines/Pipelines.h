@@ -33,6 +33,8 @@ struct PipelineOptions {
   double maxGradNorm = 0.0;
   unsigned accumulate = 1;
   bool zero = false;
+  /// "bf16": run --of-amp before autodiff; "" for none.
+  std::string amp;
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

@@ -70,6 +70,29 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
 
+def AmpPass : Pass<"of-amp", "::mlir::ModuleOp"> {
+  let summary = "Automatic mixed precision: matrix products in bf16";
+  let description = [{
+    Rewrites every `of.matmul` of f32 operands into one of bf16 operands
+    (cast in), computed with f32 accumulation and rounded to bf16 once
+    (the lowering's mixed-precision contraction), and cast back to f32, so
+    everything around it (softmax, normalisations, reductions, losses,
+    the optimizer) stays f32 and parameters stay f32 master weights. Run
+    before `--of-autodiff`: the backward products then run in bf16 too,
+    and each parameter's gradient is cast back to f32 by the casts' own
+    gradients. This is PyTorch autocast's treatment of matmul.
+
+    Not yet: convolutions (their lowerings accumulate in the operand type),
+    and fp16, which needs dynamic loss scaling (`dtype=f16` is rejected
+    with a message).
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "The reduced precision: bf16">,
+  ];
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
 def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
   let summary = "Add the training step (gradients + optimizer update) of every differentiated function";
   let description = [{

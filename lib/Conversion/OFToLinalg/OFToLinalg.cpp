@@ -761,12 +761,24 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     outExprs.push_back(m);
     outExprs.push_back(n);
     AffineMap outMap = AffineMap::get(numLoops, 0, outExprs, ctx);
-    Value init = filledTensor(b, loc, type,
-                              scalarConstant(b, loc, type.getElementType(), 0));
+    // bf16 and f16 products accumulate in f32 (the contraction extends its
+    // operands to its output's type) and are rounded once at the end, as
+    // mixed-precision GEMMs do; a 16-bit accumulator loses the sum.
+    Type et = type.getElementType();
+    bool narrow = et.isBF16() || et.isF16();
+    RankedTensorType accType =
+        narrow ? RankedTensorType::get(type.getShape(), b.getF32Type()) : type;
+    Value init = filledTensor(
+        b, loc, accType, scalarConstant(b, loc, accType.getElementType(), 0));
     auto op = linalg::ContractOp::create(
-        b, loc, TypeRange{type}, ValueRange{lhs, rhs}, ValueRange{init},
+        b, loc, TypeRange{accType}, ValueRange{lhs, rhs}, ValueRange{init},
         b.getAffineMapArrayAttr({lhsMap, rhsMap, outMap}));
-    return op.getResult(0);
+    if (!narrow)
+      return op.getResult(0);
+    return elementwise(b, loc, type, op.getResult(0),
+                       [&](OpBuilder &bb, Location l, ValueRange args) -> Value {
+                         return arith::TruncFOp::create(bb, l, et, args[0]);
+                       });
   }
 };
 
