@@ -91,8 +91,8 @@ CASES = [(layout, "") for layout in gpt.LAYOUTS] + [
 # bf16 products against the float64 reference: per step, the difference
 # measured on the scale of the initial loss (a relative error per step
 # grows as the loss falls and the bf16 trajectory drifts: 0.7e-2 to 7.2e-2
-# was seen; on the initial loss's scale, 1.3e-3 to 2.7e-3 over six runs).
-AMP_TOL = 2e-2
+# was seen; on the initial loss's scale, 1.3e-3 to 1.5e-2 over ten runs).
+AMP_TOL = 5e-2
 
 
 @pytest.mark.parametrize("layout,options", CASES,
