@@ -377,8 +377,8 @@ Status readHeader(const MappedFile &file, const std::string &path,
                   std::map<std::string, StoredTensor> &tensors,
                   uint64_t &dataOffset, int64_t &step) {
   auto bad = [&](const std::string &what) {
-    return fail("the checkpoint '", path, "' is not a valid safetensors file: ",
-                what);
+    return fail("the checkpoint '", path,
+                "' is not a valid safetensors file: ", what);
   };
   if (file.size() < 8)
     return bad(formatMessage("it is ", file.size(),
@@ -442,10 +442,10 @@ Status readHeader(const MappedFile &file, const std::string &path,
     const Json &begin = offsets->elements[0], &end = offsets->elements[1];
     if (begin.kind != Json::Integer || end.kind != Json::Integer ||
         begin.integer > end.integer || end.integer > dataBytes)
-      return bad(formatMessage("tensor '", name,
-                               "' has data_offsets outside the data (",
-                               dataBytes, " bytes; the file may be cut "
-                               "short)"));
+      return bad(formatMessage(
+          "tensor '", name, "' has data_offsets outside the data (", dataBytes,
+          " bytes; the file may be cut "
+          "short)"));
     size_t elementSize = dtypeSize(tensor.dtype);
     if (elements > UINT64_MAX / elementSize ||
         end.integer - begin.integer != elements * elementSize)
@@ -571,9 +571,9 @@ Status saveState(const Session &session, const std::string &path,
         return status; // nothing can continue without memory
     }
     bool isRoot = false;
-    if (Status status = session.gatherInput(
-            index, root ? buffer.data() : nullptr,
-            root ? info.globalBytes : 0, isRoot);
+    if (Status status =
+            session.gatherInput(index, root ? buffer.data() : nullptr,
+                                root ? info.globalBytes : 0, isRoot);
         status.failed()) {
       if (fd >= 0) {
         ::close(fd);
@@ -587,8 +587,8 @@ Status saveState(const Session &session, const std::string &path,
   if (!root)
     return Status::success();
   if (writeStatus.succeeded() && ::fsync(fd) != 0)
-    writeStatus = fail("cannot flush '", temp, "' to disk: ",
-                       std::strerror(errno));
+    writeStatus =
+        fail("cannot flush '", temp, "' to disk: ", std::strerror(errno));
   if (fd >= 0 && ::close(fd) != 0 && writeStatus.succeeded())
     writeStatus = fail("cannot close '", temp, "': ", std::strerror(errno));
   if (writeStatus.succeeded() && ::rename(temp.c_str(), path.c_str()) != 0)

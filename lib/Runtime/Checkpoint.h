@@ -26,8 +26,7 @@ namespace of::rt {
 /// Saves the session's state at step `step` to `path`. Collective over the
 /// session's ranks; rank 0 writes and reports any failure to write (the
 /// other ranks only send their parts).
-Status saveState(const Session &session, const std::string &path,
-                 int64_t step);
+Status saveState(const Session &session, const std::string &path, int64_t step);
 
 /// Sets every input of the session that the file at `path` has a tensor of
 /// the same name for (dtype and global shape must match), each rank taking

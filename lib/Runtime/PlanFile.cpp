@@ -949,13 +949,22 @@ std::string describeStep(const Program &program, const Step &step) {
 }
 
 Status decodeGemm(const flatbuffers::Vector<int64_t> *params, GemmCall &call) {
-  static constexpr const char *kNames[16] = {
-      "batch",        "m",          "n",
-      "k",            "a_batch_stride", "a_m_stride",
-      "a_k_stride",   "b_batch_stride", "b_k_stride",
-      "b_n_stride",   "c_batch_stride", "c_m_stride",
-      "outer_batch",  "a_outer_stride", "b_outer_stride",
-      "c_outer_stride"};
+  static constexpr const char *kNames[16] = {"batch",
+                                             "m",
+                                             "n",
+                                             "k",
+                                             "a_batch_stride",
+                                             "a_m_stride",
+                                             "a_k_stride",
+                                             "b_batch_stride",
+                                             "b_k_stride",
+                                             "b_n_stride",
+                                             "c_batch_stride",
+                                             "c_m_stride",
+                                             "outer_batch",
+                                             "a_outer_stride",
+                                             "b_outer_stride",
+                                             "c_outer_stride"};
   size_t numParams = count(params);
   if (numParams != 12 && numParams != 16)
     return fail("blas.gemm takes 12 parameters [batch, m, n, k, "

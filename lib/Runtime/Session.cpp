@@ -194,9 +194,8 @@ void Session::planDirectUpdates() {
 }
 
 const uint8_t *Session::outputData(size_t index) const {
-  return directUpdate_[index]
-             ? inputStorage_[outputs_[index].updates].data()
-             : outputStorage_[index].data();
+  return directUpdate_[index] ? inputStorage_[outputs_[index].updates].data()
+                              : outputStorage_[index].data();
 }
 
 Status Session::loadKernels() {
@@ -494,8 +493,8 @@ Status Session::gather(const TensorInfo &info, const char *kind,
   if (root) {
     if (bytes != info.globalBytes)
       return fail(
-          kind, " '", info.name, "' is ", info.globalBytes,
-          " bytes globally (", dtypeName(info.dtype), " ",
+          kind, " '", info.name, "' is ", info.globalBytes, " bytes globally (",
+          dtypeName(info.dtype), " ",
           formatDims(info.distributed ? info.dist.globalShape : info.dims),
           "), got ", bytes);
     if (!data && bytes)

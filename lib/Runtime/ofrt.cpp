@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpoint.h"
 #include "Communicator.h"
 #include "PlanFile.h"
-#include "Checkpoint.h"
 #include "Session.h"
 
 #pragma GCC visibility push(default)

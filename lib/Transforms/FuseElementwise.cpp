@@ -3,9 +3,10 @@
 // Implements --of-fuse-elementwise: upstream's elementwise fusion and
 // reshape-by-expansion folding, with a control function that keeps
 // contractions out of both and does not fuse a broadcast producer that
-// calls math functions into its larger consumer. Upstream's linalg-fuse-elementwise-ops would
-// fold the reshape around a batched matmul into it and turn the
-// linalg.contract into a generic that no longer maps onto one BLAS call.
+// calls math functions into its larger consumer. Upstream's
+// linalg-fuse-elementwise-ops would fold the reshape around a batched matmul
+// into it and turn the linalg.contract into a generic that no longer maps onto
+// one BLAS call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,8 +54,7 @@ bool wouldRecomputeMath(OpOperand *fused) {
     return false;
   bool callsMath = false;
   producer->walk([&](Operation *op) {
-    callsMath |= op->getDialect() &&
-                 op->getDialect()->getNamespace() == "math";
+    callsMath |= op->getDialect() && op->getDialect()->getNamespace() == "math";
   });
   return callsMath;
 }

@@ -92,8 +92,7 @@ FailureOr<Type> stackedType(Type type, int64_t k) {
         e.dim += 1;
     encoding = SbpAttr::get(type.getContext(), sbp.getPlacement(), entries);
   }
-  return Type(
-      RankedTensorType::get(shape, ranked.getElementType(), encoding));
+  return Type(RankedTensorType::get(shape, ranked.getElementType(), encoding));
 }
 
 /// ZeRO: the type of a parameter's optimizer state, split on every mesh axis
@@ -101,7 +100,8 @@ FailureOr<Type> stackedType(Type type, int64_t k) {
 /// splits and that has at least as many elements as the axis has members
 /// (so no rank holds an empty shard). A parameter without a distribution
 /// counts as B everywhere on the function's placement.
-Type zeroSharded(Type paramType, const std::optional<FuncPlacement> &placement) {
+Type zeroSharded(Type paramType,
+                 const std::optional<FuncPlacement> &placement) {
   auto ranked = dyn_cast<RankedTensorType>(paramType);
   if (!ranked || !placement || ranked.getRank() == 0)
     return paramType;
@@ -190,10 +190,10 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     SmallVector<StateArg> state;
     for (StringRef kind : kinds)
       for (unsigned p : params)
-        state.push_back({zero ? zeroSharded(primal.getArgumentTypes()[p],
-                                            *placement)
-                              : primal.getArgumentTypes()[p],
-                         kind.str() + paramName(p)});
+        state.push_back(
+            {zero ? zeroSharded(primal.getArgumentTypes()[p], *placement)
+                  : primal.getArgumentTypes()[p],
+             kind.str() + paramName(p)});
     if (adam)
       state.push_back({scalarType, "adam_step"});
 
@@ -261,16 +261,17 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
         limits[0] = micro + 1;
         Value slice = SliceOp::create(b, loc, arg, starts, limits, nullptr);
         auto original = cast<RankedTensorType>(primal.getArgumentTypes()[i]);
-        Value piece = ReshapeOp::create(
-            b, loc,
-            RankedTensorType::get(original.getShape(),
-                                  original.getElementType()),
-            slice);
+        Value piece =
+            ReshapeOp::create(b, loc,
+                              RankedTensorType::get(original.getShape(),
+                                                    original.getElementType()),
+                              slice);
         callArgs.push_back(u.as(piece, original));
       }
       auto call = func::CallOp::create(b, loc, grad, callArgs);
       loss = micro ? u.add(loss, call.getResult(0)) : call.getResult(0);
-      for (auto [k, g] : llvm::enumerate(ValueRange(call.getResults()).drop_front())) {
+      for (auto [k, g] :
+           llvm::enumerate(ValueRange(call.getResults()).drop_front())) {
         if (micro)
           grads[k] = u.add(grads[k], g);
         else

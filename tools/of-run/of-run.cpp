@@ -433,8 +433,8 @@ int feedBatches(ofrt_session *session, const std::vector<BatchInput> &batches,
   for (const BatchInput &batch : batches) {
     const unsigned char *data =
         batch.array.data.data() + (step % batch.count) * batch.batchBytes;
-    if (ofrt_error *err = ofrt_session_set_input_global(
-            session, batch.index, data, batch.batchBytes))
+    if (ofrt_error *err = ofrt_session_set_input_global(session, batch.index,
+                                                        data, batch.batchBytes))
       return error(err);
   }
   return 0;
@@ -465,8 +465,10 @@ int bindInputs(ofrt_session *session, const Options &options,
     if (files.count(index) || scalars.count(index) || batchFiles.count(index))
       return error("input '" + name + "' is given twice");
     if (ofrt_session_input_is_set(session, index))
-      return error("input '" + name + "' is given on the command line and "
-                   "loaded from the checkpoint " + options.loadState);
+      return error("input '" + name +
+                   "' is given on the command line and "
+                   "loaded from the checkpoint " +
+                   options.loadState);
     return 0;
   };
   for (const auto &[name, file] : options.inputs) {
@@ -511,14 +513,13 @@ int bindInputs(ofrt_session *session, const Options &options,
     missing += std::string(numMissing++ ? ", " : "") + "'" + info.name + "'";
   }
   if (!zeroed.empty() && (!worldComm || ofrt_comm_rank(worldComm) == 0))
-    std::fprintf(stderr,
-                 "of-run: note: state not given starts at zeros: %s%s\n",
-                 zeroed.c_str(),
-                 numZeroed > 6 ? (" and " + std::to_string(numZeroed - 6) +
-                                  " more (" + std::to_string(numZeroed) +
-                                  " inputs)")
-                                     .c_str()
-                               : "");
+    std::fprintf(
+        stderr, "of-run: note: state not given starts at zeros: %s%s\n",
+        zeroed.c_str(),
+        numZeroed > 6 ? (" and " + std::to_string(numZeroed - 6) + " more (" +
+                         std::to_string(numZeroed) + " inputs)")
+                            .c_str()
+                      : "");
   if (numMissing)
     return error(
         std::string(numMissing == 1 ? "missing input " : "missing inputs ") +
@@ -748,8 +749,8 @@ int runPlan(ofrt_plan *plan, const Options &options) {
   long lastStep = firstStep + runs;
   int64_t lossIndex = ofrt_session_find_output(session, "loss");
   auto save = [&](int64_t step) -> int {
-    if (ofrt_error *err = ofrt_session_save_state(
-            session, options.saveState.c_str(), step))
+    if (ofrt_error *err =
+            ofrt_session_save_state(session, options.saveState.c_str(), step))
       return error(err);
     return 0;
   };

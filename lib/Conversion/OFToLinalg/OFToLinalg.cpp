@@ -775,10 +775,11 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
         b.getAffineMapArrayAttr({lhsMap, rhsMap, outMap}));
     if (!narrow)
       return op.getResult(0);
-    return elementwise(b, loc, type, op.getResult(0),
-                       [&](OpBuilder &bb, Location l, ValueRange args) -> Value {
-                         return arith::TruncFOp::create(bb, l, et, args[0]);
-                       });
+    return elementwise(
+        b, loc, type, op.getResult(0),
+        [&](OpBuilder &bb, Location l, ValueRange args) -> Value {
+          return arith::TruncFOp::create(bb, l, et, args[0]);
+        });
   }
 };
 
@@ -1286,9 +1287,9 @@ struct IndexMath {
     Value valid = both(cmp(arith::CmpIPredicate::sge, at, c(0)),
                        cmp(arith::CmpIPredicate::slt, at, c(outSize * stride)));
     if (stride != 1)
-      valid = both(valid, cmp(arith::CmpIPredicate::eq,
-                              arith::RemSIOp::create(b, l, at, c(stride)),
-                              c(0)));
+      valid =
+          both(valid, cmp(arith::CmpIPredicate::eq,
+                          arith::RemSIOp::create(b, l, at, c(stride)), c(0)));
     Value out = stride == 1 ? at : arith::DivSIOp::create(b, l, at, c(stride));
     return {valid, arith::SelectOp::create(b, l, valid, out, c(0))};
   }
@@ -1320,7 +1321,8 @@ struct Conv2DGradInputLowering : OpConversionPattern<Conv2DGradInputOp> {
     AffineExpr channel = groups == 1 ? d(1) : d(1) % cg;
     auto wMap = AffineMap::get(7, 0, {d(4), channel, d(5), d(6)}, ctx);
     auto outMap = AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx);
-    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
     Value init =
         filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
@@ -1329,22 +1331,22 @@ struct Conv2DGradInputLowering : OpConversionPattern<Conv2DGradInputOp> {
         {wMap, outMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           IndexMath m{b, l};
-          auto idx = [&](int64_t i) { return linalg::IndexOp::create(b, l, i); };
+          auto idx = [&](int64_t i) {
+            return linalg::IndexOp::create(b, l, i);
+          };
           Value o = idx(4);
-          auto [validH, hOut] = m.window(idx(2), padding[0],
-                                         m.mul(idx(5), dilation[0]), strides[0],
-                                         oh);
-          auto [validW, wOut] = m.window(idx(3), padding[2],
-                                         m.mul(idx(6), dilation[1]), strides[1],
-                                         ow);
+          auto [validH, hOut] = m.window(
+              idx(2), padding[0], m.mul(idx(5), dilation[0]), strides[0], oh);
+          auto [validW, wOut] = m.window(
+              idx(3), padding[2], m.mul(idx(6), dilation[1]), strides[1], ow);
           Value valid = m.both(validH, validW);
           if (groups != 1)
             valid = m.both(
                 valid, m.cmp(arith::CmpIPredicate::eq,
                              arith::DivSIOp::create(b, l, o, m.c(f)),
                              arith::DivSIOp::create(b, l, idx(1), m.c(cg))));
-          Value g = tensor::ExtractOp::create(b, l, dy,
-                                              ValueRange{idx(0), o, hOut, wOut});
+          Value g = tensor::ExtractOp::create(
+              b, l, dy, ValueRange{idx(0), o, hOut, wOut});
           Value term = arith::SelectOp::create(
               b, l, valid, arith::MulFOp::create(b, l, g, args[0]),
               scalarConstant(b, l, et, 0));
@@ -1375,14 +1377,15 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
     // Loops (o, c, kh, kw, n, oh, ow).
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     AffineExpr channel = groups == 1 ? d(1) : d(0).floorDiv(f) * cg + d(1);
-    auto xMap = AffineMap::get(
-        7, 0,
-        {d(4), channel, d(5) * strides[0] + d(2) * dilation[0],
-         d(6) * strides[1] + d(3) * dilation[1]},
-        ctx);
+    auto xMap =
+        AffineMap::get(7, 0,
+                       {d(4), channel, d(5) * strides[0] + d(2) * dilation[0],
+                        d(6) * strides[1] + d(3) * dilation[1]},
+                       ctx);
     auto dyMap = AffineMap::get(7, 0, {d(4), d(0), d(5), d(6)}, ctx);
     auto outMap = AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx);
-    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
     Value init =
         filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
@@ -1426,7 +1429,8 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     auto windowMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
-    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    SmallVector<utils::IteratorType> iterators(4,
+                                               utils::IteratorType::parallel);
     iterators.append(2, utils::IteratorType::reduction);
 
     Value choice;
@@ -1436,17 +1440,18 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
       auto outType = RankedTensorType::get(dyType.getShape(), et);
       auto idxType =
           RankedTensorType::get(dyType.getShape(), rewriter.getI64Type());
-      auto xMap = AffineMap::get(6, 0,
-                                 {d(0), d(1), d(2) * strides[0] + d(4),
-                                  d(3) * strides[1] + d(5)},
-                                 ctx);
+      auto xMap = AffineMap::get(
+          6, 0,
+          {d(0), d(1), d(2) * strides[0] + d(4), d(3) * strides[1] + d(5)},
+          ctx);
       auto id = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
       auto argmax = linalg::GenericOp::create(
           rewriter, loc, TypeRange{outType, idxType}, ValueRange{x, window},
-          ValueRange{filledTensor(rewriter, loc, outType, lowest),
-                     filledTensor(rewriter, loc, idxType,
-                                  arith::ConstantIntOp::create(
-                                      rewriter, loc, rewriter.getI64Type(), 0))},
+          ValueRange{
+              filledTensor(rewriter, loc, outType, lowest),
+              filledTensor(rewriter, loc, idxType,
+                           arith::ConstantIntOp::create(
+                               rewriter, loc, rewriter.getI64Type(), 0))},
           {xMap, windowMap, id, id}, iterators,
           [&](OpBuilder &b, Location l, ValueRange args) {
             IndexMath m{b, l};
@@ -1458,9 +1463,9 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
                                                args[0], args[2]);
             linalg::YieldOp::create(
                 b, l,
-                ValueRange{arith::SelectOp::create(b, l, take, args[0], args[2]),
-                           arith::SelectOp::create(b, l, take, offset,
-                                                   args[3])});
+                ValueRange{
+                    arith::SelectOp::create(b, l, take, args[0], args[2]),
+                    arith::SelectOp::create(b, l, take, offset, args[3])});
           });
       choice = argmax.getResult(1);
     }
@@ -1474,7 +1479,9 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
         {windowMap, outMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           IndexMath m{b, l};
-          auto idx = [&](int64_t i) { return linalg::IndexOp::create(b, l, i); };
+          auto idx = [&](int64_t i) {
+            return linalg::IndexOp::create(b, l, i);
+          };
           Value kh = idx(4), kw = idx(5);
           auto [validH, hOut] =
               m.window(idx(2), padding[0], kh, strides[0], oh);
@@ -1487,19 +1494,20 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
             Value chosen = tensor::ExtractOp::create(b, l, choice, at);
             Value offset = arith::IndexCastOp::create(
                 b, l, b.getI64Type(), m.add(m.mul(kh, kernel[1]), kw));
-            valid = m.both(valid,
-                           m.cmp(arith::CmpIPredicate::eq, chosen, offset));
+            valid =
+                m.both(valid, m.cmp(arith::CmpIPredicate::eq, chosen, offset));
           } else if (includePad) {
             g = arith::DivFOp::create(
-                b, l, g, scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
+                b, l, g,
+                scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
           } else {
             // The forward's count: the window's elements inside the input.
             auto count = [&](Value o, int64_t size, int64_t k, int64_t s,
                              int64_t pad) {
               Value start = m.sub(m.mul(o, s), m.c(pad));
               Value lo = arith::MaxSIOp::create(b, l, start, m.c(0));
-              Value hi = arith::MinSIOp::create(b, l, m.add(start, m.c(k)),
-                                                m.c(size));
+              Value hi =
+                  arith::MinSIOp::create(b, l, m.add(start, m.c(k)), m.c(size));
               return m.sub(hi, lo);
             };
             Value n = arith::MulIOp::create(
@@ -1511,8 +1519,8 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
                 b, l, et, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
             g = arith::DivFOp::create(b, l, g, nf);
           }
-          Value term =
-              arith::SelectOp::create(b, l, valid, g, scalarConstant(b, l, et, 0));
+          Value term = arith::SelectOp::create(b, l, valid, g,
+                                               scalarConstant(b, l, et, 0));
           linalg::YieldOp::create(
               b, l, Value(arith::AddFOp::create(b, l, args[1], term)));
         });
@@ -1730,9 +1738,8 @@ void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
       ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
       ReduceLowering<ReduceMaxOp>, MatmulLowering, SoftmaxLowering<SoftmaxOp>,
       SoftmaxLowering<LogSoftmaxOp>, LayerNormLowering, RmsNormLowering,
-      EmbeddingLowering, EmbeddingGradLowering, CrossEntropyLowering, Conv2DLowering,
-      MaxPool2DLowering, AvgPool2DLowering, Conv2DGradInputLowering,
-      Conv2DGradFilterLowering, Pool2DGradLowering, BatchNormLowering,
-      DropoutLowering>(
-      converter, ctx);
+      EmbeddingLowering, EmbeddingGradLowering, CrossEntropyLowering,
+      Conv2DLowering, MaxPool2DLowering, AvgPool2DLowering,
+      Conv2DGradInputLowering, Conv2DGradFilterLowering, Pool2DGradLowering,
+      BatchNormLowering, DropoutLowering>(converter, ctx);
 }

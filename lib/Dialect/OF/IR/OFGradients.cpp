@@ -616,11 +616,11 @@ LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
     return noGradients(*this, grads);
   Location loc = getLoc();
   grads.push_back(Conv2DGradInputOp::create(
-      b, loc, plainType(getInput()), g, getWeight(), getStrides(),
-      getPadding(), getDilation(), getGroups()));
+      b, loc, plainType(getInput()), g, getWeight(), getStrides(), getPadding(),
+      getDilation(), getGroups()));
   grads.push_back(Conv2DGradFilterOp::create(
-      b, loc, plainType(getWeight()), getInput(), g, getStrides(),
-      getPadding(), getDilation(), getGroups()));
+      b, loc, plainType(getWeight()), getInput(), g, getStrides(), getPadding(),
+      getDilation(), getGroups()));
   if (getBias())
     grads.push_back(ReduceSumOp::create(b, loc, g, {0, 2, 3}, false));
   return success();

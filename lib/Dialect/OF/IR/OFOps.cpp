@@ -938,13 +938,11 @@ static int64_t windowOutputSize(int64_t length, int64_t padBegin,
 
 /// The result type of a convolution of `input` by `weight` (shapes and
 /// attributes checked).
-static LogicalResult inferConv2D(std::optional<Location> loc,
-                                 RankedTensorType input,
-                                 RankedTensorType weight, Value bias,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> padding,
-                                 ArrayRef<int64_t> dilation, int64_t groups,
-                                 SmallVectorImpl<Type> &inferred) {
+static LogicalResult
+inferConv2D(std::optional<Location> loc, RankedTensorType input,
+            RankedTensorType weight, Value bias, ArrayRef<int64_t> strides,
+            ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+            int64_t groups, SmallVectorImpl<Type> &inferred) {
   if (!input || !weight)
     return emitOptionalError(loc, "operands must be ranked tensors");
   if (input.getRank() != 4 || weight.getRank() != 4)

@@ -140,11 +140,11 @@ private:
   static size_t hashOf(func::FuncOp kernel) {
     llvm::hash_code hash = hash_value(kernel.getFunctionType());
     kernel.getBody().walk([&](Operation *op) {
-      hash = llvm::hash_combine(
-          hash, OperationEquivalence::computeHash(
-                    op, OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::IgnoreLocations));
+      hash = llvm::hash_combine(hash,
+                                OperationEquivalence::computeHash(
+                                    op, OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::IgnoreLocations));
     });
     return hash;
   }
