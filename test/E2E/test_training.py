@@ -7,7 +7,9 @@ and the final parameters are compared with the same training loop written
 in JAX (float64, PyTorch's SGD and AdamW definitions) from the same
 initial weights and data.
 
-Tolerance: relative error 1e-3 per step and for the final parameters
+Tolerance: 1e-3 of max(|loss|, 1% of the first loss) per step (SGD can
+drive the loss of 6 memorised rows to 5e-5, where float32 rounding alone is
+1e-3 of it), and relative 1e-3 for the final parameters
 (float32 training against a float64 reference: rounding differences grow
 over 20 steps as the loss shrinks; 1.1e-4 was seen at step 20 of SGD,
 while a wrong momentum gives 1e-2 by step 3).
@@ -160,8 +162,13 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
     xy = (jnp.asarray(x, jnp.float64), jnp.asarray(y))
     ref_losses, ref_params = reference_train(jax_loss, optimizer, params, lambda s: xy, lr, STEPS)
     assert ref_losses[-1] < 0.9 * ref_losses[0], "the reference did not train"
+    # A loss that falls to ~1e-5 (6 rows memorised) has no meaningful
+    # relative error: measure on at least 1% of the first loss.
     for step, (got, ref) in enumerate(zip(losses, ref_losses), 1):
-        check(np.array(got), np.array(ref), TOL, f"loss at step {step}")
+        scale = max(abs(ref), 1e-2 * ref_losses[0])
+        assert abs(got - ref) <= TOL * scale, (
+            f"loss at step {step}: {got} vs {ref} (error {abs(got - ref) / scale:.3e} "
+            f"of {scale:.3g})")
     for k, v in ref_params.items():
         got = np.load(tmp_path / "out" / f"{k}.npy")
         check(got, np.asarray(v), TOL, f"trained {k}")
