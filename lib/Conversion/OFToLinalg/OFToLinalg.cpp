@@ -1206,6 +1206,44 @@ struct MaxPool2DLowering : OpConversionPattern<MaxPool2DOp> {
   }
 };
 
+/// Index arithmetic for the pooling and gradient kernels' bodies.
+struct IndexMath {
+  OpBuilder &b;
+  Location l;
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, l, x, y); }
+  Value mul(Value x, int64_t k) { return arith::MulIOp::create(b, l, x, c(k)); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, l, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, l, x, y); }
+  /// For an input position `pos` (padding `pad`), the window offset `k`
+  /// (already dilated) of output position (pos + pad - k) / stride:
+  /// whether that output exists, and its index (0 where it does not).
+  std::pair<Value, Value> window(Value pos, int64_t pad, Value k,
+                                 int64_t stride, int64_t outSize) {
+    Value at = sub(add(pos, c(pad)), k);
+    Value valid = both(cmp(arith::CmpIPredicate::sge, at, c(0)),
+                       cmp(arith::CmpIPredicate::slt, at, c(outSize * stride)));
+    if (stride != 1)
+      valid =
+          both(valid, cmp(arith::CmpIPredicate::eq,
+                          arith::RemSIOp::create(b, l, at, c(stride)), c(0)));
+    Value out = stride == 1 ? at : arith::DivSIOp::create(b, l, at, c(stride));
+    return {valid, arith::SelectOp::create(b, l, valid, out, c(0))};
+  }
+  /// How many elements of window `o` (kernel `k`, stride `s`, padding
+  /// `pad`) lie inside an extent of `size`: avg pooling's count without
+  /// the padding.
+  Value windowCount(Value o, int64_t size, int64_t k, int64_t s, int64_t pad) {
+    Value start = sub(mul(o, s), c(pad));
+    Value lo = arith::MaxSIOp::create(b, l, start, c(0));
+    Value hi = arith::MinSIOp::create(b, l, add(start, c(k)), c(size));
+    return sub(hi, lo);
+  }
+};
+
 struct AvgPool2DLowering : OpConversionPattern<AvgPool2DOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1238,60 +1276,19 @@ struct AvgPool2DLowering : OpConversionPattern<AvgPool2DOp> {
                 b, l, args[0],
                 scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
           // Count the window's elements inside the unpadded input.
-          auto count = [&](int64_t dim, int64_t size, int64_t k, int64_t s,
-                           int64_t pad) -> Value {
-            Value o = linalg::IndexOp::create(b, l, dim);
-            Value start = arith::SubIOp::create(
-                b, l,
-                arith::MulIOp::create(b, l, o,
-                                      arith::ConstantIndexOp::create(b, l, s)),
-                arith::ConstantIndexOp::create(b, l, pad));
-            Value end = arith::AddIOp::create(
-                b, l, start, arith::ConstantIndexOp::create(b, l, k));
-            Value lo = arith::MaxSIOp::create(
-                b, l, start, arith::ConstantIndexOp::create(b, l, 0));
-            Value hi = arith::MinSIOp::create(
-                b, l, end, arith::ConstantIndexOp::create(b, l, size));
-            return arith::SubIOp::create(b, l, hi, lo);
-          };
+          IndexMath m{b, l};
           Value n = arith::MulIOp::create(
-              b, l, count(2, h, kernel[0], strides[0], padding[0]),
-              count(3, w, kernel[1], strides[1], padding[2]));
+              b, l,
+              m.windowCount(linalg::IndexOp::create(b, l, 2), h, kernel[0],
+                            strides[0], padding[0]),
+              m.windowCount(linalg::IndexOp::create(b, l, 3), w, kernel[1],
+                            strides[1], padding[2]));
           Value nf = arith::SIToFPOp::create(
               b, l, et, arith::IndexCastOp::create(b, l, b.getI64Type(), n));
           return arith::DivFOp::create(b, l, args[0], nf);
         });
     rewriter.replaceOp(op, result);
     return success();
-  }
-};
-
-/// Index arithmetic for the gradient kernels' bodies.
-struct IndexMath {
-  OpBuilder &b;
-  Location l;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, l, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, l, x, y); }
-  Value mul(Value x, int64_t k) { return arith::MulIOp::create(b, l, x, c(k)); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, l, p, x, y);
-  }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, l, x, y); }
-  /// For an input position `pos` (padding `pad`), the window offset `k`
-  /// (already dilated) of output position (pos + pad - k) / stride:
-  /// whether that output exists, and its index (0 where it does not).
-  std::pair<Value, Value> window(Value pos, int64_t pad, Value k,
-                                 int64_t stride, int64_t outSize) {
-    Value at = sub(add(pos, c(pad)), k);
-    Value valid = both(cmp(arith::CmpIPredicate::sge, at, c(0)),
-                       cmp(arith::CmpIPredicate::slt, at, c(outSize * stride)));
-    if (stride != 1)
-      valid =
-          both(valid, cmp(arith::CmpIPredicate::eq,
-                          arith::RemSIOp::create(b, l, at, c(stride)), c(0)));
-    Value out = stride == 1 ? at : arith::DivSIOp::create(b, l, at, c(stride));
-    return {valid, arith::SelectOp::create(b, l, valid, out, c(0))};
   }
 };
 
@@ -1502,17 +1499,9 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
                 scalarConstant(b, l, et, double(kernel[0] * kernel[1])));
           } else {
             // The forward's count: the window's elements inside the input.
-            auto count = [&](Value o, int64_t size, int64_t k, int64_t s,
-                             int64_t pad) {
-              Value start = m.sub(m.mul(o, s), m.c(pad));
-              Value lo = arith::MaxSIOp::create(b, l, start, m.c(0));
-              Value hi =
-                  arith::MinSIOp::create(b, l, m.add(start, m.c(k)), m.c(size));
-              return m.sub(hi, lo);
-            };
             Value n = arith::MulIOp::create(
-                b, l, count(hOut, h, kernel[0], strides[0], padding[0]),
-                count(wOut, w, kernel[1], strides[1], padding[2]));
+                b, l, m.windowCount(hOut, h, kernel[0], strides[0], padding[0]),
+                m.windowCount(wOut, w, kernel[1], strides[1], padding[2]));
             // Guard the division where the window does not exist.
             n = arith::SelectOp::create(b, l, valid, n, m.c(1));
             Value nf = arith::SIToFPOp::create(
