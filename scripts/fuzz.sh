@@ -39,19 +39,16 @@ for seed in ${OF_FUZZ_SEEDS:-}; do
   fi
 done
 
-"$CXX" -std=c++17 -g -O1 -fno-exceptions \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
-  -o "$WORK/plan_loader_fuzzer" \
-  "$ROOT/test/Fuzz/plan_loader_fuzzer.cpp" "$ROOT"/lib/Runtime/*.cpp \
-  -lopenblas -ldl
-
-"$CXX" -std=c++17 -g -O1 -fno-exceptions \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
-  -o "$WORK/checkpoint_loader_fuzzer" \
-  "$ROOT/test/Fuzz/checkpoint_loader_fuzzer.cpp" "$ROOT"/lib/Runtime/*.cpp \
-  -lopenblas -ldl
+# A fuzzer: test/Fuzz/<name>.cpp with the runtime's sources, sanitized.
+build_fuzzer() {
+  "$CXX" -std=c++17 -g -O1 -fno-exceptions \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
+    -o "$WORK/$1" "$ROOT/test/Fuzz/$1.cpp" "$ROOT"/lib/Runtime/*.cpp \
+    -lopenblas -ldl
+}
+build_fuzzer plan_loader_fuzzer
+build_fuzzer checkpoint_loader_fuzzer
 
 # Seed checkpoints for the dtypes plan (one [2, 3] input of every element
 # type): a whole one, one with metadata, escapes and padding, and one with

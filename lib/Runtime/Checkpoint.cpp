@@ -12,6 +12,7 @@
 
 #include "Checkpoint.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -545,6 +546,16 @@ Status saveState(const Session &session, const std::string &path,
   // Rank 0 writes; every rank takes part in every gather whatever happens
   // to the file, so no rank is left waiting.
   bool root = session.isRoot();
+  // One buffer for the largest tensor, allocated before the file is made.
+  AlignedBytes buffer;
+  if (root) {
+    uint64_t largest = 0;
+    for (size_t index : state)
+      largest = std::max(largest, session.inputs()[index].globalBytes);
+    if (Status status = buffer.allocate(largest, "a checkpoint tensor");
+        status.failed())
+      return status;
+  }
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   Status writeStatus = Status::success();
   int fd = -1;
@@ -562,14 +573,8 @@ Status saveState(const Session &session, const std::string &path,
         writeStatus = writeAll(fd, json.data(), json.size(), temp);
     }
   }
-  AlignedBytes buffer;
   for (size_t index : state) {
     const TensorInfo &info = session.inputs()[index];
-    if (root) {
-      if (Status status = buffer.allocate(info.globalBytes, "a checkpoint");
-          status.failed())
-        return status; // nothing can continue without memory
-    }
     bool isRoot = false;
     if (Status status =
             session.gatherInput(index, root ? buffer.data() : nullptr,

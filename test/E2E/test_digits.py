@@ -27,21 +27,58 @@ HIDDEN, CLASSES, BATCH, STEPS, TEST = 128, 10, 64, 1000, 360
 TARGET = 0.95
 
 
+REP = "#of.sbp<@p, [B]>"
+
+
+def t(shape, et="f32", enc=REP):
+    return "tensor<" + "".join(f"{d}x" for d in shape) + f"{et}, {enc}>"
+
+
+def digits_program(data_parallel, params, body):
+    """@digits (the mean cross-entropy of a batch, parameters of.param) and
+    @classify (the logits of the test set, taking the same parameters as
+    plain inputs) of one model: `params` lists (ssa, name, shape), and
+    body(n, enc) gives the ops from %x ([n, 64]) to the logits %z."""
+    grid = "[2]" if data_parallel else "[1]"
+    split = "#of.sbp<@p, [S(0)]>" if data_parallel else REP
+
+    def args(param):
+        attr = ", of.param" if param else ""
+        return ", ".join(f'%{ssa}: {t(shape)} {{of.name = "{name}"{attr}}}'
+                         for ssa, name, shape in params)
+    return f"""of.placement @p {{device = "cpu", shape = {grid}}}
+func.func @digits(%x: {t((BATCH, 64), enc=split)} {{of.name = "x"}}, %y: {t((BATCH,), "i64", split)} {{of.name = "y"}}, {args(True)}) -> ({t(())} {{of.name = "loss"}}) {{
+{body(BATCH, split)}  %ce = of.cross_entropy %z, %y : ({t((BATCH, CLASSES), enc=split)}, {t((BATCH,), "i64", split)}) -> {t((BATCH,), enc=split)}
+  %l = of.reduce_mean %ce {{axes = array<i64: 0>}} : ({t((BATCH,), enc=split)}) -> tensor<f32>
+  %lb = of.boxing %l : tensor<f32> -> {t(())}
+  return %lb : {t(())}
+}}
+func.func @classify(%x: {t((TEST, 64))} {{of.name = "x"}}, {args(False)}) -> ({t((TEST, CLASSES))} {{of.name = "logits"}}) {{
+{body(TEST, REP)}  return %z : {t((TEST, CLASSES))}
+}}
+"""
+
+
+def mlp_program(data_parallel):
+    """linear 64->128, relu, linear 128->10."""
+    params = [("w0", "w0", (64, HIDDEN)), ("b0", "b0", (HIDDEN,)),
+              ("w1", "w1", (HIDDEN, CLASSES)), ("b1", "b1", (CLASSES,))]
+
+    def body(n, enc):
+        h, z = t((n, HIDDEN), enc=enc), t((n, CLASSES), enc=enc)
+        return f"""  %m0 = of.matmul %x, %w0 : ({t((n, 64), enc=enc)}, {t((64, HIDDEN))}) -> {h}
+  %a0 = of.add %m0, %b0 : ({h}, {t((HIDDEN,))}) -> {h}
+  %r0 = of.relu %a0 : ({h}) -> {h}
+  %m1 = of.matmul %r0, %w1 : ({h}, {t((HIDDEN, CLASSES))}) -> {z}
+  %z = of.add %m1, %b1 : ({z}, {t((CLASSES,))}) -> {z}
+"""
+    return digits_program(data_parallel, params, body)
+
+
 def cnn_program(data_parallel):
     """conv 1->8 3x3 (padding 1) + bias, relu, 2x2 max pool, linear 128->10."""
-    grid = "[2]" if data_parallel else "[1]"
-    split = "#of.sbp<@p, [S(0)]>" if data_parallel else "#of.sbp<@p, [B]>"
-    rep = "#of.sbp<@p, [B]>"
-
-    def t(shape, et="f32", enc=rep):
-        return "tensor<" + "".join(f"{d}x" for d in shape) + f"{et}, {enc}>"
-
-    def params(param):
-        p = ", of.param" if param else ""
-        return (f'%k: {t((8, 1, 3, 3))} {{of.name = "conv.weight"{p}}}, '
-                f'%kb: {t((8,))} {{of.name = "conv.bias"{p}}}, '
-                f'%w: {t((128, CLASSES))} {{of.name = "fc.weight"{p}}}, '
-                f'%b: {t((CLASSES,))} {{of.name = "fc.bias"{p}}}')
+    params = [("k", "conv.weight", (8, 1, 3, 3)), ("kb", "conv.bias", (8,)),
+              ("w", "fc.weight", (128, CLASSES)), ("b", "fc.bias", (CLASSES,))]
 
     def body(n, enc):
         return f"""  %img = of.reshape %x : ({t((n, 64), enc=enc)}) -> {t((n, 1, 8, 8), enc=enc)}
@@ -52,23 +89,7 @@ def cnn_program(data_parallel):
   %mm = of.matmul %f, %w : ({t((n, 128), enc=enc)}, {t((128, CLASSES))}) -> {t((n, CLASSES), enc=enc)}
   %z = of.add %mm, %b : ({t((n, CLASSES), enc=enc)}, {t((CLASSES,))}) -> {t((n, CLASSES), enc=enc)}
 """
-    return f"""of.placement @p {{device = "cpu", shape = {grid}}}
-func.func @digits(%x: {t((BATCH, 64), enc=split)} {{of.name = "x"}}, %y: {t((BATCH,), "i64", split)} {{of.name = "y"}}, {params(True)}) -> ({t(())} {{of.name = "loss"}}) {{
-{body(BATCH, split)}  %ce = of.cross_entropy %z, %y : ({t((BATCH, CLASSES), enc=split)}, {t((BATCH,), "i64", split)}) -> {t((BATCH,), enc=split)}
-  %l = of.reduce_mean %ce {{axes = array<i64: 0>}} : ({t((BATCH,), enc=split)}) -> tensor<f32>
-  %lb = of.boxing %l : tensor<f32> -> {t(())}
-  return %lb : {t(())}
-}}
-func.func @classify(%x: {t((TEST, 64))} {{of.name = "x"}}, {params(False)}) -> ({t((TEST, CLASSES))} {{of.name = "logits"}}) {{
-{body(TEST, rep)}  return %z : {t((TEST, CLASSES))}
-}}
-"""
-
-
-def cnn_init(rng):
-    return {"conv.weight": rng.normal(size=(8, 1, 3, 3)) / 3.0, "conv.bias": np.zeros(8),
-            "fc.weight": rng.normal(size=(128, CLASSES)) / math.sqrt(128),
-            "fc.bias": np.zeros(CLASSES)}
+    return digits_program(data_parallel, params, body)
 
 
 def mlp_init(rng):
@@ -77,38 +98,10 @@ def mlp_init(rng):
             "b1": np.zeros(CLASSES)}
 
 
-def program(data_parallel):
-    grid = "[2]" if data_parallel else "[1]"
-    split = "#of.sbp<@p, [S(0)]>" if data_parallel else "#of.sbp<@p, [B]>"
-    rep = "#of.sbp<@p, [B]>"
-
-    def t(shape, et="f32", enc=rep):
-        return "tensor<" + "".join(f"{d}x" for d in shape) + f"{et}, {enc}>"
-
-    params = (f'%w0: {t((64, HIDDEN))} {{of.name = "w0", of.param}}, '
-              f'%b0: {t((HIDDEN,))} {{of.name = "b0", of.param}}, '
-              f'%w1: {t((HIDDEN, CLASSES))} {{of.name = "w1", of.param}}, '
-              f'%b1: {t((CLASSES,))} {{of.name = "b1", of.param}}')
-
-    def body(n, enc):
-        h, z = t((n, HIDDEN), enc=enc), t((n, CLASSES), enc=enc)
-        return f"""  %m0 = of.matmul %x, %w0 : ({t((n, 64), enc=enc)}, {t((64, HIDDEN))}) -> {h}
-  %a0 = of.add %m0, %b0 : ({h}, {t((HIDDEN,))}) -> {h}
-  %r0 = of.relu %a0 : ({h}) -> {h}
-  %m1 = of.matmul %r0, %w1 : ({h}, {t((HIDDEN, CLASSES))}) -> {z}
-  %z = of.add %m1, %b1 : ({z}, {t((CLASSES,))}) -> {z}
-"""
-    return f"""of.placement @p {{device = "cpu", shape = {grid}}}
-func.func @digits(%x: {t((BATCH, 64), enc=split)} {{of.name = "x"}}, %y: {t((BATCH,), "i64", split)} {{of.name = "y"}}, {params}) -> ({t(())} {{of.name = "loss"}}) {{
-{body(BATCH, split)}  %ce = of.cross_entropy %z, %y : ({t((BATCH, CLASSES), enc=split)}, {t((BATCH,), "i64", split)}) -> {t((BATCH,), enc=split)}
-  %l = of.reduce_mean %ce {{axes = array<i64: 0>}} : ({t((BATCH,), enc=split)}) -> tensor<f32>
-  %lb = of.boxing %l : tensor<f32> -> {t(())}
-  return %lb : {t(())}
-}}
-func.func @classify(%x: {t((TEST, 64))} {{of.name = "x"}}, {params.replace(", of.param", "")}) -> ({t((TEST, CLASSES))} {{of.name = "logits"}}) {{
-{body(TEST, rep)}  return %z : {t((TEST, CLASSES))}
-}}
-"""
+def cnn_init(rng):
+    return {"conv.weight": rng.normal(size=(8, 1, 3, 3)) / 3.0, "conv.bias": np.zeros(8),
+            "fc.weight": rng.normal(size=(128, CLASSES)) / math.sqrt(128),
+            "fc.bias": np.zeros(CLASSES)}
 
 
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
@@ -124,7 +117,7 @@ def test_digits_accuracy(nproc, model, rng, tmp_path):
     batches = len(train) // BATCH
     train = train[: batches * BATCH]
 
-    plan = compile_program((program if model == "mlp" else cnn_program)(nproc > 1), tmp_path,
+    plan = compile_program((mlp_program if model == "mlp" else cnn_program)(nproc > 1), tmp_path,
                            pipeline="cpu,train=adamw,weight-decay=0.0001")
     np.save(tmp_path / "bx.npy", images[train].reshape(batches, BATCH, 64))
     np.save(tmp_path / "by.npy", labels[train].reshape(batches, BATCH))

@@ -82,6 +82,15 @@ def AmpPass : Pass<"of-amp", "::mlir::ModuleOp"> {
     and each parameter's gradient is cast back to f32 by the casts' own
     gradients. This is PyTorch autocast's treatment of matmul.
 
+    ```mlir
+    %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+    // becomes
+    %xb = of.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    %wb = of.cast %w : tensor<8x3xf32> to tensor<8x3xbf16>
+    %p = of.matmul %xb, %wb : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xbf16>
+    %y = of.cast %p : tensor<4x3xbf16> to tensor<4x3xf32>
+    ```
+
     Not yet: convolutions (their lowerings accumulate in the operand type),
     and fp16, which needs dynamic loss scaling (`dtype=f16` is rejected
     with a message).
