@@ -79,9 +79,13 @@ LogicalResult mlir::of::parsePipelineOptions(
       options.train = value.str();
       options.autodiff = true;
     } else if (key == "momentum" || key == "weight-decay" ||
-               key == "max-grad-norm") {
+               key == "max-grad-norm" || key == "beta1" || key == "beta2" ||
+               key == "epsilon") {
       double &out = key == "momentum"       ? options.momentum
                     : key == "weight-decay" ? options.weightDecay
+                    : key == "beta1"        ? options.beta1
+                    : key == "beta2"        ? options.beta2
+                    : key == "epsilon"      ? options.epsilon
                                             : options.maxGradNorm;
       if (value.getAsDouble(out) || out < 0)
         return errorHandler("--of-pipeline: " + key +
@@ -105,7 +109,8 @@ LogicalResult mlir::of::parsePipelineOptions(
       return errorHandler(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
-          "weight-decay, max-grad-norm, accumulate, zero, amp)");
+          "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
+          "zero, amp)");
     }
   }
   return success();
@@ -128,6 +133,9 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.momentum = options.momentum;
       train.weightDecay = options.weightDecay;
       train.maxGradNorm = options.maxGradNorm;
+      train.beta1 = options.beta1;
+      train.beta2 = options.beta2;
+      train.epsilon = options.epsilon;
       train.accumulate = options.accumulate;
       train.zero = options.zero;
       pm.addPass(createTrainingStepPass(train));
@@ -183,7 +191,8 @@ void mlir::of::registerOFPipelines() {
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
       "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
-      "[,weight-decay=W][,max-grad-norm=N][,accumulate=K][,zero=true]"
+      "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
+      "[,accumulate=K][,zero=true]"
       "[,amp=bf16]",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {

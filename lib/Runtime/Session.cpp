@@ -389,6 +389,24 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
   return Status::success();
 }
 
+Status Session::getInput(size_t index, void *data, size_t bytes) const {
+  if (index >= inputs_.size())
+    return fail("input index ", index, " is out of range (", label_, " has ",
+                inputs_.size(), " inputs)");
+  const TensorInfo &info = inputs_[index];
+  if (!inputSet_[index])
+    return fail("input '", info.name, "' has no value: it was never set");
+  if (bytes != info.bytes)
+    return fail("input '", info.name, "' is ", info.bytes, " bytes (",
+                dtypeName(info.dtype), " ", formatDims(info.dims), "), got ",
+                bytes);
+  if (!data && bytes)
+    return fail("input '", info.name, "': the data pointer is NULL");
+  if (bytes)
+    std::memcpy(data, inputStorage_[index].data(), bytes);
+  return Status::success();
+}
+
 void Session::invalidateOutputsOf(size_t input) {
   // An output written straight into this input no longer holds the last
   // run's value.

@@ -85,6 +85,9 @@ public:
   /// reduction's identity (0, or the lowest value for P(max)) elsewhere.
   /// An input without a distribution is set whole.
   Status setInputGlobal(size_t index, const void *data, size_t bytes);
+  /// Copies this rank's current value of an input (set, loaded, or updated
+  /// by a run) out; exactly its size.
+  Status getInput(size_t index, void *data, size_t bytes) const;
   /// Runs every step; fails, naming them, if inputs were never set.
   Status run();
   /// Copies an output of the last successful run (exactly its size).

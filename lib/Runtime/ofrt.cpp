@@ -271,6 +271,13 @@ ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
   return toError(session->session->setInputGlobal(index, data, bytes));
 }
 
+ofrt_error *ofrt_session_get_input(const ofrt_session *session, size_t index,
+                                   void *data, size_t bytes) {
+  if (!session)
+    return makeError("ofrt_session_get_input: the session is NULL");
+  return toError(session->session->getInput(index, data, bytes));
+}
+
 ofrt_error *ofrt_session_run(ofrt_session *session) {
   if (!session)
     return makeError("ofrt_session_run: the session is NULL");

@@ -184,6 +184,12 @@ public:
                  : ofrt_session_set_input(session.get(), index, info.ptr,
                                           bytes));
   }
+  void getInput(size_t index, const py::buffer &out) const {
+    checkInput(index);
+    size_t bytes = ofrt_session_input_info(session.get(), index).bytes;
+    py::buffer_info info = contiguous(out, true, bytes, "get_input");
+    check(ofrt_session_get_input(session.get(), index, info.ptr, bytes));
+  }
   void run() {
     ofrt_error *e;
     {
@@ -333,6 +339,7 @@ PYBIND11_MODULE(_C, m) {
       .def("outputs", &Session::outputs)
       .def("set_input", &Session::setInput, py::arg("index"), py::arg("data"),
            py::arg("global_value") = false)
+      .def("get_input", &Session::getInput, py::arg("index"), py::arg("out"))
       .def("run", &Session::run)
       .def("get_output", &Session::getOutput, py::arg("index"),
            py::arg("out"))

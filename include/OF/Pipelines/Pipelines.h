@@ -31,6 +31,7 @@ struct PipelineOptions {
   double momentum = 0.0;
   double weightDecay = 0.0;
   double maxGradNorm = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8; // AdamW
   unsigned accumulate = 1;
   bool zero = false;
   /// "bf16": run --of-amp before autodiff; "" for none.

@@ -163,6 +163,11 @@ ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
  * input without a distribution is set whole, as by ofrt_session_set_input. */
 ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
                                           const void *data, size_t bytes);
+/* Copies this rank's current value of an input out (`bytes` is exactly its
+ * local size): what was set or loaded, or a training step's update after a
+ * run. Fails if the input has no value. */
+ofrt_error *ofrt_session_get_input(const ofrt_session *session, size_t index,
+                                   void *data, size_t bytes);
 /* 1 when input `index` has a value (set, loaded or updated by a run). */
 int ofrt_session_input_is_set(const ofrt_session *session, size_t index);
 

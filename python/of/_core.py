@@ -1,0 +1,728 @@
+"""Tensors, the program builder, the compile cache and the runtime sessions.
+
+Every operation on tensors goes through one path, `apply`: it writes the
+`of` dialect op into a program. While a model is traced (`of.compile`,
+`of.nn.Graph`) the program is the traced function; otherwise (eager) the
+program is that one op, compiled once per signature (shapes, dtypes, SBP,
+attributes), cached, and run through libofrt at once. Eager and compiled
+code therefore run the same kernels.
+"""
+
+import hashlib
+import linecache
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import _dtype as dt
+from ._dist import _sbp_from_runtime, normalize_sbp, placement, sbp
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LOG = os.environ.get("OF_LOG", "").lower()
+
+
+def _C():
+    from . import _C as module  # the extension; imported on first use
+    return module
+
+
+def log_debug(message):
+    if _LOG == "debug":
+        print(f"[of] {message}", file=sys.stderr, flush=True)
+
+
+class CompileError(RuntimeError):
+    """A program the compiler rejected; the message points at the Python
+    line that created the offending op."""
+
+
+# --------------------------------------------------------------------------
+# Source locations: the first frame outside the of package.
+
+def user_frame():
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(
+            os.path.abspath(frame.f_code.co_filename)).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _format_diagnostics(diags, source_name):
+    lines = []
+    for d in diags:
+        where = f"{d['file']}:{d['line']}" if d["file"] else source_name
+        lines.append(f"{where}: {d['severity']}: {d['message']}")
+        if d["file"] and d["line"] and os.path.exists(d["file"]):
+            text = linecache.getline(d["file"], d["line"]).rstrip()
+            if text:
+                lines.append("    " + text.strip())
+        for n in d["notes"]:
+            where = f"{n['file']}:{n['line']}" if n["file"] else source_name
+            lines.append(f"{where}: note: {n['message']}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Compile cache: in memory, and on disk keyed by a hash of the program.
+
+class _CacheStats:
+    def __init__(self):
+        self.compiles = 0
+        self.memory_hits = 0
+        self.disk_hits = 0
+        self.compile_seconds = 0.0
+
+
+cache_stats = _CacheStats()
+_memory_cache = {}
+_cache_lock = threading.Lock()
+
+
+def _cache_dir():
+    if os.environ.get("OF_CACHE_DIR") == "":
+        return None  # disabled
+    root = os.environ.get("OF_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "of")
+    return root
+
+
+def _compiler_id():
+    """Identifies the compiler build, so a rebuilt _C never reuses plans of
+    an older one."""
+    path = _C().__file__
+    st = os.stat(path)
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def compile_program(text, pipeline, source_name="<of program>", dump_dir=None,
+                    progress=None):
+    """Plan bytes for `text` under `--of-pipeline=<pipeline>`, from the
+    memory cache, the disk cache or the compiler."""
+    key = hashlib.sha256(
+        f"{_compiler_id()}\n{pipeline}\n{text}".encode()).hexdigest()
+    with _cache_lock:
+        plan = _memory_cache.get(key)
+    if plan is not None and not dump_dir:
+        cache_stats.memory_hits += 1
+        return plan
+    directory = _cache_dir()
+    path = os.path.join(directory, key[:2], key + ".ofp") if directory else None
+    if path and not dump_dir and os.path.exists(path):
+        with open(path, "rb") as f:
+            plan = f.read()
+        cache_stats.disk_hits += 1
+        log_debug(f"plan {key[:12]} from the disk cache ({len(plan)} bytes)")
+    else:
+        if dump_dir:
+            os.makedirs(dump_dir, exist_ok=True)
+            with open(os.path.join(dump_dir, "input.mlir"), "w") as f:
+                f.write(text)
+        if progress:
+            progress(f"compiling {source_name} ({pipeline})")
+        log_debug(f"compiling {source_name}: --of-pipeline={pipeline}, "
+                  f"{text.count(chr(10))} lines")
+        start = time.perf_counter()
+        result = _C().compile(text, source_name, pipeline, dump_dir or "")
+        seconds = time.perf_counter() - start
+        cache_stats.compiles += 1
+        cache_stats.compile_seconds += seconds
+        for name, secs in result["passes"]:
+            log_debug(f"  pass {name}: {secs * 1000:.1f} ms")
+        if not result["success"]:
+            raise CompileError(_format_diagnostics(result["diagnostics"], source_name)
+                               or f"{source_name}: the compiler failed without a message")
+        plan = result["plan"]
+        log_debug(f"compiled {source_name} in {seconds:.2f} s ({len(plan)} bytes)")
+        if progress:
+            progress(f"compiled {source_name} in {seconds:.1f} s")
+        if dump_dir:
+            with open(os.path.join(dump_dir, "plan.ofp"), "wb") as f:
+                f.write(plan)
+        if path:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.tmp.{os.getpid()}"
+                with open(tmp, "wb") as f:
+                    f.write(plan)
+                os.replace(tmp, path)
+            except OSError as e:  # a read-only cache only costs recompiles
+                log_debug(f"cannot write the plan cache {path}: {e}")
+    with _cache_lock:
+        _memory_cache[key] = plan
+    return plan
+
+
+# --------------------------------------------------------------------------
+# Runtime: plans, sessions, the MPI world.
+
+_world = None
+
+
+def world():
+    """(rank, size) of this process: MPI's when an MPI launcher started it."""
+    global _world
+    if _world is None:
+        C = _C()
+        if C.mpi_launched():
+            _world = (C.comm_rank(), C.comm_size())
+        else:
+            _world = (0, 1)
+    return _world
+
+
+class Runner:
+    """An entry of a plan as a session of this rank, with its inputs' and
+    outputs' descriptions."""
+
+    def __init__(self, plan_bytes, entry=""):
+        C = _C()
+        self.plan = C.Plan(plan_bytes)
+        distributed = self.plan.world_size > 1
+        if distributed:
+            rank, size = world()
+            if size != self.plan.world_size:
+                raise RuntimeError(
+                    f"the program is placed on {self.plan.world_size} ranks but this job "
+                    f"has {size}; start it with `python -m of.distributed.launch "
+                    f"--nproc {self.plan.world_size} ...`")
+        self.session = C.Session(self.plan, entry, distributed, 0)
+        self.inputs = self.session.inputs()
+        self.outputs = self.session.outputs()
+        self.input_index = {d["name"]: i for i, d in enumerate(self.inputs)}
+        self.versions = {}  # input index -> (id, version) last set
+
+    def set(self, index, array, global_value=False):
+        self.session.set_input(index, np.ascontiguousarray(array), global_value)
+
+    def run(self):
+        self.session.run()
+
+    def output(self, index):
+        d = self.outputs[index]
+        out = np.empty(d["shape"], dtype=dt.from_mlir(d["dtype"]).np)
+        self.session.get_output(index, out)
+        return out
+
+    def output_dist(self, index):
+        d = self.outputs[index]
+        if "sbp" not in d:
+            return None
+        return tuple(_sbp_from_runtime(c) for c in d["sbp"])
+
+
+# --------------------------------------------------------------------------
+# Programs.
+
+def _type(shape, dtype, plc=None, sbp_list=None):
+    t = "tensor<" + "".join(f"{d}x" for d in shape) + dtype.mlir
+    if plc is not None:
+        t += f", #of.sbp<@{plc.symbol()}, [{', '.join(s.mlir() for s in sbp_list)}]>"
+    return t + ">"
+
+
+def _float_literal(v, dtype):
+    v = float(v)
+    if np.isfinite(v):
+        return repr(v) if "e" in repr(v) or "." in repr(v) else repr(v) + ".0"
+    bits = {"f32": ("<f4", 8), "f64": ("<f8", 16), "f16": ("<f2", 4)}
+    if dtype.mlir == "bf16":
+        raw = np.array([v], "<f4").view("<u4")[0] >> 16
+        return f"0x{int(raw):04X}"
+    code, width = bits[dtype.mlir]
+    raw = np.array([v], code).view(f"<u{code[-1]}")[0]
+    return f"0x{int(raw):0{width}X}"
+
+
+class Program:
+    """An `of` function being written: arguments, ops, results."""
+
+    def __init__(self, name, trace=False):
+        self.name = name
+        self.trace = trace
+        self.args = []       # (ssa, type, attrs)
+        self.arg_tensors = []  # the tensor each argument is bound to
+        self.lines = []
+        self.placements = {}
+        self.values = {}     # id(tensor) -> ssa, for tensors of this program
+        self.keep = []       # tensors whose ids are keys of values
+        self.counter = 0
+        self.seed_arg = None
+        self.dropouts = 0
+        self.loss = None
+        self._types = {}     # ssa -> type text
+
+    def fresh(self, prefix="v"):
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def note_placement(self, plc):
+        if plc is not None:
+            self.placements[plc.symbol()] = plc
+
+    def add_arg(self, tensor, name=None, param=False):
+        ssa = self.fresh("a")
+        self.note_placement(tensor._placement)
+        attrs = []
+        if name is not None:
+            attrs.append(f'of.name = "{name}"')
+        if param:
+            attrs.append("of.param")
+        ty = _type(tensor.shape, tensor.dtype, tensor._placement, tensor._sbp)
+        self.args.append((ssa, ty, attrs))
+        self._types[ssa] = ty
+        self.arg_tensors.append(tensor)
+        self.values[id(tensor)] = ssa
+        self.keep.append(tensor)
+        return ssa
+
+    def constant(self, array, dtype):
+        """A constant op for `array` (any size)."""
+        array = np.asarray(array)
+        ssa = self.fresh("c")
+        if dtype is dt.bool:
+            as_i8 = self.constant(array.astype(np.int8), dt.int8)
+            zero = self.constant(np.zeros((), np.int8), dt.int8)
+            self.lines.append(
+                f"{ssa} = of.compare ne, {as_i8}, {zero} : ({_type(array.shape, dt.int8)}, "
+                f"{_type((), dt.int8)}) -> {_type(array.shape, dt.bool)}")
+            self._types[ssa] = _type(array.shape, dt.bool)
+            return ssa
+        ty = _type(array.shape, dtype)
+        if array.size == 1:
+            v = array.reshape(-1)[0]
+            lit = _float_literal(v, dtype) if dtype.is_floating_point else str(int(v))
+        else:
+            raw = np.ascontiguousarray(array.astype(dtype.np)).tobytes()
+            lit = f'"0x{raw.hex().upper()}"'
+        self.lines.append(f"{ssa} = of.constant dense<{lit}> : {ty}")
+        self._types[ssa] = ty
+        return ssa
+
+    def text(self, results, result_attrs=None, loc_names=True):
+        header = "".join(p.mlir() + "\n" for p in self.placements.values())
+        args = ", ".join(
+            f"{ssa}: {ty}" + (f" {{{', '.join(attrs)}}}" if attrs else "")
+            for ssa, ty, attrs in self.args)
+        result_attrs = result_attrs or [None] * len(results)
+        rtypes = ", ".join(
+            ty + (f' {{of.name = "{n}"}}' if n else "")
+            for (_, ty), n in zip(results, result_attrs))
+        body = "\n  ".join(self.lines)
+        ret = ", ".join(ssa for ssa, _ in results)
+        rts = ", ".join(ty for _, ty in results)
+        return (f"{header}func.func @{self.name}({args}) -> ({rtypes}) {{\n  {body}\n"
+                f"  return {ret} : {rts}\n}}\n")
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.program = None
+
+
+_trace = _TraceState()
+
+
+def tracing():
+    return _trace.program
+
+
+# --------------------------------------------------------------------------
+# Tensors.
+
+class Size(tuple):
+    def numel(self):
+        return int(np.prod(self, dtype=np.int64))
+
+    def __repr__(self):
+        return f"of.Size({list(self)})"
+
+
+class Tensor:
+    """A tensor: a value (eager) or a value of a traced program (symbolic).
+    Global tensors also have a placement and an SBP list; their value here
+    is this rank's part (`to_local()`); `.numpy()` is the logical value."""
+
+    __array_priority__ = 1000  # NumPy defers binary operators to Tensor
+
+    def __init__(self, data=None, *, shape=None, dtype=None, placement=None,
+                 sbp=None, program=None):
+        self._data = data
+        self._shape = Size(shape if shape is not None else data.shape)
+        self._dtype = dtype if dtype is not None else dt.from_numpy(data.dtype)
+        self._placement = placement
+        self._sbp = sbp
+        self._program = program  # set for symbolic tensors
+        self._source = None      # (Runner, input index) holding a newer value
+        self._version = 0
+        self.requires_grad = False
+        self.grad = None
+
+    # -- value --------------------------------------------------------------
+    def _value(self):
+        """This rank's part, pulled from a session if one holds a newer value."""
+        if self._program is not None:
+            raise RuntimeError(
+                "this tensor is a value of a traced program and has no data yet; "
+                "return it from the compiled function to get its value")
+        if self._source is not None:
+            self._pull()
+        return self._data
+
+    def _pull(self):
+        runner, index = self._source
+        self._source = None
+        from . import _global
+        self._data = _global.read_input(runner, index, self)
+
+    def _set_value(self, data):
+        self._data = data
+        self._source = None
+        self._version += 1
+
+    @property
+    def is_global(self):
+        return self._placement is not None
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def size(self, dim=None):
+        return self._shape if dim is None else self._shape[dim]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def dim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return self._shape.numel()
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def placement(self):
+        return self._placement
+
+    @property
+    def sbp(self):
+        return self._sbp
+
+    @property
+    def is_leaf(self):
+        return True
+
+    def numpy(self):
+        """The logical value as a NumPy array (for a global tensor: gathered
+        on every rank, a collective call)."""
+        if self._placement is not None:
+            from . import _global
+            return _global.logical_value(self)
+        return self._value()
+
+    def to_local(self):
+        if self._placement is None:
+            return self
+        return Tensor(self._value())
+
+    def to_global(self, placement=None, sbp=None):
+        from . import _global
+        return _global.to_global(self, placement, sbp)
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"item() needs a tensor of one element, not shape {list(self.shape)}")
+        return self.numpy().reshape(-1)[0].item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __repr__(self):
+        if self._program is not None:
+            return f"tensor(<traced>, shape={list(self.shape)}, dtype={self.dtype})"
+        value = np.array2string(np.asarray(self.numpy(), dtype=np.float64)
+                                if self.dtype is dt.bfloat16 else self.numpy(),
+                                separator=", ", prefix="tensor(")
+        extra = "" if self.dtype in (dt.float32, dt.int64) else f", dtype={self.dtype}"
+        if self._placement is not None:
+            extra += f", placement={self._placement}, sbp={list(self._sbp)}"
+        return f"tensor({value}{extra})"
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    # -- autograd placeholders ---------------------------------------------
+    def requires_grad_(self, flag=True):
+        self.requires_grad = flag
+        return self
+
+    def detach(self):
+        return self
+
+    def backward(self):
+        program = self._program
+        if program is None or not program.trace:
+            raise RuntimeError(
+                "of computes gradients in compiled training steps: call loss.backward() "
+                "inside of.nn.Graph.build() (with an optimizer added) or use "
+                "of.compile(model, loss_fn=..., optimizer=...)")
+        if self.numel() != 1 or self.dtype not in (dt.float32, dt.float64):
+            raise RuntimeError("backward() needs a scalar floating-point loss, not "
+                               f"shape {list(self.shape)} {self.dtype}")
+        program.loss = self
+
+    def contiguous(self):
+        return self
+
+    def clone(self):
+        if self._program is not None:
+            return self
+        return Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp)
+
+    # -- in-place initialisers (eager) -------------------------------------
+    def _inplace(self, data):
+        if self._program is not None:
+            raise RuntimeError("in-place initialisation of a traced value")
+        if self._placement is not None:
+            raise RuntimeError("initialise tensors before to_global()")
+        self._set_value(np.ascontiguousarray(data.astype(self._dtype.np)).reshape(self._shape))
+        return self
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        from . import _random
+        return self._inplace(_random.normal(self._shape, mean, std))
+
+    def uniform_(self, a=0.0, b=1.0):
+        from . import _random
+        return self._inplace(_random.uniform(self._shape, a, b))
+
+    def fill_(self, value):
+        return self._inplace(np.full(self._shape, value))
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def copy_(self, other):
+        src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
+        if tuple(src.shape) != tuple(self._shape):
+            raise ValueError(f"copy_: shape {list(src.shape)} into {list(self._shape)}")
+        return self._inplace(src)
+
+
+class Parameter(Tensor):
+    """A tensor that is a module's parameter (trained by the optimizer)."""
+
+    def __init__(self, data, requires_grad=True):
+        if isinstance(data, Tensor):
+            Tensor.__init__(self, data._value(), placement=data._placement, sbp=data._sbp)
+        else:
+            Tensor.__init__(self, np.ascontiguousarray(data))
+        self.requires_grad = requires_grad
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+
+# --------------------------------------------------------------------------
+# Converting Python values.
+
+def as_tensor_like(value, like):
+    """`value` (a Python number) as a 0-d tensor of `like`'s dtype."""
+    if isinstance(value, Tensor):
+        return value
+    return Tensor(np.array(value, dtype=like.dtype.np))
+
+
+def to_tensor(value, dtype=None):
+    if isinstance(value, Tensor):
+        return value
+    array = np.asarray(value)
+    if dtype is None:
+        if array.dtype == np.float64 and not isinstance(value, np.ndarray):
+            dtype = dt.float32  # Python floats are float32, as in PyTorch
+        elif array.dtype.kind == "i" and not isinstance(value, np.ndarray):
+            dtype = dt.int64
+        else:
+            dtype = dt.from_numpy(array.dtype)
+    return Tensor(np.ascontiguousarray(array.astype(dtype.np)), dtype=dtype)
+
+
+# --------------------------------------------------------------------------
+# apply: the one path of every op.
+
+class OpSpec:
+    """One op: `fmt` is its text with {0}, {1}, ... for the operands,
+    `attrs` its attribute dictionary text (may be empty), `outs` the result
+    (shape, dtype) pairs, and `sig` the type syntax: "functional"
+    (`(operands) -> results`), "cast" (`T to R`) or "arrow" (`T -> R`)."""
+
+    __slots__ = ("fmt", "attrs", "outs", "sig")
+
+    def __init__(self, fmt, attrs, outs, sig="functional"):
+        self.fmt = fmt
+        self.attrs = attrs
+        self.outs = outs
+        self.sig = sig
+
+
+def _common_placement(inputs):
+    plc, globals_, locals_ = None, [], []
+    for t in inputs:
+        (globals_ if t._placement is not None else locals_).append(t)
+    for t in globals_:
+        if plc is None:
+            plc = t._placement
+        elif t._placement != plc:
+            raise ValueError(f"operands are on different placements: {plc} and "
+                             f"{t._placement}; move one with .to_global(placement, sbp)")
+    if globals_ and locals_:
+        bad = locals_[0]
+        if bad.numel() == 1 and bad._program is None and bad.ndim == 0:
+            return plc, True  # a Python scalar: a constant inside the program
+        raise ValueError("an op mixes a global tensor and a local tensor (shape "
+                         f"{list(bad.shape)}); make the local one global with "
+                         ".to_global(placement, sbp)")
+    return plc, False
+
+
+def _write_op(program, spec, operands, loc):
+    names = [program.fresh() for _ in spec.outs]
+    if len(names) == 1:
+        lhs = names[0]
+        refs = names
+    else:
+        base = program.fresh()
+        lhs = f"{base}:{len(names)}"
+        refs = [f"{base}#{i}" for i in range(len(names))]
+    text = spec.fmt.format(*operands)
+    if spec.attrs:
+        text += " {" + spec.attrs + "}"
+    out_types = [_type(s, d) for s, d in spec.outs]
+    if spec.sig == "cast":
+        text += f" : {program._types[operands[0]]} to {out_types[0]}"
+    elif spec.sig == "arrow":
+        text += f" : {program._types[operands[0]]} -> {out_types[0]}"
+    else:
+        ins = ", ".join(program._types[o] for o in operands)
+        outs = out_types[0] if len(out_types) == 1 else "(" + ", ".join(out_types) + ")"
+        text += f" : ({ins}) -> {outs}"
+    if loc is not None:
+        text += f' loc("{loc[0]}":{loc[1]}:1)'
+    program.lines.append(f"{lhs} = {text}")
+    for r, t in zip(refs, out_types):
+        program._types[r] = t
+    return refs
+
+
+def _operand(program, t):
+    """The SSA name of tensor `t` in `program`, capturing it if needed."""
+    ssa = program.values.get(id(t))
+    if ssa is not None:
+        return ssa
+    if t._program is not None and t._program is not program:
+        raise RuntimeError("a value of another traced program is used here")
+    if program.trace:
+        from . import _jit
+        ssa = _jit.capture(program, t)
+        if ssa is not None:
+            return ssa
+        # a tensor made during tracing (a factory result): a constant
+        if t._placement is not None:
+            raise ValueError("a global tensor made inside a traced function cannot be "
+                             "embedded; pass it as an argument")
+        ssa = program.constant(t._value(), t.dtype)
+        program.values[id(t)] = ssa
+        program.keep.append(t)
+        return ssa
+    raise AssertionError("eager operands are arguments")
+
+
+def apply(spec, inputs):
+    """Runs (eager) or records (tracing) one op; returns its result tensors."""
+    program = _trace.program
+    if program is not None:
+        operands = [_operand(program, t) for t in inputs]
+        refs = _write_op(program, spec, operands, user_frame())
+        outs = []
+        for ref, (shape, dtype) in zip(refs, spec.outs):
+            t = Tensor(shape=shape, dtype=dtype, program=program)
+            program.values[id(t)] = ref
+            program.keep.append(t)
+            outs.append(t)
+        return outs
+    return _eager(spec, inputs)
+
+
+_eager_runners = {}
+
+
+def _eager(spec, inputs):
+    plc, scalar_mix = _common_placement(inputs)
+    program = Program("op")
+    operands = []
+    for t in inputs:
+        if scalar_mix and t._placement is None:
+            operands.append(program.constant(t._value(), t.dtype))
+            continue
+        operands.append(program.add_arg(t))
+    refs = _write_op(program, spec, operands, None)
+    text = program.text([(r, program._types[r]) for r in refs])
+    runner = _eager_runners.get(text)
+    if runner is None:
+        try:
+            plan = compile_program(text, "cpu", "eager op")
+        except CompileError as e:
+            file, line = user_frame()
+            raise CompileError(f"{file}:{line}: {spec.fmt.split()[0]}: {e}") from None
+        runner = Runner(plan)
+        _eager_runners[text] = runner
+    arg_index = 0
+    for t in inputs:
+        if scalar_mix and t._placement is None:
+            continue
+        runner.set(arg_index, t._value())
+        arg_index += 1
+    runner.run()
+    outs = []
+    for i, (shape, dtype) in enumerate(spec.outs):
+        data = runner.output(i)
+        if plc is not None:
+            outs.append(Tensor(data, shape=shape, dtype=dtype, placement=plc,
+                               sbp=runner.output_dist(i) or (sbp.broadcast,) * plc.ndim))
+        else:
+            outs.append(Tensor(data, dtype=dtype))
+    return outs
+
+
+def apply1(spec, inputs):
+    return apply(spec, inputs)[0]

@@ -1,0 +1,76 @@
+"""Element types: of.float32, of.bfloat16, ... (PyTorch's names), each with
+its MLIR spelling and NumPy dtype."""
+
+import numpy as np
+
+try:
+    import ml_dtypes
+    _BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # bf16 tensors then need ml_dtypes; everything else works
+    _BF16 = None
+
+
+class dtype:
+    __slots__ = ("name", "mlir", "np", "is_floating_point", "itemsize")
+
+    def __init__(self, name, mlir, np_dtype, is_float):
+        self.name = name
+        self.mlir = mlir
+        self.np = np_dtype
+        self.is_floating_point = is_float
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+
+    def __repr__(self):
+        return "of." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+float32 = dtype("float32", "f32", np.dtype(np.float32), True)
+float64 = dtype("float64", "f64", np.dtype(np.float64), True)
+float16 = dtype("float16", "f16", np.dtype(np.float16), True)
+bfloat16 = dtype("bfloat16", "bf16", _BF16, True)
+int64 = dtype("int64", "i64", np.dtype(np.int64), False)
+int32 = dtype("int32", "i32", np.dtype(np.int32), False)
+int8 = dtype("int8", "i8", np.dtype(np.int8), False)
+bool = dtype("bool", "i1", np.dtype(np.bool_), False)  # noqa: A001 (torch's name)
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+
+ALL = (float32, float64, float16, bfloat16, int64, int32, int8, bool)
+_BY_MLIR = {d.mlir: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def from_mlir(name):
+    return _BY_MLIR[name]
+
+
+def from_numpy(np_dtype):
+    np_dtype = np.dtype(np_dtype)
+    for d in ALL:
+        if d.np is not None and d.np == np_dtype:
+            return d
+    raise TypeError(f"of has no dtype for NumPy's {np_dtype} "
+                    f"(of has {', '.join(d.name for d in ALL)})")
+
+
+def default_for(value):
+    """The dtype PyTorch gives a Python value: bool, int64 or float32."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return from_numpy(value.dtype)
+    import builtins
+    if isinstance(value, builtins.bool):
+        return bool
+    if isinstance(value, builtins.int):
+        return int64
+    return float32

@@ -1,0 +1,95 @@
+"""Global tensors in eager code: moving a value onto a placement, between
+SBPs, and back to its logical value. Each is a compiled program (an
+identity or an `of.boxing`), so the runtime's own slicing and collectives
+do the work, as in a compiled model."""
+
+import numpy as np
+
+from ._core import Program, Runner, Tensor, _type, compile_program, tracing
+from ._dist import normalize_sbp, placement as Placement
+
+_runners = {}
+
+
+def _runner(text):
+    runner = _runners.get(text)
+    if runner is None:
+        runner = Runner(compile_program(text, "cpu", "boxing"))
+        _runners[text] = runner
+    return runner
+
+
+def _boxing_program(shape, dtype, src_plc, src_sbp, dst_plc, dst_sbp):
+    program = Program("boxing")
+    probe = Tensor(shape=shape, dtype=dtype, placement=src_plc, sbp=src_sbp, program=program)
+    x = program.add_arg(probe)
+    program.note_placement(dst_plc)
+    out_type = _type(shape, dtype, dst_plc, dst_sbp)
+    if src_plc == dst_plc and src_sbp == dst_sbp:
+        return program.text([(x, out_type)])
+    program.lines.append(f"%y = of.boxing {x} : {program._types[x]} -> {out_type}")
+    return program.text([("%y", out_type)])
+
+
+def to_global(t, plc=None, sbp=None):
+    plc = plc if plc is not None else t._placement
+    if plc is None:
+        raise ValueError("to_global needs a placement for a local tensor")
+    if not isinstance(plc, Placement):
+        raise TypeError(f"to_global: {plc!r} is not an of.placement")
+    if sbp is None:
+        sbp = t._sbp if t._placement == plc else None
+    if sbp is None:
+        raise ValueError("to_global needs an sbp for a local tensor")
+    sbp = normalize_sbp(plc, sbp, t.ndim)
+    program = tracing()
+    if program is not None and t._program is program:
+        if t._placement is None:
+            raise ValueError("to_global inside a traced function works on global "
+                             "values; make the inputs global")
+        from ._core import OpSpec, apply1
+        out = apply1(OpSpec("of.boxing {0}", "", [(t.shape, t.dtype)], sig="arrow"), [t])
+        # the result type carries the distribution
+        ref = program.values[id(out)]
+        last = program.lines[-1]
+        typed = _type(t.shape, t.dtype, plc, sbp)
+        program.lines[-1] = last.replace(f"-> {_type(t.shape, t.dtype)}", f"-> {typed}")
+        program._types[ref] = typed
+        program.note_placement(plc)
+        out._placement, out._sbp = plc, sbp
+        return out
+    if t._placement is None:
+        # the local value is the logical value: each rank keeps its part
+        runner = _runner(_boxing_program(t.shape, t.dtype, plc, sbp, plc, sbp))
+        runner.set(0, t._value(), global_value=True)
+    else:
+        if t._placement == plc and t._sbp == sbp:
+            return t
+        runner = _runner(_boxing_program(t.shape, t.dtype, t._placement, t._sbp, plc, sbp))
+        runner.set(0, t._value())
+    runner.run()
+    out = Tensor(runner.output(0), shape=t.shape, dtype=t.dtype, placement=plc, sbp=sbp)
+    out.requires_grad = t.requires_grad
+    return out
+
+
+def logical_value(t):
+    """The whole value of global tensor `t` on every rank (a collective)."""
+    from ._dist import sbp as S
+    b = (S.broadcast,) * t._placement.ndim
+    if t._sbp == b:
+        return t._value()
+    runner = _runner(_boxing_program(t.shape, t.dtype, t._placement, t._sbp,
+                                     t._placement, b))
+    runner.set(0, t._value())
+    runner.run()
+    return runner.output(0)
+
+
+def read_input(runner, index, t):
+    """This rank's part of input `index` of a session (a parameter a
+    training step updated)."""
+    info = runner.inputs[index]
+    out = np.empty(info["shape"], dtype=t.dtype.np)
+    runner.session.get_input(index, out)
+    return out

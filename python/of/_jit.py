@@ -1,0 +1,332 @@
+"""of.compile and of.nn.Graph: trace a function into one `of` program,
+compile it once per input signature, run it through the runtime.
+
+A traced function's tensor arguments become the program's arguments (named
+after the Python parameters); every parameter and buffer of the module that
+the trace reads becomes an argument named by its state_dict key (marked
+`of.param` when trained). With an optimizer, the program is the loss and
+the pipeline adds `--of-training-step`: the plan's `<name>_train_step`
+takes the batch, the parameters, the optimizer state and `lr`, and the
+session keeps parameters and state across steps.
+"""
+
+import inspect
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import _dtype as dt
+from ._core import (Program, Runner, Tensor, _trace, _type, compile_program, log_debug,
+                    world)
+from ._dist import sbp as S
+
+
+def capture(program, t):
+    """The argument for module state `t` read by a traced program, or None
+    for a tensor that is no module's (it becomes a constant)."""
+    binding = program.bindings.get(id(t))
+    if binding is None:
+        return None
+    name, trainable = binding
+    return program.add_arg(t, name=name, param=trainable and program.train)
+
+
+def dropout_seed(program):
+    """The seed of the next dropout of a traced program: the step's
+    `dropout_seed` input plus the dropout's ordinal."""
+    from . import _ops
+    if program.seed_arg is None:
+        seed = Tensor(np.zeros((), np.int64), dtype=dt.int64)
+        program.add_arg(seed, name="dropout_seed")
+        program.seed_arg = seed
+    program.dropouts += 1
+    if program.dropouts == 1:
+        return program.seed_arg
+    return _ops.add(program.seed_arg, program.dropouts - 1)
+
+
+def _signature(args):
+    key = []
+    for a in args:
+        if isinstance(a, Tensor):
+            key.append(("T", tuple(a.shape), a.dtype.name, a._placement,
+                        a._sbp and tuple(a._sbp)))
+        else:
+            key.append(("V", repr(a)))
+    return tuple(key)
+
+
+def _progress(message):
+    if world()[0] == 0 and os.environ.get("OF_LOG", "").lower() != "quiet":
+        print(f"[of] {message}", file=sys.stderr, flush=True)
+
+
+class _Executable:
+    """One compiled signature: its runner and how its inputs bind."""
+
+    def __init__(self, runner, data_inputs, state, train, optimizer, outputs, seed_index,
+                 plan):
+        self.runner = runner
+        self.data_inputs = data_inputs  # input index per tensor argument (or None)
+        self.state = state              # [(input index, tensor)] module state
+        self.train = train
+        self.optimizer = optimizer
+        self.outputs = outputs          # [(output index, placement)] results
+        self.seed_index = seed_index
+        self.plan = plan
+        self.lr_index = runner.input_index.get("lr") if train else None
+        self.initialised = False
+
+    def _bind_state(self):
+        r = self.runner
+        for index, t in self.state:
+            if t._source == (r, index) or r.versions.get(index) == (id(t), t._version):
+                continue
+            r.set(index, t._value())
+            r.versions[index] = (id(t), t._version)
+        if self.train and not self.initialised:
+            # optimizer state starts at zero (AdamW's step count too)
+            for index, info in enumerate(r.inputs):
+                name = info["name"]
+                if name.startswith(("adam_m_", "adam_v_", "momentum_")) or name == "adam_step":
+                    r.set(index, np.zeros(info["shape"], dt.from_mlir(info["dtype"]).np))
+            self.initialised = True
+
+    def run(self, args):
+        r = self.runner
+        for a, index in zip(args, self.data_inputs):
+            if index is not None:
+                r.set(index, a._value())
+        self._bind_state()
+        if self.lr_index is not None:
+            r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
+        if self.seed_index is not None:
+            from . import _random
+            r.set(self.seed_index, np.array(_random.seed64(), np.int64))
+        r.run()
+        if self.train:
+            for index, t in self.state:
+                t._version += 1
+                t._source = (r, index)
+                r.versions[index] = (id(t), t._version)
+            self.optimizer._steps += 1
+        results = []
+        for index, plc in self.outputs:
+            info = r.outputs[index]
+            data = r.output(index)
+            dtype = dt.from_mlir(info["dtype"])
+            if plc is not None:
+                results.append(Tensor(data, shape=tuple(info["global_shape"]), dtype=dtype,
+                                      placement=plc,
+                                      sbp=r.output_dist(index) or (S.broadcast,) * plc.ndim))
+            else:
+                results.append(Tensor(data, dtype=dtype))
+        return results
+
+
+class CompiledFunction:
+    """A function traced and compiled per input signature. Call it like the
+    function; `save_plan(path)` writes the last compiled plan."""
+
+    def __init__(self, fn, modules, name, optimizer=None, dump_dir=None, amp=None,
+                 zero=False, max_grad_norm=None):
+        self.fn = fn
+        self.modules = modules  # [(prefix, Module)]
+        self.name = name
+        self.optimizer = optimizer
+        self.dump_dir = dump_dir
+        self.amp = amp
+        self.zero = zero
+        self.max_grad_norm = max_grad_norm
+        self._cache = {}
+        self._last = None
+        self.compiles = 0
+        try:
+            self._arg_names = [p for p in inspect.signature(fn).parameters]
+        except (TypeError, ValueError):
+            self._arg_names = []
+
+    # -- pipeline --------------------------------------------------------
+    def _pipeline(self):
+        parts = ["cpu"]
+        opt = self.optimizer
+        if opt is not None:
+            parts += opt._pipeline_options()
+            if self.max_grad_norm:
+                parts.append(f"max-grad-norm={float(self.max_grad_norm)!r}")
+            if self.zero:
+                parts.append("zero=true")
+        if self.amp:
+            parts.append(f"amp={self.amp}")
+        return ",".join(parts)
+
+    def _bindings(self):
+        bindings = {}
+        for prefix, module in self.modules:
+            trainable = {id(p) for p in module.parameters() if p.requires_grad}
+            for name, t in module.state_dict().items():
+                full = prefix + name
+                if id(t) not in bindings:
+                    bindings[id(t)] = (full, id(t) in trainable)
+        return bindings
+
+    def _trace(self, args):
+        train = self.optimizer is not None
+        program = Program(self.name, trace=True)
+        program.train = train
+        program.bindings = self._bindings()
+        sym_args = []
+        data_args = []
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                name = self._arg_names[i] if i < len(self._arg_names) else f"input{i}"
+                proxy = Tensor(shape=a.shape, dtype=a.dtype, placement=a._placement,
+                               sbp=a._sbp, program=program)
+                program.add_arg(proxy, name=name)
+                sym_args.append(proxy)
+                data_args.append(name)
+            else:
+                sym_args.append(a)
+                data_args.append(None)
+        previous = _trace.program
+        _trace.program = program
+        try:
+            out = self.fn(*sym_args)
+        finally:
+            _trace.program = previous
+        return program, out, data_args
+
+    def _result_list(self, program, out):
+        if self.optimizer is not None:
+            loss = program.loss
+            if loss is None:
+                if isinstance(out, (tuple, list)):
+                    out = out[-1]
+                if isinstance(out, Tensor) and out._program is program and out.numel() == 1:
+                    loss = out
+                else:
+                    raise RuntimeError(
+                        f"{self.name}: a training step needs a scalar loss: call "
+                        "loss.backward() in the traced function, or return the loss")
+            return [loss], False
+        single = not isinstance(out, (tuple, list))
+        outs = [out] if single else list(out)
+        for o in outs:
+            if not isinstance(o, Tensor) or o._program is not program:
+                raise RuntimeError(f"{self.name}: the traced function must return tensors "
+                                   "computed from its inputs")
+        return outs, single
+
+    def _build(self, args):
+        start = time.perf_counter()
+        program, out, data_args = self._trace(args)
+        results, single = self._result_list(program, out)
+        plc = next((t._placement for t in program.arg_tensors if t._placement is not None),
+                   None)
+        refs = []
+        for i, r in enumerate(results):
+            ref = program.values[id(r)]
+            ty = program._types[ref]
+            if plc is not None and self.optimizer is not None:
+                # the loss on every rank
+                boxed = _type(r.shape, r.dtype, plc, (S.broadcast,) * plc.ndim)
+                program.lines.append(f"%loss_b = of.boxing {ref} : {ty} -> {boxed}")
+                ref, ty = "%loss_b", boxed
+            refs.append((ref, ty))
+        names = ["loss"] if self.optimizer is not None else [f"out{i}" for i in range(len(refs))]
+        text = program.text(refs, names)
+        pipeline = self._pipeline()
+        plan = compile_program(text, pipeline, self.name, dump_dir=self.dump_dir,
+                               progress=_progress)
+        self.compiles += 1
+        entry = self.name + "_train_step" if self.optimizer is not None else self.name
+        runner = Runner(plan, entry)
+        index = runner.input_index
+        data_inputs = [index[n] if n is not None else None for n in data_args]
+        state = [(index[name], t) for (name, _), t in
+                 ((program.bindings[id(t)], t) for t in program.arg_tensors
+                  if id(t) in program.bindings)]
+        out_map = runner.output_index = {d["name"]: i for i, d in enumerate(runner.outputs)}
+        outputs = [(out_map[n], plc) for n in names]
+        seed_index = index.get("dropout_seed")
+        log_debug(f"{self.name}: traced and compiled in {time.perf_counter() - start:.2f} s")
+        return _Executable(runner, data_inputs, state, self.optimizer is not None,
+                           self.optimizer, outputs, seed_index, plan), single
+
+    def __call__(self, *args):
+        key = _signature(args)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._build(args)
+            self._cache[key] = entry
+        self._last = entry
+        executable, single = entry
+        results = executable.run(args)
+        return results[0] if single or self.optimizer is not None else tuple(results)
+
+    # -- plans and state ----------------------------------------------------
+    def _executable(self):
+        if self._last is None:
+            raise RuntimeError(f"{self.name} has not been called yet, so nothing is compiled")
+        return self._last[0]
+
+    def save_plan(self, path):
+        """Writes the compiled plan (.ofp) that `of-run` executes without Python."""
+        with open(path, "wb") as f:
+            f.write(self._executable().plan)
+
+    def save_state(self, path, step=None):
+        """Saves parameters and optimizer state as one safetensors file of
+        global tensors (collective on every rank)."""
+        ex = self._executable()
+        ex._bind_state()
+        ex.runner.session.save_state(path, step if step is not None
+                                     else getattr(self.optimizer, "_steps", 0))
+
+    def load_state(self, path):
+        """Loads parameters and optimizer state saved by save_state (or by
+        of-run --save-state); returns the step it was saved at."""
+        ex = self._executable()
+        ex._bind_state()
+        step = ex.runner.session.load_state(path)
+        for index, t in ex.state:
+            t._version += 1
+            t._source = (ex.runner, index)
+            ex.runner.versions[index] = (id(t), t._version)
+        ex.initialised = True
+        if self.optimizer is not None:
+            self.optimizer._steps = step
+        return step
+
+
+def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=False,  # noqa: A001
+            max_grad_norm=None):
+    """Compiles `model` (an of.nn.Module or a function of tensors).
+
+    Without an optimizer, the result runs the forward: `y = c(x)`. With one,
+    it runs a whole training step and returns the loss: `loss = c(*inputs,
+    target)` with `loss_fn(model(*inputs), target)`, or `loss = c(*inputs)`
+    when the model itself returns the loss (or a tuple ending with it).
+    Compiles once per input signature (shapes, dtypes, placements, SBP);
+    `dump_dir` keeps the IR after every pass; `amp="bf16"` computes matmuls
+    in bfloat16; `zero=True` splits the optimizer state (ZeRO)."""
+    from .nn.modules import Module
+    modules = [("", model)] if isinstance(model, Module) else []
+    name = type(model).__name__.lower() if isinstance(model, Module) else getattr(
+        model, "__name__", "fn")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+    if optimizer is not None and loss_fn is not None:
+        forward = model.forward if isinstance(model, Module) else model
+        params = list(inspect.signature(forward).parameters)
+
+        def step(*args):
+            return loss_fn(model(*args[:-1]), args[-1])
+        step.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params]
+            + [inspect.Parameter("target", inspect.Parameter.POSITIONAL_ONLY)])
+        fn = step
+    else:
+        fn = model.forward if isinstance(model, Module) else model
+    return CompiledFunction(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)

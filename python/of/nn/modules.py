@@ -1,0 +1,493 @@
+"""of.nn modules, with PyTorch's names, constructor arguments, parameter
+names and initialisation ranges."""
+
+import collections
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from .. import _ops
+from .._core import Parameter, Tensor
+from . import functional as F
+from . import init
+
+
+class Module:
+    def __init__(self):
+        object.__setattr__(self, "_parameters", collections.OrderedDict())
+        object.__setattr__(self, "_buffers", collections.OrderedDict())
+        object.__setattr__(self, "_modules", collections.OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # -- attributes ---------------------------------------------------------
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("call super().__init__() before assigning attributes "
+                                 f"of {type(self).__name__}")
+        for d in (self._parameters, self._buffers, self._modules):
+            d.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+            return
+        self.__dict__.pop(name, None)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        if not persistent:
+            self.__dict__.setdefault("_non_persistent", set()).add(name)
+
+    def register_parameter(self, name, param):
+        self.__setattr__(name, param)
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+
+    # -- traversal ----------------------------------------------------------
+    def named_modules(self, memo=None, prefix=""):
+        memo = memo if memo is not None else set()
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def children(self):
+        return iter(m for m in self._modules.values() if m is not None)
+
+    def named_children(self):
+        return iter((n, m) for n, m in self._modules.items() if m is not None)
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mprefix, m in mods:
+            for name, p in m._parameters.items():
+                if p is None or (remove_duplicate and id(p) in seen):
+                    continue
+                seen.add(id(p))
+                yield mprefix + ("." if mprefix else "") + name, p
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix=""):
+        for mprefix, m in self.named_modules(prefix=prefix):
+            for name, b in m._buffers.items():
+                if b is not None:
+                    yield mprefix + ("." if mprefix else "") + name, b
+
+    def buffers(self):
+        for _, b in self.named_buffers():
+            yield b
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, flag=True):
+        for p in self.parameters():
+            p.requires_grad = flag
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        pass  # gradients live inside compiled steps
+
+    def to(self, *args, **kwargs):
+        return self  # one device kind (cpu) in this build
+
+    def cpu(self):
+        return self
+
+    # -- state --------------------------------------------------------------
+    def state_dict(self, prefix=""):
+        """name -> tensor, with every name (tied parameters appear under each
+        of their names, as in PyTorch). Values are current: parameters a
+        compiled step trained are read from its session."""
+        out = collections.OrderedDict()
+        for mprefix, m in self.named_modules(prefix=prefix.rstrip(".")):
+            skip = m.__dict__.get("_non_persistent", set())
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out[mprefix + ("." if mprefix else "") + name] = p
+            for name, b in m._buffers.items():
+                if b is not None and name not in skip:
+                    out[mprefix + ("." if mprefix else "") + name] = b
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copies values (of tensors, NumPy arrays or torch tensors) into the
+        parameters and buffers of the same names."""
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys "
+                           f"{unexpected}")
+        for name, target in own.items():
+            if name not in state_dict:
+                continue
+            value = _to_numpy(state_dict[name])
+            if tuple(value.shape) != tuple(target.shape):
+                raise ValueError(f"load_state_dict: '{name}' has shape {list(value.shape)}, "
+                                 f"the module's is {list(target.shape)}")
+            value = np.ascontiguousarray(value.astype(target.dtype.np))
+            if target._placement is not None:  # this rank's part of the value
+                value = Tensor(value, dtype=target.dtype).to_global(
+                    target._placement, target._sbp)._value()
+            target._set_value(value)
+        return collections.namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")(
+            missing, unexpected)
+
+    def to_global(self, placement=None, sbp=None):
+        """Makes every parameter and buffer global on `placement`: `sbp` is
+        one SBP (list) for all, or a function (name, tensor) -> SBP list."""
+        for name, t in list(self.state_dict().items()):
+            if getattr(t, "_global_done", False):
+                continue
+            s = sbp(name, t) if callable(sbp) else sbp
+            g = t.to_global(placement, s)
+            t._data, t._placement, t._sbp = g._value(), g._placement, g._sbp
+            t._source = None
+            t._version += 1
+            t._global_done = True
+        for t in self.state_dict().values():
+            t.__dict__.pop("_global_done", None)
+        return self
+
+    # -- calling --------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, m in self._modules.items():
+            sub = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {sub}")
+        return lines[0] + (")" if len(lines) == 1 else "\n" + "\n".join(lines[1:]) + "\n)")
+
+
+def _to_numpy(value):
+    if isinstance(value, Tensor):
+        return value.numpy()
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":
+            return value.float().numpy().astype(dt.bfloat16.np)
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _param(*shape, bound=None):
+    p = Parameter(np.zeros(shape, np.float32))
+    if bound is not None:
+        p.uniform_(-bound, bound)
+    return p
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _param(out_features, in_features, bound=bound)
+        self.bias = _param(out_features, bound=bound) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True):
+        super().__init__()
+        k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        fan_in = in_channels // groups * k[0] * k[1]
+        bound = 1.0 / math.sqrt(fan_in)
+        self.weight = _param(out_channels, in_channels // groups, *k, bound=bound)
+        self.bias = _param(out_channels, bound=bound) if bias else None
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = ns, eps
+        self.weight = Parameter(np.ones(ns, np.float32)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(ns, np.float32)) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = ns, eps
+        self.weight = Parameter(np.ones(ns, np.float32)) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = _param(num_embeddings, embedding_dim)
+        self.weight.normal_(0.0, 1.0)
+
+    def forward(self, idx):
+        return F.embedding(idx, self.weight)
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+
+class BatchNorm2d(Module):
+    """Batch normalisation over NCHW channels. In eager training mode the
+    running statistics are updated after each call; in a compiled step the
+    batch statistics normalise and the running statistics stay as they
+    were (use eval mode with trained statistics for inference)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1):
+        super().__init__()
+        self.eps, self.momentum = eps, momentum
+        self.weight = Parameter(np.ones(num_features, np.float32))
+        self.bias = Parameter(np.zeros(num_features, np.float32))
+        self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
+        self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+
+    def forward(self, x):
+        y, mean, var = _ops.batch_norm(x, self.running_mean, self.running_var, self.weight,
+                                       self.bias, self.training, self.momentum, self.eps)
+        if self.training and y._program is None:
+            self.running_mean._set_value(mean._value())
+            self.running_var._set_value(var._value())
+        return y
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            self.count_include_pad)
+
+
+def _activation(name, fn):
+    class Activation(Module):
+        def forward(self, x):
+            return fn(x)
+    Activation.__name__ = Activation.__qualname__ = name
+    return Activation
+
+
+ReLU = _activation("ReLU", F.relu)
+SiLU = _activation("SiLU", F.silu)
+Sigmoid = _activation("Sigmoid", F.sigmoid)
+Tanh = _activation("Tanh", F.tanh)
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+
+class Softmax(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, ignore_index=-100, reduction="mean"):
+        super().__init__()
+        self.ignore_index, self.reduction = ignore_index, reduction
+
+    def forward(self, input, target):  # noqa: A002
+        return F.cross_entropy(input, target, self.ignore_index, self.reduction)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, self.reduction)
+
+
+class Sequential(Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], collections.OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleList(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or []:
+            self.append(m)
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    def __init__(self, modules=None):
+        super().__init__()
+        for name, m in (modules or {}).items():
+            self.add_module(name, m)
+
+    def __getitem__(self, name):
+        return self._modules[name]
+
+    def __setitem__(self, name, module):
+        self.add_module(name, module)
+
+    def __contains__(self, name):
+        return name in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+
+__all__ = ["Module", "Linear", "Conv2d", "LayerNorm", "RMSNorm", "Embedding", "Dropout",
+           "BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
+           "Softmax", "Flatten", "Identity", "CrossEntropyLoss", "MSELoss", "Sequential",
+           "ModuleList", "ModuleDict", "init"]

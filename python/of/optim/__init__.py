@@ -1,0 +1,66 @@
+"""of.optim: optimizers whose update is compiled into the training step.
+
+An optimizer holds its hyperparameters; `of.compile(..., optimizer=opt)`
+(or `Graph.add_optimizer`) turns them into `--of-training-step` options.
+The learning rate is a runtime input read from `param_groups[0]["lr"]` at
+every step, so schedulers work without recompiling; the other
+hyperparameters are compiled in.
+"""
+
+from . import lr_scheduler  # noqa: F401
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        params = list(params)
+        if params and isinstance(params[0], dict):
+            groups = [dict(defaults, **g) for g in params]
+        else:
+            groups = [dict(defaults, params=params)]
+        for g in groups:
+            g["params"] = list(g["params"])
+            g.setdefault("initial_lr", g["lr"])
+        self.param_groups = groups
+        self.defaults = defaults
+        self._steps = 0
+        keys = [k for k in defaults if k != "lr"]
+        for g in groups[1:]:
+            for k in keys + ["lr"]:
+                if g[k] != groups[0][k]:
+                    raise NotImplementedError(
+                        f"{type(self).__name__}: parameter groups with different '{k}' "
+                        "are not supported yet (the compiled step has one setting)")
+
+    def zero_grad(self, set_to_none=True):
+        pass  # gradients live inside the compiled step
+
+    def step(self):
+        raise RuntimeError("of applies the optimizer inside the compiled training step: "
+                           "pass it to of.compile(..., optimizer=opt) or "
+                           "Graph.add_optimizer(opt) and call the compiled step")
+
+    def state_dict(self):
+        return {"param_groups": [{k: v for k, v in g.items() if k != "params"}
+                                 for g in self.param_groups], "step": self._steps}
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0.0, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+
+    def _pipeline_options(self):
+        g = self.param_groups[0]
+        return ["train=sgd", f"momentum={float(g['momentum'])!r}",
+                f"weight-decay={float(g['weight_decay'])!r}"]
+
+
+class AdamW(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay))
+
+    def _pipeline_options(self):
+        g = self.param_groups[0]
+        return ["train=adamw", f"beta1={float(g['betas'][0])!r}",
+                f"beta2={float(g['betas'][1])!r}", f"epsilon={float(g['eps'])!r}",
+                f"weight-decay={float(g['weight_decay'])!r}"]
