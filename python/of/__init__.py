@@ -23,6 +23,7 @@ from ._ops import (add, amax, arange, cat, chunk, exp, from_numpy,  # noqa: F401
                    randn, reshape, rsqrt, sigmoid, softmax, split, sqrt, sum, tanh, tensor,
                    transpose, tril, where, zeros, zeros_like)
 from ._random import manual_seed
+from .serialization import load, save
 
 __version__ = "0.1.0"
 

@@ -170,6 +170,8 @@ def world():
         C = _C()
         if C.mpi_launched():
             _world = (C.comm_rank(), C.comm_size())
+            import atexit
+            atexit.register(C.comm_finalize)
         else:
             _world = (0, 1)
     return _world
@@ -225,10 +227,22 @@ def _type(shape, dtype, plc=None, sbp_list=None):
     return t + ">"
 
 
+def float_text(v):
+    """A finite float as an MLIR float literal (which needs a '.'),
+    exact to the last bit."""
+    text = repr(float(v))
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}e{exponent}"
+    return text if "." in text else text + ".0"
+
+
 def _float_literal(v, dtype):
     v = float(v)
     if np.isfinite(v):
-        return repr(v) if "e" in repr(v) or "." in repr(v) else repr(v) + ".0"
+        return float_text(v)
     bits = {"f32": ("<f4", 8), "f64": ("<f8", 16), "f16": ("<f2", 4)}
     if dtype.mlir == "bf16":
         raw = np.array([v], "<f4").view("<u4")[0] >> 16

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from ._core import OpSpec, Size, Tensor, apply, apply1, as_tensor_like, to_tensor
+from ._core import (OpSpec, Size, Tensor, apply, apply1, as_tensor_like, float_text,
+                    to_tensor)
 
 
 def _arr(values):
@@ -416,7 +417,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         fmt += " bias {%d}" % len(ins)
         ins.append(bias)
-    return apply1(OpSpec(fmt, f"axis = {x.ndim - len(ns)} : i64, epsilon = {float(eps)!r} : f64",
+    return apply1(OpSpec(fmt, f"axis = {x.ndim - len(ns)} : i64, epsilon = {float_text(eps)} : f64",
                          [(x.shape, x.dtype)]), ins)
 
 
@@ -428,7 +429,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     if weight is not None:
         fmt += " weight {1}"
         ins.append(weight)
-    return apply1(OpSpec(fmt, f"axis = {x.ndim - len(ns)} : i64, epsilon = {float(eps)!r} : f64",
+    return apply1(OpSpec(fmt, f"axis = {x.ndim - len(ns)} : i64, epsilon = {float_text(eps)} : f64",
                          [(x.shape, x.dtype)]), ins)
 
 
@@ -495,7 +496,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
 
 def batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps):
     c = x.shape[1]
-    attrs = (f"epsilon = {float(eps)!r} : f64, momentum = {float(momentum)!r} : f64, "
+    attrs = (f"epsilon = {float_text(eps)} : f64, momentum = {float_text(momentum)} : f64, "
              f"training = {'true' if training else 'false'}")
     return apply(OpSpec("of.batch_norm {0}, {1}, {2}, {3}, {4}", attrs,
                         [(x.shape, x.dtype), ((c,), x.dtype), ((c,), x.dtype)]),
@@ -503,7 +504,7 @@ def batch_norm(x, running_mean, running_var, weight, bias, training, momentum, e
 
 
 def dropout_with_seed(x, seed, p):
-    return apply1(OpSpec("of.dropout {0}, {1}", f"p = {float(p)!r} : f64",
+    return apply1(OpSpec("of.dropout {0}, {1}", f"p = {float_text(p)} : f64",
                          [(x.shape, x.dtype)]), [x, seed])
 
 

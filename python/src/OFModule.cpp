@@ -17,6 +17,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -99,6 +101,20 @@ public:
     check(e);
   }
   void setTimeout(double seconds) { ofrt_comm_set_timeout(comm, seconds); }
+  /// Sessions over this communicator, closed before MPI is finalised.
+  std::vector<std::function<void()>> closers;
+  std::map<const void *, size_t> closerIndex;
+  bool finalized = false;
+  void finalize() {
+    if (finalized)
+      return;
+    for (auto &close : closers)
+      if (close)
+        close();
+    closers.clear();
+    finalized = true;
+    check(ofrt_comm_finalize(comm));
+  }
   void abort(int code) { ofrt_comm_abort(comm, code); }
 
 private:
@@ -138,38 +154,55 @@ public:
     if (distributed) {
       ofrt_error *e;
       Comm &comm = Comm::world();
+      if (comm.finalized)
+        throw Error("MPI has been finalised in this process");
       {
         py::gil_scoped_release release;
         e = ofrt_session_create_with_comm(this->plan->get(), name, comm.get(),
                                           &s);
       }
       check(e);
+      comm.closerIndex[this] = comm.closers.size();
+      comm.closers.push_back([this] { session.reset(); });
+      registered = true;
     } else {
       check(ofrt_session_create(this->plan->get(), name, rank, &s));
     }
     session.reset(s);
   }
+  ~Session() {
+    if (registered) {
+      Comm &comm = Comm::world();
+      auto it = comm.closerIndex.find(this);
+      if (it != comm.closerIndex.end()) {
+        comm.closers[it->second] = nullptr;
+        comm.closerIndex.erase(it);
+      }
+    }
+  }
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
 
   py::list inputs() const {
     py::list out;
-    for (size_t i = 0; i < ofrt_session_num_inputs(session.get()); ++i) {
+    for (size_t i = 0; i < ofrt_session_num_inputs(live()); ++i) {
       ofrt_dist dist;
-      bool has = ofrt_session_input_dist(session.get(), i, &dist);
+      bool has = ofrt_session_input_dist(live(), i, &dist);
       py::dict d =
-          tensorInfo(ofrt_session_input_info(session.get(), i), has, dist);
-      d["is_set"] = bool(ofrt_session_input_is_set(session.get(), i));
+          tensorInfo(ofrt_session_input_info(live(), i), has, dist);
+      d["is_set"] = bool(ofrt_session_input_is_set(live(), i));
       out.append(d);
     }
     return out;
   }
   py::list outputs() const {
     py::list out;
-    for (size_t i = 0; i < ofrt_session_num_outputs(session.get()); ++i) {
+    for (size_t i = 0; i < ofrt_session_num_outputs(live()); ++i) {
       ofrt_dist dist;
-      bool has = ofrt_session_output_dist(session.get(), i, &dist);
+      bool has = ofrt_session_output_dist(live(), i, &dist);
       py::dict d =
-          tensorInfo(ofrt_session_output_info(session.get(), i), has, dist);
-      d["updates"] = ofrt_session_output_updates(session.get(), i);
+          tensorInfo(ofrt_session_output_info(live(), i), has, dist);
+      d["updates"] = ofrt_session_output_updates(live(), i);
       out.append(d);
     }
     return out;
@@ -179,39 +212,39 @@ public:
     checkInput(index);
     size_t bytes = inputBytes(index, global);
     py::buffer_info info = contiguous(data, false, bytes, "set_input");
-    check(global ? ofrt_session_set_input_global(session.get(), index,
+    check(global ? ofrt_session_set_input_global(live(), index,
                                                  info.ptr, bytes)
-                 : ofrt_session_set_input(session.get(), index, info.ptr,
+                 : ofrt_session_set_input(live(), index, info.ptr,
                                           bytes));
   }
   void getInput(size_t index, const py::buffer &out) const {
     checkInput(index);
-    size_t bytes = ofrt_session_input_info(session.get(), index).bytes;
+    size_t bytes = ofrt_session_input_info(live(), index).bytes;
     py::buffer_info info = contiguous(out, true, bytes, "get_input");
-    check(ofrt_session_get_input(session.get(), index, info.ptr, bytes));
+    check(ofrt_session_get_input(live(), index, info.ptr, bytes));
   }
   void run() {
     ofrt_error *e;
     {
       py::gil_scoped_release release;
-      e = ofrt_session_run(session.get());
+      e = ofrt_session_run(live());
     }
     check(e);
   }
   void getOutput(size_t index, const py::buffer &out) const {
     checkOutput(index);
-    size_t bytes = ofrt_session_output_info(session.get(), index).bytes;
+    size_t bytes = ofrt_session_output_info(live(), index).bytes;
     py::buffer_info info = contiguous(out, true, bytes, "get_output");
-    check(ofrt_session_get_output(session.get(), index, info.ptr, bytes));
+    check(ofrt_session_get_output(live(), index, info.ptr, bytes));
   }
   /// Gathers output `index` into `out` on rank 0 (returns True there); on
   /// other ranks `out` may be None.
   bool gatherOutput(size_t index, const py::object &out) const {
     checkOutput(index);
     ofrt_dist dist;
-    size_t bytes = ofrt_session_output_dist(session.get(), index, &dist)
+    size_t bytes = ofrt_session_output_dist(live(), index, &dist)
                        ? dist.global_bytes
-                       : ofrt_session_output_info(session.get(), index).bytes;
+                       : ofrt_session_output_info(live(), index).bytes;
     void *ptr = nullptr;
     py::buffer_info info;
     if (!out.is_none()) {
@@ -222,7 +255,7 @@ public:
     ofrt_error *e;
     {
       py::gil_scoped_release release;
-      e = ofrt_session_gather_output(session.get(), index, ptr, bytes,
+      e = ofrt_session_gather_output(live(), index, ptr, bytes,
                                      &isRoot);
     }
     check(e);
@@ -232,7 +265,7 @@ public:
     ofrt_error *e;
     {
       py::gil_scoped_release release;
-      e = ofrt_session_save_state(session.get(), path.c_str(), step);
+      e = ofrt_session_save_state(live(), path.c_str(), step);
     }
     check(e);
   }
@@ -241,35 +274,41 @@ public:
     ofrt_error *e;
     {
       py::gil_scoped_release release;
-      e = ofrt_session_load_state(session.get(), path.c_str(), &step);
+      e = ofrt_session_load_state(live(), path.c_str(), &step);
     }
     check(e);
     return step;
   }
-  uint64_t arenaBytes() const { return ofrt_session_arena_bytes(session.get()); }
+  uint64_t arenaBytes() const { return ofrt_session_arena_bytes(live()); }
 
 private:
   void checkInput(size_t index) const {
-    if (index >= ofrt_session_num_inputs(session.get()))
+    if (index >= ofrt_session_num_inputs(live()))
       throw py::index_error("input index " + std::to_string(index) +
                             " out of range");
   }
   void checkOutput(size_t index) const {
-    if (index >= ofrt_session_num_outputs(session.get()))
+    if (index >= ofrt_session_num_outputs(live()))
       throw py::index_error("output index " + std::to_string(index) +
                             " out of range");
   }
   size_t inputBytes(size_t index, bool global) const {
     ofrt_dist dist;
-    if (global && ofrt_session_input_dist(session.get(), index, &dist))
+    if (global && ofrt_session_input_dist(live(), index, &dist))
       return dist.global_bytes;
-    return ofrt_session_input_info(session.get(), index).bytes;
+    return ofrt_session_input_info(live(), index).bytes;
+  }
+  ofrt_session *live() const {
+    if (!session)
+      throw Error("the session was closed when MPI was finalised");
+    return session.get();
   }
   struct Destroy {
     void operator()(ofrt_session *s) const { ofrt_session_destroy(s); }
   };
   std::shared_ptr<Plan> plan; // outlives the session
   std::unique_ptr<ofrt_session, Destroy> session;
+  bool registered = false;
 };
 
 py::dict diagnosticToDict(const of::compiler::Diagnostic &d) {
@@ -330,6 +369,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("comm_set_timeout",
         [](double seconds) { Comm::world().setTimeout(seconds); });
   m.def("comm_abort", [](int code) { Comm::world().abort(code); });
+  m.def("comm_finalize", [] { Comm::world().finalize(); },
+        "Closes every distributed session and finalises MPI (at exit)");
 
   py::class_<Session>(m, "Session")
       .def(py::init<std::shared_ptr<Plan>, const std::string &, bool, int>(),
