@@ -1,0 +1,175 @@
+"""of.compile and of.nn.Graph: caching by signature (memory and disk),
+compile errors at the Python line, plans that of-run executes, IR dumps,
+logging, learning-rate schedules without recompilation, checkpoints."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import of
+import of.nn as nn
+import of.nn.functional as F
+
+TOOLS = os.environ.get("OF_TOOLS_DIR", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+def test_second_call_does_not_recompile_new_shape_does(rng):
+    model = MLP()
+    compiled = of.compile(model)
+    x = of.from_numpy(rng.standard_normal((4, 8)).astype(np.float32))
+    before = of.cache_stats.compiles
+    y1 = compiled(x)
+    assert compiled.compiles == 1 and of.cache_stats.compiles == before + 1
+    y2 = compiled(of.from_numpy(rng.standard_normal((4, 8)).astype(np.float32)))
+    assert compiled.compiles == 1 and of.cache_stats.compiles == before + 1
+    compiled(of.from_numpy(rng.standard_normal((6, 8)).astype(np.float32)))
+    assert compiled.compiles == 2 and of.cache_stats.compiles == before + 2
+    np.testing.assert_allclose(y1.numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert y2.shape == (4, 3)
+
+
+def test_plans_are_cached_on_disk_across_processes(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import of, of.nn as nn\n"
+        "of.manual_seed(0)\n"
+        "m = nn.Sequential(nn.Linear(5, 7), nn.GELU())\n"
+        "print(of.compile(m)(of.ones(2, 5)).sum().item())\n"
+        "print('STATS', of.cache_stats.compiles, of.cache_stats.disk_hits)\n")
+    env = dict(os.environ, OF_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    first, second = (r.stdout.split() for r in runs)
+    assert first[0] == second[0]  # the same value
+    assert int(first[2]) >= 1 and int(second[2]) == 0 and int(second[3]) >= 1, (first, second)
+
+
+def test_compile_error_points_at_the_python_line():
+    class Bad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(np.ones(4, np.float32))
+
+        def forward(self, x):
+            return F.layer_norm(x, (8,), self.w)  # the weight has the wrong shape
+
+    line = Bad.forward.__code__.co_firstlineno + 1
+    with pytest.raises(of.CompileError) as info:
+        of.compile(Bad())(of.ones(2, 8))
+    message = str(info.value)
+    assert f"{__file__}:{line}: error:" in message, message
+    assert "F.layer_norm(x, (8,), self.w)" in message
+
+
+def test_save_plan_runs_in_of_run(tmp_path, rng):
+    model = MLP()
+    compiled = of.compile(model)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    y = compiled(of.from_numpy(x)).numpy()
+    plan = tmp_path / "mlp.ofp"
+    compiled.save_plan(str(plan))
+    np.save(tmp_path / "x.npy", x)
+    args = [os.path.join(TOOLS, "of-run"), str(plan), "--input", f"x={tmp_path / 'x.npy'}"]
+    for name, p in model.state_dict().items():
+        np.save(tmp_path / f"{name}.npy", p.numpy())
+        args += ["--input", f"{name}={tmp_path / (name + '.npy')}"]
+    r = subprocess.run(args + ["--output-dir", str(tmp_path / "out")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "out0.npy"), y)
+
+
+def test_dump_dir_and_debug_log(tmp_path):
+    dump = tmp_path / "ir"
+    of.compile(MLP(), dump_dir=str(dump))(of.ones(2, 8))
+    files = [os.path.join(d, f) for d, _, fs in os.walk(dump) for f in fs]
+    names = " ".join(sorted(os.path.basename(f) for f in files))
+    assert "input.mlir" in names and "plan.ofp" in names
+    for stage in ("of-lower-cpu-kernels", "convert-of-to-linalg", "one-shot-bufferize",
+                  "of-build-plan"):
+        assert stage in names, (stage, names)
+    script = tmp_path / "log.py"
+    script.write_text("import of\nprint((of.ones(3) + 1).sum().item())\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, OF_LOG="debug", OF_CACHE_DIR=""), timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "6.0", r.stderr
+    assert "pass convert-of-to-linalg" in r.stderr and "compiled eager op" in r.stderr, r.stderr
+
+
+def test_lr_schedule_without_recompiling():
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.Linear(4, 2)
+    m = nn.Linear(4, 2)
+    m.load_state_dict(tm.state_dict())
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    y = rng.standard_normal((8, 2)).astype(np.float32)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1, momentum=0.9)
+    tsched = torch.optim.lr_scheduler.StepLR(topt, step_size=2, gamma=0.5)
+    opt = of.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    sched = of.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    step = of.compile(m, loss_fn=nn.MSELoss(), optimizer=opt)
+    for _ in range(6):
+        loss = torch.nn.functional.mse_loss(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        topt.zero_grad()
+        loss.backward()
+        topt.step()
+        tsched.step()
+        got = step(of.from_numpy(x), of.from_numpy(y)).item()
+        sched.step()
+        assert abs(got - loss.item()) <= 1e-5 * abs(loss.item())
+    assert step.compiles == 1
+    np.testing.assert_allclose(m.weight.numpy(), tm.weight.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
+class TrainGraph(nn.Graph):
+    def __init__(self, model, opt):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(opt)
+
+    def build(self, x, y):
+        loss = F.mse_loss(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def test_graph_matches_compile_and_checkpoints(tmp_path, rng):
+    x = of.from_numpy(rng.standard_normal((8, 8)).astype(np.float32))
+    y = of.from_numpy(rng.standard_normal((8, 3)).astype(np.float32))
+    a, b = MLP(), MLP()
+    b.load_state_dict(a.state_dict())
+    graph = TrainGraph(a, of.optim.AdamW(a.parameters(), lr=1e-2))
+    step = of.compile(b, loss_fn=F.mse_loss, optimizer=of.optim.AdamW(b.parameters(), lr=1e-2))
+    for _ in range(3):
+        assert graph(x, y).item() == step(x, y).item()
+    graph.save_state(str(tmp_path / "ckpt.safetensors"))
+    expected = [graph(x, y).item() for _ in range(3)]
+    assert graph.load_state(str(tmp_path / "ckpt.safetensors")) == 3
+    assert [graph(x, y).item() for _ in range(3)] == expected
+    # the graph's parameters are named after its attributes
+    from safetensors.numpy import load_file
+    names = set(load_file(str(tmp_path / "ckpt.safetensors")))
+    assert {"model.fc1.weight", "adam_m_model.fc1.weight", "lr"} - {"lr"} <= names
+
+
+def test_backward_outside_a_compiled_step_is_a_clear_error():
+    loss = (of.ones(3) * 2).sum()
+    with pytest.raises(RuntimeError, match="compiled training steps"):
+        loss.backward()
