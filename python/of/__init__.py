@@ -27,7 +27,7 @@ from .serialization import load, save
 
 __version__ = "0.1.0"
 
-from . import env, nn, optim  # noqa: E402
+from . import env, nn, optim, utils  # noqa: E402
 from ._jit import compile  # noqa: E402,A004
 
 Generator = None  # placeholder name some model code imports; seeding is of.manual_seed

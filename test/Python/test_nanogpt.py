@@ -1,8 +1,9 @@
 """The nanoGPT-style model of nanogpt.py, written against PyTorch, ported to
 of by changing only its three import lines, trains for 20 AdamW steps under
-of.compile on 1 rank and on 2 ranks (data parallel: parameters broadcast,
-batch split) and matches PyTorch's loss curve from the same initial
-weights and batches."""
+of.compile on 1 rank and on 2 ranks, data parallel (parameters broadcast,
+batch split) and Megatron-style tensor parallel (SBP chosen per parameter
+with module.to_global), and matches PyTorch's loss curve from the same
+initial weights and batches."""
 
 import json
 import os
@@ -84,9 +85,23 @@ model = ns["GPT"](cfg)
 init = np.load(sys.argv[2])
 model.load_state_dict({{k: init[k] for k in init.files}})
 ranks = of.env.world_size()
+layout = sys.argv[4]
 placement = of.placement("cpu", ranks=list(range(ranks))) if ranks > 1 else None
+S, B = of.sbp.split, of.sbp.broadcast
+
+def megatron(name, tensor):
+    # column-parallel c_fc, row-parallel MLP c_proj, vocabulary-parallel
+    # tied embedding / LM head; the rest replicated
+    if name.endswith("mlp.c_fc.weight") or name.endswith("mlp.c_fc.bias"):
+        return [S(0)]
+    if name.endswith("mlp.c_proj.weight"):
+        return [S(1)]
+    if name in ("transformer.wte.weight", "lm_head.weight"):
+        return [S(0)]
+    return [B]
+
 if placement is not None:
-    model.to_global(placement, of.sbp.broadcast)
+    model.to_global(placement, megatron if layout == "megatron" else of.sbp.broadcast)
 opt = of.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
 step = of.compile(model, optimizer=opt)
 x, y = batches(cfg, seed)
@@ -94,8 +109,9 @@ losses = []
 for i in range(STEPS):
     xb, yb = of.tensor(x[i]), of.tensor(y[i])
     if placement is not None:
-        xb = xb.to_global(placement, of.sbp.split(0))
-        yb = yb.to_global(placement, of.sbp.split(0))
+        data_sbp = of.sbp.split(0) if layout == "data" else of.sbp.broadcast
+        xb = xb.to_global(placement, data_sbp)
+        yb = yb.to_global(placement, data_sbp)
     losses.append(step(xb, yb).item())
 assert step.compiles == 1, step.compiles
 final = {{k: v.numpy() for k, v in model.state_dict().items()}}
@@ -105,8 +121,8 @@ if of.env.rank() == 0:
 '''
 
 
-@pytest.mark.parametrize("ranks", [1, 2])
-def test_nanogpt_matches_pytorch(tmp_path, rng, ranks):
+@pytest.mark.parametrize("ranks,layout", [(1, "data"), (2, "data"), (2, "megatron")])
+def test_nanogpt_matches_pytorch(tmp_path, rng, ranks, layout):
     seed = int(rng.integers(0, 2 ** 31))
     initial, want, torch_final = torch_losses(seed)
     init_file = tmp_path / "init.npz"
@@ -117,15 +133,15 @@ def test_nanogpt_matches_pytorch(tmp_path, rng, ranks):
     if ranks == 1:
         import subprocess
         proc = subprocess.run([sys.executable, str(worker), str(seed), str(init_file),
-                               str(final_file)], stdout=subprocess.PIPE,
+                               str(final_file), layout], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=600)
     else:
-        proc = launch(str(worker), ranks, seed, init_file, final_file)
+        proc = launch(str(worker), ranks, seed, init_file, final_file, layout)
     assert proc.returncode == 0, proc.stdout
     line = next(l for l in proc.stdout.splitlines() if l.startswith("LOSSES "))
     got = json.loads(line[len("LOSSES "):])
     errors = [abs(g - w) / abs(w) for g, w in zip(got, want)]
-    print(f"ranks={ranks} worst relative step error {max(errors):.2e}; "
+    print(f"ranks={ranks} {layout}: worst relative step error {max(errors):.2e}; "
           f"loss {want[0]:.4f} -> {want[-1]:.4f}")
     assert want[-1] < want[0] - 0.3, "the model should learn in 20 steps"
     assert max(errors) < TOLERANCE, list(zip(got, want))
