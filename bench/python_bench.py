@@ -2,7 +2,7 @@
 """The Python frontend against PyTorch in the same run, as ratios:
 
 - gpt: steps per second of the nanoGPT-style training loop of
-  test/Python/nanogpt.py (ported to of by its imports; 2 layers, d_model
+  examples/python/nanogpt.py (ported to of by its imports; 2 layers, d_model
   64, 4 heads, vocabulary 64, batch 8 x 16 tokens, AdamW), driven from
   Python: `of.compile(model, optimizer=...)` against PyTorch eager (and
   torch.compile where it works). Interleaved rounds; the figure is the
@@ -25,21 +25,14 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MODEL = ROOT / "test" / "Python" / "nanogpt.py"
 os.environ.setdefault("OF_CACHE_DIR", tempfile.mkdtemp(prefix="of-bench-cache-"))
 os.environ.setdefault("OF_LOG", "quiet")
 
 
 def load(framework):
-    source = MODEL.read_text()
-    if framework == "of":
-        source = (source.replace("import torch\n", "import of as torch\n")
-                  .replace("import torch.nn as nn\n", "import of.nn as nn\n")
-                  .replace("from torch.nn import functional as F\n",
-                           "from of.nn import functional as F\n"))
-    ns = {"__name__": f"nanogpt_{framework}"}
-    exec(compile(source, str(MODEL), "exec"), ns)
-    return ns
+    sys.path.insert(0, str(ROOT / "examples" / "python"))
+    from train_gpt import load_model
+    return load_model(framework)
 
 
 def median_step(fn, steps):

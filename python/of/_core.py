@@ -198,15 +198,20 @@ class Runner:
         self.input_index = {d["name"]: i for i, d in enumerate(self.inputs)}
         self.versions = {}  # input index -> (id, version) last set
 
+        self._out_np = [(tuple(d["shape"]), dt.from_mlir(d["dtype"]).np)
+                        for d in self.outputs]
+
     def set(self, index, array, global_value=False):
-        self.session.set_input(index, np.ascontiguousarray(array), global_value)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self.session.set_input(index, array, global_value)
 
     def run(self):
         self.session.run()
 
     def output(self, index):
-        d = self.outputs[index]
-        out = np.empty(d["shape"], dtype=dt.from_mlir(d["dtype"]).np)
+        shape, np_dtype = self._out_np[index]
+        out = np.empty(shape, dtype=np_dtype)
         self.session.get_output(index, out)
         return out
 
@@ -571,10 +576,16 @@ class Parameter(Tensor):
 # Converting Python values.
 
 def as_tensor_like(value, like):
-    """`value` (a Python number) as a 0-d tensor of `like`'s dtype."""
+    """`value` (a Python number) as a 0-d tensor of `like`'s dtype; a value
+    that dtype cannot hold (0.5 as an integer) is an error, not a silent
+    truncation."""
     if isinstance(value, Tensor):
         return value
-    return Tensor(np.array(value, dtype=like.dtype.np))
+    array = np.array(value, dtype=like.dtype.np)
+    if not like.dtype.is_floating_point and array.item() != value:
+        raise TypeError(f"{value!r} cannot be represented as {like.dtype}; convert the "
+                        f"tensor first (.float())")
+    return Tensor(array, dtype=like.dtype)
 
 
 def to_tensor(value, dtype=None):
@@ -698,28 +709,42 @@ def apply(spec, inputs):
 
 
 _eager_runners = {}
+_EAGER_CACHE_LIMIT = 1024  # sessions (each holds its arena); plans stay cached
+
+
+def _eager_key(spec, inputs, scalar_mix):
+    key = [spec.fmt, spec.attrs, spec.sig, tuple(spec.outs)]
+    for t in inputs:
+        if scalar_mix and t._placement is None:  # embedded as a constant
+            key.append(("c", t._dtype.name, t._value().tobytes()))
+        else:
+            key.append((t._shape, t._dtype.name, t._placement, t._sbp))
+    return tuple(key)
 
 
 def _eager(spec, inputs):
     plc, scalar_mix = _common_placement(inputs)
-    program = Program("op")
-    operands = []
-    for t in inputs:
-        if scalar_mix and t._placement is None:
-            operands.append(program.constant(t._value(), t.dtype))
-            continue
-        operands.append(program.add_arg(t))
-    refs = _write_op(program, spec, operands, None)
-    text = program.text([(r, program._types[r]) for r in refs])
-    runner = _eager_runners.get(text)
+    key = _eager_key(spec, inputs, scalar_mix)
+    runner = _eager_runners.get(key)
     if runner is None:
+        program = Program("op")
+        operands = []
+        for t in inputs:
+            if scalar_mix and t._placement is None:
+                operands.append(program.constant(t._value(), t.dtype))
+            else:
+                operands.append(program.add_arg(t))
+        refs = _write_op(program, spec, operands, None)
+        text = program.text([(r, program._types[r]) for r in refs])
         try:
             plan = compile_program(text, "cpu", "eager op")
         except CompileError as e:
             file, line = user_frame()
             raise CompileError(f"{file}:{line}: {spec.fmt.split()[0]}: {e}") from None
         runner = Runner(plan)
-        _eager_runners[text] = runner
+        if len(_eager_runners) >= _EAGER_CACHE_LIMIT:  # drop the oldest session
+            _eager_runners.pop(next(iter(_eager_runners)))
+        _eager_runners[key] = runner
     arg_index = 0
     for t in inputs:
         if scalar_mix and t._placement is None:

@@ -214,15 +214,17 @@ class CompiledFunction:
         single = not isinstance(out, (tuple, list))
         outs = [out] if single else list(out)
         for o in outs:
-            if not isinstance(o, Tensor) or o._program is not program:
+            if o is not None and (not isinstance(o, Tensor) or o._program is not program):
                 raise RuntimeError(f"{self.name}: the traced function must return tensors "
-                                   "computed from its inputs")
-        return outs, single
+                                   "computed from its inputs (or None)")
+        # None results (a model's loss without targets) stay None
+        layout = None if single else [o is not None for o in outs]
+        return [o for o in outs if o is not None], layout
 
     def _build(self, args):
         start = time.perf_counter()
         program, out, data_args = self._trace(args)
-        results, single = self._result_list(program, out)
+        results, layout = self._result_list(program, out)
         plc = next((t._placement for t in program.arg_tensors if t._placement is not None),
                    None)
         refs = []
@@ -253,7 +255,7 @@ class CompiledFunction:
         seed_index = index.get("dropout_seed")
         log_debug(f"{self.name}: traced and compiled in {time.perf_counter() - start:.2f} s")
         return _Executable(runner, data_inputs, state, self.optimizer is not None,
-                           self.optimizer, outputs, seed_index, plan), single
+                           self.optimizer, outputs, seed_index, plan), layout
 
     def __call__(self, *args):
         key = _signature(args)
@@ -262,9 +264,12 @@ class CompiledFunction:
             entry = self._build(args)
             self._cache[key] = entry
         self._last = entry
-        executable, single = entry
+        executable, layout = entry
         results = executable.run(args)
-        return results[0] if single or self.optimizer is not None else tuple(results)
+        if layout is None or self.optimizer is not None:
+            return results[0]
+        it = iter(results)
+        return tuple(next(it) if present else None for present in layout)
 
     # -- plans and state ----------------------------------------------------
     def _executable(self):

@@ -29,6 +29,8 @@ def _check_same_dtype(a, b, op):
 
 
 def _broadcast(a, b, op):
+    if a.shape == b.shape:
+        return tuple(a.shape)
     try:
         return tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     except ValueError:
@@ -36,7 +38,19 @@ def _broadcast(a, b, op):
                          "broadcast") from None
 
 
+def _promote_for_float_scalar(t, scalar):
+    """PyTorch's rule: an integer tensor with a Python float computes in the
+    default float type."""
+    if isinstance(scalar, float) and not t.dtype.is_floating_point:
+        return cast(t, dt.float32)
+    return t
+
+
 def _binary(name, a, b):
+    if isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = _promote_for_float_scalar(a, b)
+    elif isinstance(b, Tensor) and not isinstance(a, Tensor):
+        b = _promote_for_float_scalar(b, a)
     if not isinstance(a, Tensor):
         a = as_tensor_like(a, b)
     if not isinstance(b, Tensor):

@@ -44,21 +44,29 @@ class Progress:
         self.close()
 
     def rate(self):
-        elapsed = time.perf_counter() - self.start
-        return self.step / elapsed if elapsed > 0 else 0.0
+        """Steps per second since the first step ended (the first step
+        includes compiling, which would understate the steady rate)."""
+        if self.step < 2:
+            return 0.0
+        elapsed = time.perf_counter() - self.first_done
+        return (self.step - 1) / elapsed if elapsed > 0 else 0.0
 
     def update(self, **values):
         """Records one finished step and its values (loss=...)."""
         if self.start is None:
             self.start = time.perf_counter()
         self.step += 1
+        if self.step == 1:
+            self.first_done = time.perf_counter()
         self.values = values
         if not self.enabled:
             return
         rate = self.rate()
         parts = [f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
                  for k, v in values.items()]
-        if self.items_per_step:
+        if rate == 0.0:
+            pass
+        elif self.items_per_step:
             parts.append(f"{rate * self.items_per_step:,.0f} {self.unit}/s")
         else:
             parts.append(f"{rate:.2f} step/s")

@@ -17,34 +17,19 @@ from conftest import launch
 torch = pytest.importorskip("torch")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.join(HERE, "nanogpt.py")
 STEPS = 20
 BATCH = 4
 # float32 against float32 with different summation orders; measured worst
 # relative step error ~3e-7 on 1 and 2 ranks.
 TOLERANCE = 1e-4
-IMPORTS = [("import torch\n", "import of as torch\n"),
-           ("import torch.nn as nn\n", "import of.nn as nn\n"),
-           ("from torch.nn import functional as F\n", "from of.nn import functional as F\n")]
-
-
-def load_model_module(framework):
-    """nanogpt.py as a module namespace, for torch or (imports changed) of."""
-    source = open(MODEL).read()
-    if framework == "of":
-        for old, new in IMPORTS:
-            assert source.count(old) == 1, old
-            source = source.replace(old, new)
-    namespace = {"__name__": f"nanogpt_{framework}"}
-    exec(compile(source, MODEL, "exec"), namespace)
-    return namespace
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
+from train_gpt import corpus, load_model as load_model_module  # noqa: E402
 
 
 def batches(cfg, seed):
     """Next-token batches cut from a text that ships with Debian, as bytes
     folded into the vocabulary."""
-    text = open("/usr/share/common-licenses/GPL-3", "rb").read()
-    tokens = np.frombuffer(text, np.uint8).astype(np.int64) % cfg.vocab_size
+    tokens = corpus(cfg.vocab_size)
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, len(tokens) - cfg.block_size - 1, size=(STEPS, BATCH))
     x = np.stack([[tokens[s:s + cfg.block_size] for s in row] for row in starts])
