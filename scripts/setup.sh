@@ -21,6 +21,13 @@ DEBIAN_PACKAGES=(
 # safetensors: an independent reader of OF's checkpoints; scikit-learn: its
 # bundled digits data set, which the training tests learn.
 PYTHON_PACKAGES=(pytest numpy ml_dtypes jax safetensors scikit-learn)
+PYTHON_IMPORTS="import pytest, numpy, ml_dtypes, jax, safetensors, sklearn"
+# `setup.sh --test` adds PyTorch, the reference of the Python frontend's
+# tests (PyPI's wheel, which brings CUDA libraries: a large download once).
+if [[ "${1:-}" == "--test" ]]; then
+  PYTHON_PACKAGES+=(torch)
+  PYTHON_IMPORTS+=", torch"
+fi
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -40,7 +47,7 @@ else
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import pytest, numpy, ml_dtypes, jax, safetensors, sklearn" >/dev/null 2>&1; then
+if ! "$PYTHON" -c "$PYTHON_IMPORTS" >/dev/null 2>&1; then
   echo "[setup] installing Python packages: ${PYTHON_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PYTHON_PACKAGES[@]}"
 else

@@ -477,12 +477,16 @@ class Tensor:
     def __repr__(self):
         if self._program is not None:
             return f"tensor(<traced>, shape={list(self.shape)}, dtype={self.dtype})"
-        value = np.array2string(np.asarray(self.numpy(), dtype=np.float64)
-                                if self.dtype is dt.bfloat16 else self.numpy(),
+        # A global tensor shows this rank's part: printing must not be a
+        # collective (one rank printing would wait for the others).
+        data = self._value()
+        value = np.array2string(np.asarray(data, dtype=np.float64)
+                                if self.dtype is dt.bfloat16 else data,
                                 separator=", ", prefix="tensor(")
         extra = "" if self.dtype in (dt.float32, dt.int64) else f", dtype={self.dtype}"
         if self._placement is not None:
-            extra += f", placement={self._placement}, sbp={list(self._sbp)}"
+            return (f"tensor(<global, shape={list(self.shape)}>, placement={self._placement}, "
+                    f"sbp={list(self._sbp)}{extra}, local part=\n{value})")
         return f"tensor({value}{extra})"
 
     def __bool__(self):

@@ -257,8 +257,19 @@ class CompiledFunction:
         return _Executable(runner, data_inputs, state, self.optimizer is not None,
                            self.optimizer, outputs, seed_index, plan), layout
 
+    def _module_key(self):
+        """What of the modules changes the traced program: train/eval modes,
+        which tensors are the state and which are trained."""
+        key = []
+        for _, module in self.modules:
+            for m in module.modules():
+                key.append(m.training)
+            for t in module.state_dict().values():
+                key.append((id(t), t.requires_grad))
+        return tuple(key)
+
     def __call__(self, *args):
-        key = _signature(args)
+        key = (_signature(args), self._module_key())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._build(args)

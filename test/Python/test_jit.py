@@ -173,3 +173,20 @@ def test_backward_outside_a_compiled_step_is_a_clear_error():
     loss = (of.ones(3) * 2).sum()
     with pytest.raises(RuntimeError, match="compiled training steps"):
         loss.backward()
+
+
+def test_dropout_in_a_compiled_step_and_eval_mode_recompiles(rng):
+    model = nn.Sequential(nn.Linear(8, 64), nn.Dropout(0.5), nn.Linear(64, 1))
+    x = of.from_numpy(rng.standard_normal((16, 8)).astype(np.float32))
+    y = of.zeros(16, 1)
+    step = of.compile(model, loss_fn=F.mse_loss, optimizer=of.optim.SGD(model.parameters(),
+                                                                         lr=0.0))
+    losses = {step(x, y).item() for _ in range(4)}
+    assert len(losses) == 4, "each step draws a new dropout mask"
+    forward = of.compile(model)
+    train_out = forward(x).numpy()
+    model.eval()
+    eval_out = forward(x).numpy()
+    assert forward.compiles == 2, "eval mode is a different program"
+    np.testing.assert_allclose(eval_out, model(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(train_out, eval_out)
