@@ -279,3 +279,13 @@ def test_errors_name_the_python_line():
         of.zeros(2, 3).view(4, 2)
     with pytest.raises(IndexError, match="out of range"):
         of.zeros(2, 3)[5]
+
+
+def test_runtime_errors_are_exceptions():
+    with pytest.raises(RuntimeError, match="index"):
+        OF.embedding(of.tensor([[1, 7]]), of.zeros(3, 2))
+    with pytest.raises(TypeError, match="cannot be represented as of.int64"):
+        of.tensor([1, 2]).masked_fill(of.tensor([True, False]), 0.5)
+    with pytest.raises(TypeError, match="no dtype for NumPy's complex64"):
+        of.from_numpy(np.zeros(2, np.complex64))
+    assert (of.tensor([1, 2]) * 0.5).dtype is of.float32  # PyTorch's promotion
