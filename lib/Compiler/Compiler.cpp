@@ -137,11 +137,11 @@ CompileResult compile(const std::string &source, const std::string &sourceName,
 
   mlir::of::PipelineOptions options;
   std::string optionError;
-  if (failed(mlir::of::parsePipelineOptions(
-          pipeline, options, [&](const Twine &message) {
-            optionError = message.str();
-            return failure();
-          })))
+  if (failed(mlir::of::parsePipelineOptions(pipeline, options,
+                                            [&](const Twine &message) {
+                                              optionError = message.str();
+                                              return failure();
+                                            })))
     return error(optionError);
   PassManager pm(&ctx);
   pm.addInstrumentation(std::make_unique<PassLog>(result.passes));

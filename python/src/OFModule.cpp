@@ -1,4 +1,4 @@
-//===- OFModule.cpp - of._C: the Python binding of OF -----------------------===//
+//===- OFModule.cpp - of._C: the Python binding of OF ---------------------===//
 //
 // A thin pybind11 layer over two C/C++ APIs: the compiler call of
 // OF/Compiler/Compiler.h (program text to .ofp bytes) and libofrt's C API
@@ -135,8 +135,8 @@ py::dict tensorInfo(const ofrt_tensor_info &info, bool hasDist,
     d["global_bytes"] = dist.global_bytes;
     d["mesh"] = std::vector<int64_t>(dist.mesh, dist.mesh + dist.mesh_rank);
     d["sbp"] = std::vector<int>(dist.sbp, dist.sbp + dist.mesh_rank);
-    d["mesh_ranks"] =
-        std::vector<int>(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks);
+    d["mesh_ranks"] = std::vector<int>(dist.mesh_ranks,
+                                       dist.mesh_ranks + dist.num_mesh_ranks);
   } else {
     d["global_shape"] = d["shape"];
     d["global_bytes"] = info.bytes;
@@ -188,8 +188,7 @@ public:
     for (size_t i = 0; i < ofrt_session_num_inputs(live()); ++i) {
       ofrt_dist dist;
       bool has = ofrt_session_input_dist(live(), i, &dist);
-      py::dict d =
-          tensorInfo(ofrt_session_input_info(live(), i), has, dist);
+      py::dict d = tensorInfo(ofrt_session_input_info(live(), i), has, dist);
       d["is_set"] = bool(ofrt_session_input_is_set(live(), i));
       out.append(d);
     }
@@ -200,8 +199,7 @@ public:
     for (size_t i = 0; i < ofrt_session_num_outputs(live()); ++i) {
       ofrt_dist dist;
       bool has = ofrt_session_output_dist(live(), i, &dist);
-      py::dict d =
-          tensorInfo(ofrt_session_output_info(live(), i), has, dist);
+      py::dict d = tensorInfo(ofrt_session_output_info(live(), i), has, dist);
       d["updates"] = ofrt_session_output_updates(live(), i);
       out.append(d);
     }
@@ -212,10 +210,8 @@ public:
     checkInput(index);
     size_t bytes = inputBytes(index, global);
     py::buffer_info info = contiguous(data, false, bytes, "set_input");
-    check(global ? ofrt_session_set_input_global(live(), index,
-                                                 info.ptr, bytes)
-                 : ofrt_session_set_input(live(), index, info.ptr,
-                                          bytes));
+    check(global ? ofrt_session_set_input_global(live(), index, info.ptr, bytes)
+                 : ofrt_session_set_input(live(), index, info.ptr, bytes));
   }
   void getInput(size_t index, const py::buffer &out) const {
     checkInput(index);
@@ -255,8 +251,7 @@ public:
     ofrt_error *e;
     {
       py::gil_scoped_release release;
-      e = ofrt_session_gather_output(live(), index, ptr, bytes,
-                                     &isRoot);
+      e = ofrt_session_gather_output(live(), index, ptr, bytes, &isRoot);
     }
     check(e);
     return isRoot;
@@ -361,16 +356,18 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("world_size", &Plan::worldSize)
       .def_property_readonly("entries", &Plan::entries);
 
-  m.def("mpi_launched", [] { return bool(ofrt_comm_launched()); },
-        "True when an MPI launcher started this process");
+  m.def(
+      "mpi_launched", [] { return bool(ofrt_comm_launched()); },
+      "True when an MPI launcher started this process");
   m.def("comm_rank", [] { return Comm::world().rank(); });
   m.def("comm_size", [] { return Comm::world().size(); });
   m.def("comm_barrier", [] { Comm::world().barrier(); });
   m.def("comm_set_timeout",
         [](double seconds) { Comm::world().setTimeout(seconds); });
   m.def("comm_abort", [](int code) { Comm::world().abort(code); });
-  m.def("comm_finalize", [] { Comm::world().finalize(); },
-        "Closes every distributed session and finalises MPI (at exit)");
+  m.def(
+      "comm_finalize", [] { Comm::world().finalize(); },
+      "Closes every distributed session and finalises MPI (at exit)");
 
   py::class_<Session>(m, "Session")
       .def(py::init<std::shared_ptr<Plan>, const std::string &, bool, int>(),
@@ -382,12 +379,10 @@ PYBIND11_MODULE(_C, m) {
            py::arg("global_value") = false)
       .def("get_input", &Session::getInput, py::arg("index"), py::arg("out"))
       .def("run", &Session::run)
-      .def("get_output", &Session::getOutput, py::arg("index"),
-           py::arg("out"))
+      .def("get_output", &Session::getOutput, py::arg("index"), py::arg("out"))
       .def("gather_output", &Session::gatherOutput, py::arg("index"),
            py::arg("out"))
-      .def("save_state", &Session::saveState, py::arg("path"),
-           py::arg("step"))
+      .def("save_state", &Session::saveState, py::arg("path"), py::arg("step"))
       .def("load_state", &Session::loadState, py::arg("path"))
       .def_property_readonly("arena_bytes", &Session::arenaBytes);
 }
