@@ -118,6 +118,18 @@ class GPT(nn.Module):
         elif isinstance(module, nn.Embedding):
             torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
+    def configure_optimizers(self, weight_decay, learning_rate, betas):
+        # every 2-D parameter (matmul weights, embeddings) decays; biases and
+        # layer norms don't
+        param_dict = {pn: p for pn, p in self.named_parameters() if p.requires_grad}
+        decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+        nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+        optim_groups = [
+            {'params': decay_params, 'weight_decay': weight_decay},
+            {'params': nodecay_params, 'weight_decay': 0.0},
+        ]
+        return torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas)
+
     def forward(self, idx, targets=None):
         device = idx.device
         b, t = idx.size()

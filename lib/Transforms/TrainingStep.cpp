@@ -336,6 +336,11 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
       Value g = grads[k];
       Value lrp = u.castLike(lr, param);
       Value next;
+      // A parameter's own `of.weight_decay` (PyTorch's parameter groups:
+      // no decay for biases and norms) overrides the pass option.
+      double weightDecay = this->weightDecay;
+      if (auto own = primal.getArgAttrOfType<FloatAttr>(p, "of.weight_decay"))
+        weightDecay = own.getValueAsDouble();
       if (adam) {
         Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
         Value v = u.add(u.scale(stateArg(1, k), beta2),

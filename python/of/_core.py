@@ -283,7 +283,7 @@ class Program:
         if plc is not None:
             self.placements[plc.symbol()] = plc
 
-    def add_arg(self, tensor, name=None, param=False):
+    def add_arg(self, tensor, name=None, param=False, weight_decay=None):
         ssa = self.fresh("a")
         self.note_placement(tensor._placement)
         attrs = []
@@ -291,6 +291,8 @@ class Program:
             attrs.append(f'of.name = "{name}"')
         if param:
             attrs.append("of.param")
+        if weight_decay is not None:
+            attrs.append(f"of.weight_decay = {float_text(weight_decay)} : f64")
         ty = _type(tensor.shape, tensor.dtype, tensor._placement, tensor._sbp)
         self.args.append((ssa, ty, attrs))
         self._types[ssa] = ty

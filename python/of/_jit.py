@@ -30,7 +30,9 @@ def capture(program, t):
     if binding is None:
         return None
     name, trainable = binding
-    return program.add_arg(t, name=name, param=trainable and program.train)
+    decay = program.weight_decays.get(id(t))
+    return program.add_arg(t, name=name, param=trainable and program.train,
+                           weight_decay=decay if trainable and program.train else None)
 
 
 def dropout_seed(program):
@@ -177,6 +179,7 @@ class CompiledFunction:
         program = Program(self.name, trace=True)
         program.train = train
         program.bindings = self._bindings()
+        program.weight_decays = self.optimizer._weight_decays() if train else {}
         sym_args = []
         data_args = []
         for i, a in enumerate(args):

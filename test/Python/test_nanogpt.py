@@ -1,6 +1,7 @@
 """The nanoGPT-style model of nanogpt.py, written against PyTorch, ported to
 of by changing only its three import lines, trains for 20 AdamW steps under
-of.compile on 1 rank and on 2 ranks, data parallel (parameters broadcast,
+of.compile (with nanoGPT's two AdamW parameter groups: no weight decay for
+biases and norms) on 1 rank and on 2 ranks, data parallel (parameters broadcast,
 batch split) and Megatron-style tensor parallel (SBP chosen per parameter
 with module.to_global), and matches PyTorch's loss curve from the same
 initial weights and batches."""
@@ -43,7 +44,7 @@ def torch_losses(seed):
     torch.manual_seed(seed)
     model = ns["GPT"](cfg)
     initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    opt = model.configure_optimizers(0.1, 3e-3, (0.9, 0.95))
     x, y = batches(cfg, seed)
     losses = []
     for i in range(STEPS):
@@ -87,7 +88,7 @@ def megatron(name, tensor):
 
 if placement is not None:
     model.to_global(placement, megatron if layout == "megatron" else of.sbp.broadcast)
-opt = of.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1)
+opt = model.configure_optimizers(0.1, 3e-3, (0.9, 0.95))  # two groups, as nanoGPT
 step = of.compile(model, optimizer=opt)
 x, y = batches(cfg, seed)
 losses = []

@@ -119,8 +119,10 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     Optimizers follow PyTorch's definitions: SGD
     (`g += wd p; buf = momentum buf + g; p -= lr buf`) and AdamW
     (`p *= 1 - lr wd; m, v` moving averages with bias correction
-    `1 - beta^t`; `p -= lr m_hat / (sqrt(v_hat) + eps)`). With
-    `max-grad-norm > 0` the gradients are first scaled by
+    `1 - beta^t`; `p -= lr m_hat / (sqrt(v_hat) + eps)`). A parameter
+    argument with `of.weight_decay = <f64>` uses that decay instead of the
+    option's (PyTorch's parameter groups: no decay for biases and norms).
+    With `max-grad-norm > 0` the gradients are first scaled by
     `min(1, max / (||g|| + 1e-6))`, `||g||` the global norm over every
     parameter (its partial sums are reduced across ranks by boxing).
 

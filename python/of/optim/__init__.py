@@ -23,13 +23,23 @@ class Optimizer:
         self.param_groups = groups
         self.defaults = defaults
         self._steps = 0
-        keys = [k for k in defaults if k != "lr"]
+        # Groups may differ in weight decay (compiled per parameter); the
+        # other settings are one compiled update for every parameter.
+        keys = [k for k in defaults if k != "weight_decay"]
         for g in groups[1:]:
-            for k in keys + ["lr"]:
+            for k in keys:
                 if g[k] != groups[0][k]:
                     raise NotImplementedError(
                         f"{type(self).__name__}: parameter groups with different '{k}' "
-                        "are not supported yet (the compiled step has one setting)")
+                        "are not supported yet (groups may differ in weight_decay only)")
+
+    def _weight_decays(self):
+        """id(parameter) -> its group's weight decay, when groups differ."""
+        decays = {g["weight_decay"] for g in self.param_groups}
+        if len(decays) <= 1:
+            return {}
+        return {id(p): float(g["weight_decay"]) for g in self.param_groups
+                for p in g["params"]}
 
     def zero_grad(self, set_to_none=True):
         pass  # gradients live inside the compiled step

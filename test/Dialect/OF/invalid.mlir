@@ -122,13 +122,23 @@ func.func @f(%x: tensor<4xf32, #of.sbp<@a, [B]>>, %y: tensor<4xf32, #of.sbp<@b, 
 
 // -----
 
-// expected-error@+1 {{unknown argument attribute 'of.nmae'; known: of.name, of.global, of.param}}
+// expected-error@+1 {{unknown argument attribute 'of.nmae'; known: of.name, of.global, of.param, of.weight_decay}}
 func.func private @f(%x: tensor<4xf32> {of.nmae = "x"})
 
 // -----
 
 // expected-error@+1 {{of.name of argument 0 must be a non-empty string}}
 func.func private @f(%x: tensor<4xf32> {of.name = 3})
+
+// -----
+
+// expected-error@+1 {{of.weight_decay of argument 0 needs of.param (only parameters are decayed)}}
+func.func private @f(%x: tensor<4xf32> {of.weight_decay = 0.0 : f64})
+
+// -----
+
+// expected-error@+1 {{of.weight_decay of argument 0 must be a non-negative finite float}}
+func.func private @f(%x: tensor<4xf32> {of.param, of.weight_decay = -1.0 : f64})
 
 // -----
 

@@ -16,6 +16,8 @@
 #include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::of;
 
@@ -317,6 +319,20 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
              << index << " takes no value";
     return success();
   }
+  if (isArg && attr.getName() == "of.weight_decay") {
+    // This parameter's weight decay in --of-training-step (PyTorch's
+    // parameter groups), overriding the pass option.
+    auto decay = dyn_cast<FloatAttr>(attr.getValue());
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!decay || decay.getValueAsDouble() < 0 ||
+        !std::isfinite(decay.getValueAsDouble()))
+      return op->emitError("of.weight_decay of argument ")
+             << index << " must be a non-negative finite float";
+    if (func && !func.getArgAttr(index, "of.param"))
+      return op->emitError("of.weight_decay of argument ")
+             << index << " needs of.param (only parameters are decayed)";
+    return success();
+  }
   if (!isArg && attr.getName() == "of.update") {
     // Set by --of-training-step: this result is the next value of the
     // argument it names (a parameter or optimizer state), which the runtime
@@ -349,7 +365,7 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
   return op->emitError("unknown ")
          << kind << " attribute '" << attr.getName().getValue()
          << "'; known: of.name, of.global"
-         << (isArg ? ", of.param" : ", of.update");
+         << (isArg ? ", of.param, of.weight_decay" : ", of.update");
 }
 
 LogicalResult OFDialect::verifyRegionArgAttribute(Operation *op, unsigned,

@@ -1,0 +1,24 @@
+// A parameter's own of.weight_decay overrides --of-training-step's
+// weight-decay (PyTorch's parameter groups: biases without decay).
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd weight-decay=0.5" | FileCheck %s
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw weight-decay=0.5" | FileCheck %s --check-prefix=ADAM
+
+// CHECK-LABEL: func.func @loss_train_step(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
+// CHECK: %[[HALF:.*]] = of.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: of.mul %[[W]], %[[HALF]]
+// CHECK-NOT: of.mul %[[B]],
+
+// ADAM-LABEL: func.func @loss_train_step(
+// ADAM-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
+// ADAM: of.mul %[[W]], %{{.*}} : (tensor<8x2xf32>, tensor<f32>)
+// ADAM-NOT: of.mul %[[B]],
+
+func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x2xf32> {of.param, of.name = "w"},
+                %b: tensor<2xf32> {of.param, of.name = "b", of.weight_decay = 0.0 : f64}) -> tensor<f32> {
+  %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %z = of.add %y, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  %t = of.tanh %z : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %l = of.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<4x2xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
