@@ -1,11 +1,13 @@
 //===- Autodiff.cpp - Reverse-mode differentiation of global programs -----===//
 //
 // --of-autodiff: for each function with {of.param} arguments and a scalar
-// loss as its first result, adds @<name>_grad returning the loss and one
-// gradient per parameter. The backward ops come from each op's
-// GradientOpInterface; activity analysis keeps the work to the ops on a
-// path from a parameter to the loss. Runs before SBP propagation (see the
-// brief's autodiff contract), on inlined, single-block functions.
+// loss as its first result, adds @<name>_grad returning the loss, one
+// gradient per parameter, then the function's state updates (its other
+// results marked `of.update`, e.g. batch norm's running statistics). The
+// backward ops come from each op's GradientOpInterface; activity analysis keeps
+// the work to the ops on a path from a parameter to the loss. Runs before SBP
+// propagation (see the brief's autodiff contract), on inlined, single-block
+// functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +98,12 @@ public:
       resultAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr("of.name", b.getStringAttr(gradientName(grad, i)))));
     }
+    // State updates pass through, after the gradients.
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r)
+      if (grad.getResultAttr(r, "of.update")) {
+        results.push_back(ret.getOperand(r));
+        resultAttrs.push_back(grad.getResultAttrDict(r));
+      }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
     grad.setType(FunctionType::get(grad.getContext(), grad.getArgumentTypes(),

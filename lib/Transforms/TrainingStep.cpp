@@ -205,6 +205,18 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     SmallVector<bool> isParam(numPrimal, false);
     for (unsigned p : params)
       isParam[p] = true;
+    // The primal's own state updates (results marked of.update: batch
+    // norm's running statistics): arguments that are state, not data, and
+    // come back from @<name>_grad after the gradients.
+    SmallVector<std::pair<unsigned, std::string>> auxUpdates;
+    for (unsigned r = 1; r < primal.getNumResults(); ++r)
+      if (auto target =
+              primal.getResultAttrOfType<IntegerAttr>(r, "of.update")) {
+        auto n = primal.getResultAttrOfType<StringAttr>(r, "of.name");
+        unsigned a = target.getInt();
+        auxUpdates.push_back({a, n ? n.str() : paramName(a)});
+        isParam[a] = true; // not stacked by accumulation
+      }
     SmallVector<Type> argTypes;
     for (unsigned i = 0; i < numPrimal; ++i) {
       Type type = primal.getArgumentTypes()[i];
@@ -244,12 +256,20 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
 
     // The gradients, averaged over the micro-batches: micro-batch i of a
     // data argument is its slice [i] along the stacking axis.
+    // Micro-batches update the state in turn: each call reads the state
+    // the previous one returned.
     Value loss;
     SmallVector<Value> grads;
+    DenseMap<unsigned, Value> currentState;
+    SmallVector<Value> auxValues;
     for (unsigned micro = 0; micro < accumulate; ++micro) {
       SmallVector<Value> callArgs;
       for (unsigned i = 0; i < numPrimal; ++i) {
         Value arg = body->getArgument(i);
+        if (Value current = currentState.lookup(i)) {
+          callArgs.push_back(current);
+          continue;
+        }
         if (accumulate == 1 || isParam[i]) {
           callArgs.push_back(arg);
           continue;
@@ -270,13 +290,18 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
       }
       auto call = func::CallOp::create(b, loc, grad, callArgs);
       loss = micro ? u.add(loss, call.getResult(0)) : call.getResult(0);
-      for (auto [k, g] :
-           llvm::enumerate(ValueRange(call.getResults()).drop_front())) {
+      ValueRange callGrads =
+          ValueRange(call.getResults()).slice(1, params.size());
+      for (auto [k, g] : llvm::enumerate(callGrads)) {
         if (micro)
           grads[k] = u.add(grads[k], g);
         else
           grads.push_back(g);
       }
+      auxValues = llvm::to_vector(
+          ValueRange(call.getResults()).drop_front(1 + params.size()));
+      for (auto [j, aux] : llvm::enumerate(auxUpdates))
+        currentState[aux.first] = auxValues[j];
     }
     if (accumulate > 1) {
       loss = u.scale(loss, 1.0 / accumulate);
@@ -371,6 +396,8 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
       newState.back() = adamStep;
     for (auto [i, s] : llvm::enumerate(state))
       update(newState[i], numPrimal + i, s.name);
+    for (auto [j, aux] : llvm::enumerate(auxUpdates))
+      update(auxValues[j], aux.first, aux.second);
 
     func::ReturnOp::create(b, loc, results);
     step.setType(

@@ -273,6 +273,7 @@ class Program:
         self.seed_arg = None
         self.dropouts = 0
         self.loss = None
+        self.updates = []    # (state tensor, its new value) written by the program
         self._types = {}     # ssa -> type text
 
     def fresh(self, prefix="v"):
@@ -324,15 +325,17 @@ class Program:
         self._types[ssa] = ty
         return ssa
 
-    def text(self, results, result_attrs=None, loc_names=True):
+    def text(self, results, result_attrs=None):
+        """The function returning `results` [(ssa, type)]; `result_attrs`
+        gives each result's attribute text (None for none)."""
         header = "".join(p.mlir() + "\n" for p in self.placements.values())
         args = ", ".join(
             f"{ssa}: {ty}" + (f" {{{', '.join(attrs)}}}" if attrs else "")
             for ssa, ty, attrs in self.args)
         result_attrs = result_attrs or [None] * len(results)
         rtypes = ", ".join(
-            ty + (f' {{of.name = "{n}"}}' if n else "")
-            for (_, ty), n in zip(results, result_attrs))
+            ty + (f" {{{a}}}" if a else "")
+            for (_, ty), a in zip(results, result_attrs))
         body = "\n  ".join(self.lines)
         ret = ", ".join(ssa for ssa, _ in results)
         rts = ", ".join(ty for _, ty in results)

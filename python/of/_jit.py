@@ -80,6 +80,10 @@ class _Executable:
         self.plan = plan
         self.lr_index = runner.input_index.get("lr") if train else None
         self.initialised = False
+        # the module state a run replaces (parameters, optimizer-independent
+        # state such as running statistics)
+        updated = {o["updates"] for o in runner.outputs if o["updates"] >= 0}
+        self.updated_state = [(i, t) for i, t in state if i in updated]
 
     def _bind_state(self):
         r = self.runner
@@ -108,11 +112,11 @@ class _Executable:
             from . import _random
             r.set(self.seed_index, np.array(_random.seed64(), np.int64))
         r.run()
+        for index, t in self.updated_state:
+            t._version += 1
+            t._source = (r, index)
+            r.versions[index] = (id(t), t._version)
         if self.train:
-            for index, t in self.state:
-                t._version += 1
-                t._source = (r, index)
-                r.versions[index] = (id(t), t._version)
             self.optimizer._steps += 1
         results = []
         for index, plc in self.outputs:
@@ -241,7 +245,21 @@ class CompiledFunction:
                 ref, ty = "%loss_b", boxed
             refs.append((ref, ty))
         names = ["loss"] if self.optimizer is not None else [f"out{i}" for i in range(len(refs))]
-        text = program.text(refs, names)
+        attrs = [f'of.name = "{n}"' for n in names]
+        # State the program writes (batch norm's running statistics): results
+        # that update their arguments, so the runtime keeps them.
+        arg_index = {ssa: i for i, (ssa, _, _) in enumerate(program.args)}
+        for k, (buffer, value) in enumerate(program.updates):
+            index = arg_index[program.values[id(buffer)]]
+            ref, ty = program.values[id(value)], program._types[program.values[id(value)]]
+            arg_type = program.args[index][1]
+            if ty != arg_type:
+                program.lines.append(f"%upd{k} = of.boxing {ref} : {ty} -> {arg_type}")
+                ref = f"%upd{k}"
+            refs.append((ref, arg_type))
+            name = program.bindings[id(buffer)][0]
+            attrs.append(f'of.name = "{name}", of.update = {index} : i64')
+        text = program.text(refs, attrs)
         pipeline = self._pipeline()
         plan = compile_program(text, pipeline, self.name, dump_dir=self.dump_dir,
                                progress=_progress)
@@ -310,10 +328,13 @@ class CompiledFunction:
         ex = self._executable()
         ex._bind_state()
         step = ex.runner.session.load_state(path)
+        from .serialization import tensor_names
+        names = tensor_names(path)
         for index, t in ex.state:
-            t._version += 1
-            t._source = (ex.runner, index)
-            ex.runner.versions[index] = (id(t), t._version)
+            if ex.runner.inputs[index]["name"] in names:
+                t._version += 1
+                t._source = (ex.runner, index)
+                ex.runner.versions[index] = (id(t), t._version)
         ex.initialised = True
         if self.optimizer is not None:
             self.optimizer._steps = step

@@ -50,6 +50,14 @@ def save(state_dict, path, metadata=None):
     os.replace(tmp, path)
 
 
+def tensor_names(path):
+    """The tensor names in a safetensors file's header."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    return {k for k in header if k != "__metadata__"}
+
+
 def _load_safetensors(path):
     size = os.path.getsize(path)
     with open(path, "rb") as f:

@@ -190,3 +190,37 @@ def test_dropout_in_a_compiled_step_and_eval_mode_recompiles(rng):
     assert forward.compiles == 2, "eval mode is a different program"
     np.testing.assert_allclose(eval_out, model(x).numpy(), rtol=1e-5, atol=1e-6)
     assert not np.allclose(train_out, eval_out)
+
+
+def test_batch_norm_running_statistics_in_compiled_steps(rng):
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                             torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(64, 2))
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(64, 2))
+    m.load_state_dict(tm.state_dict(), strict=False)
+    x = rng.standard_normal((8, 3, 6, 6)).astype(np.float32) * 2 + 1
+    y = rng.integers(0, 2, 8)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1)
+    step = of.compile(m, loss_fn=F.cross_entropy, optimizer=of.optim.SGD(m.parameters(),
+                                                                          lr=0.1))
+    for _ in range(3):
+        loss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        topt.zero_grad()
+        loss.backward()
+        topt.step()
+        got = step(of.from_numpy(x), of.tensor(y)).item()
+        assert abs(got - loss.item()) <= 1e-4 * abs(loss.item())
+    for name in ("1.running_mean", "1.running_var", "1.weight", "0.weight"):
+        np.testing.assert_allclose(m.state_dict()[name].numpy(),
+                                   tm.state_dict()[name].detach().numpy(),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
+    # a compiled forward in training mode updates them too, as eagerly
+    forward = of.compile(m)
+    before = m[1].running_mean.numpy().copy()
+    forward(of.from_numpy(x))
+    after_compiled = m[1].running_mean.numpy().copy()
+    m[1].running_mean.copy_(before)
+    m(of.from_numpy(x))
+    np.testing.assert_allclose(after_compiled, m[1].running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    assert not np.allclose(before, after_compiled)

@@ -37,7 +37,10 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
     the gradient of the loss with respect to each parameter, in argument
     order, each of its parameter's type (a gradient computed without a
     distribution is boxed to the parameter's, so a `B` parameter gets a `B`
-    gradient). The original function stays.
+    gradient). Results after the loss marked `of.update = <argument>` (the
+    function's own state, e.g. batch norm's running statistics) follow the
+    gradients unchanged; other results are dropped. The original function
+    stays.
 
     The backward program is built from each op's `GradientOpInterface`
     (vector-Jacobian product written with `of` ops) in reverse program

@@ -303,10 +303,10 @@ class Dropout(Module):
 
 
 class BatchNorm2d(Module):
-    """Batch normalisation over NCHW channels. In eager training mode the
-    running statistics are updated after each call; in a compiled step the
-    batch statistics normalise and the running statistics stay as they
-    were (use eval mode with trained statistics for inference)."""
+    """Batch normalisation over NCHW channels. In training mode the batch
+    statistics normalise and the running statistics are updated after each
+    call, eagerly or in a compiled program (which returns them as updates
+    of its state, kept by the runtime)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1):
         super().__init__()
@@ -319,9 +319,12 @@ class BatchNorm2d(Module):
     def forward(self, x):
         y, mean, var = _ops.batch_norm(x, self.running_mean, self.running_var, self.weight,
                                        self.bias, self.training, self.momentum, self.eps)
-        if self.training and y._program is None:
-            self.running_mean._set_value(mean._value())
-            self.running_var._set_value(var._value())
+        if self.training:
+            if y._program is None:
+                self.running_mean._set_value(mean._value())
+                self.running_var._set_value(var._value())
+            else:  # a traced program returns them as updates of its state
+                y._program.updates += [(self.running_mean, mean), (self.running_var, var)]
         return y
 
 
