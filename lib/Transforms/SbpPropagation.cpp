@@ -386,12 +386,28 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
     if (auto it = explanation.find(&op); it != explanation.end())
       op.emitRemark(it->second);
 
-  // Unannotated results take what the program computes.
+  // Unannotated results take what the program computes, except a result
+  // that updates an argument (of.update): it takes that argument's
+  // distribution (a data-parallel parameter's update is computed P but
+  // must come back B), and --of-insert-boxing converts it.
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Type> results(func.getResultTypes());
-  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-    if (isa<RankedTensorType>(results[i]) && !getSbp(results[i]))
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (!isa<RankedTensorType>(results[i]) || getSbp(results[i]))
+      continue;
+    auto target = func.getResultAttrOfType<IntegerAttr>(i, "of.update");
+    if (target && target.getInt() >= 0 &&
+        target.getInt() < static_cast<int64_t>(body.getNumArguments())) {
+      results[i] = body.getArgument(target.getInt()).getType();
+      if (v.getType() != results[i] && getSbp(v.getType()) &&
+          getSbp(results[i])) {
+        OpBuilder b(ret);
+        ret.setOperand(i, BoxingOp::create(b, ret.getLoc(), results[i], v));
+      }
+    } else {
       results[i] = v.getType();
+    }
+  }
   func.setType(FunctionType::get(ctx, body.getArgumentTypes(), results));
   return success();
 }

@@ -5,6 +5,11 @@
 // RUN: of-opt %s --of-autodiff --of-training-step=optimizer=sgd | FileCheck %s
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd accumulate=2" | FileCheck %s --check-prefix=ACC
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd,stop-after=plan | FileCheck %s --check-prefix=PLAN
+// A placed function's unannotated parameter is B, so its update (computed
+// P from data-parallel gradients) comes back B through a boxing:
+// RUN: of-opt %of_src_root/examples/convnet.mlir --of-pipeline=cpu,train=sgd,stop-after=sbp | FileCheck %s --check-prefix=CONV
+// CONV-LABEL: func.func @convnet_train_step(
+// CONV-SAME: tensor<8x3x3x3xf32, #of.sbp<@dp, [B]>> {of.name = "conv.weight", of.update = 2 : i64}
 
 // CHECK-LABEL: func.func @loss_grad(
 // CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {of.name = "grad_g"}, tensor<3xf32> {of.name = "grad_b"}, tensor<3xf32> {of.name = "bn.running_mean", of.update = 3 : i64}, tensor<3xf32> {of.name = "bn.running_var", of.update = 4 : i64})

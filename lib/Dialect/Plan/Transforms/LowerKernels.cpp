@@ -1,0 +1,432 @@
+//===- LowerKernels.cpp - Plan kernels to CPU and GPU code ----------------===//
+//
+// --of-lower-cpu-kernels lowers the kernel module of each CPU
+// ofrt.executable (func.func kernels on static identity-layout memrefs, as
+// --of-build-plan outlines them) to the LLVM dialect with upstream passes,
+// then gives every kernel `kN` the packed entry point the runtime calls,
+// `void kN(void **args)`, args[i] being the i-th buffer's data pointer.
+//
+// --of-lower-cuda-kernels compiles the kernels of a CUDA executable: each
+// top-level loop nest of a kernel becomes a GPU launch, compiled by the
+// upstream gpu/NVVM path to a cubin (or PTX), and the executable records
+// each kernel's launches (grid, block, buffer arguments).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/Dialect/Plan/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::ofrt {
+#define GEN_PASS_DEF_LOWERCPUKERNELSPASS
+#define GEN_PASS_DEF_LOWERCUDAKERNELSPASS
+#include "OF/Dialect/Plan/Transforms/Passes.h.inc"
+} // namespace mlir::ofrt
+
+using namespace mlir;
+using namespace mlir::ofrt;
+
+namespace {
+
+/// The upstream lowering of the kernels once linalg is loops and math is
+/// polynomials. Memrefs use the bare-pointer convention: every kernel
+/// argument is a static identity-layout memref, so a pointer is all it needs.
+///
+/// Math ops that neither a polynomial approximation nor convert-math-to-llvm
+/// handles (f64 erf, say) become libm calls, which the loader resolves in
+/// the host process; libm last, as it would also make calls of ops that
+/// libm lacks (rsqrt).
+constexpr llvm::StringLiteral kToLLVM =
+    "builtin.module(lower-affine, expand-strided-metadata, lower-affine, "
+    "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
+    "convert-math-to-libm, "
+    "convert-arith-to-llvm, convert-index-to-llvm, "
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
+    "convert-cf-to-llvm, reconcile-unrealized-casts)";
+
+/// memref.copy inside a kernel becomes a linalg.copy, so that it turns into
+/// loops instead of a call into MLIR's C runner utilities.
+struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(memref::CopyOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<linalg::CopyOp>(op, op.getSource(),
+                                                op.getTarget());
+    return success();
+  }
+};
+
+/// Adds `void name(void **args)` calling `name_impl(args[0], args[1], ...)`.
+void addPackedEntryPoint(LLVM::LLVMFuncOp impl, StringRef name) {
+  OpBuilder b(impl->getContext());
+  b.setInsertionPointAfter(impl);
+  Location loc = impl.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  auto voidType = LLVM::LLVMVoidType::get(b.getContext());
+  auto wrapper = LLVM::LLVMFuncOp::create(
+      b, loc, name, LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+  Block *entry = wrapper.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> args;
+  for (unsigned i = 0; i < impl.getNumArguments(); ++i) {
+    Value slot =
+        LLVM::GEPOp::create(b, loc, ptrType, ptrType, entry->getArgument(0),
+                            ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    args.push_back(LLVM::LoadOp::create(b, loc, ptrType, slot));
+  }
+  LLVM::CallOp::create(b, loc, impl, args);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+bool isCudaTarget(ExecutableOp exe) {
+  return exe.getTarget().starts_with("nvptx");
+}
+
+struct LowerCpuKernelsPass
+    : ofrt::impl::LowerCpuKernelsPassBase<LowerCpuKernelsPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    SmallVector<ModuleOp> modules;
+    getOperation().walk([&](ExecutableOp exe) {
+      if (ModuleOp m = exe.getKernelModule(); m && !isCudaTarget(exe))
+        modules.push_back(m);
+    });
+    // bf16 and f16 arithmetic is computed in f32: LLVM would promote it
+    // itself, but through compiler-rt calls (__truncsfbf2, ...) that the
+    // kernel library does not link.
+    FailureOr<OpPassManager> toLoops = parsePassPipeline(
+        "builtin.module(convert-linalg-to-loops, "
+        "arith-emulate-unsupported-floats{source-types=bf16,f16 "
+        "target-type=f32}, math-extend-to-supported-types{target-type=f32})");
+    FailureOr<OpPassManager> toLLVM = parsePassPipeline(kToLLVM);
+    if (failed(toLoops) || failed(toLLVM))
+      return signalPassFailure();
+
+    for (ModuleOp kernels : modules) {
+      SmallVector<std::string> names;
+      for (auto func : kernels.getOps<func::FuncOp>())
+        names.push_back(func.getSymName().str());
+
+      RewritePatternSet copies(ctx);
+      copies.add<CopyToLinalg>(ctx);
+      if (failed(applyPatternsGreedily(kernels, std::move(copies))) ||
+          failed(runPipeline(*toLoops, kernels)))
+        return signalPassFailure();
+      // Polynomial exp/tanh/erf/log... vectorise where libm calls would not.
+      RewritePatternSet math(ctx);
+      populateMathPolynomialApproximationPatterns(math);
+      // bf16 conversions as integer ops, for the same reason.
+      arith::populateExpandBFloat16Patterns(math);
+      if (failed(applyPatternsGreedily(kernels, std::move(math))))
+        return signalPassFailure();
+      // The emulation above marks its extf/truncf `contract`, and
+      // convert-arith-to-llvm copies that attribute verbatim onto
+      // llvm.fpext/fptrunc, which have no fast-math flags: the printed
+      // kernels would name the arith dialect. The flags mean nothing on a
+      // conversion, so drop them.
+      kernels.walk([](Operation *op) {
+        if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+          op->removeAttr("fastmath");
+      });
+      if (failed(runPipeline(*toLLVM, kernels)))
+        return signalPassFailure();
+
+      for (const std::string &name : names) {
+        auto impl = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+        if (!impl) {
+          kernels.emitError("kernel ") << name << " vanished in lowering";
+          return signalPassFailure();
+        }
+        impl.setSymName(name + "_impl");
+        impl.setLinkage(LLVM::Linkage::Internal);
+        addPackedEntryPoint(impl, name);
+      }
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// CUDA kernels
+//===----------------------------------------------------------------------===//
+
+/// Ops that only describe a view of a buffer (or a constant): a launch
+/// rebuilds them inside itself, so its kernel receives whole buffers.
+bool isViewOrConstant(Operation *op) {
+  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::SubViewOp, memref::ReinterpretCastOp, memref::CastOp,
+             arith::ConstantOp>(op);
+}
+
+/// Clones into `launch` the view and constant ops defined outside it that
+/// its body uses, so that only the kernel function's arguments cross.
+LogicalResult sinkViews(gpu::LaunchOp launch) {
+  Region &body = launch.getBody();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    llvm::SetVector<Value> outside;
+    getUsedValuesDefinedAbove(body, outside);
+    for (Value v : outside) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue; // a function argument: a kernel argument
+      if (!isViewOrConstant(def))
+        return launch.emitOpError("a kernel reads a value that no GPU launch "
+                                  "can rebuild: ")
+               << *def;
+      OpBuilder b = OpBuilder::atBlockBegin(&body.front());
+      Operation *copy = b.clone(*def);
+      for (auto [from, to] : llvm::zip(def->getResults(), copy->getResults()))
+        replaceAllUsesInRegionWith(from, to, body);
+      changed = true;
+    }
+  }
+  return success();
+}
+
+/// The constant trip count of each dimension of `loop`, or failure.
+FailureOr<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
+  SmallVector<int64_t> counts;
+  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
+                                       loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return failure();
+    counts.push_back(std::max<int64_t>(0, llvm::divideCeil(*u - *l, *s)));
+  }
+  return counts;
+}
+
+/// Turns each top-level loop nest of `kernel` into a gpu.launch: the
+/// iterations of an scf.parallel spread over `blockSize`-thread blocks by a
+/// linear index delinearised row-major; a sequential nest on one thread.
+LogicalResult buildLaunches(func::FuncOp kernel, int64_t blockSize) {
+  SmallVector<Operation *> nests;
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<scf::ParallelOp, scf::ForOp>(op))
+      nests.push_back(&op);
+    else if (!isViewOrConstant(&op))
+      return op.emitOpError("cannot run in a CUDA kernel (only loop nests "
+                            "over buffers and their views can)");
+  }
+  for (Operation *nest : nests) {
+    OpBuilder b(nest);
+    Location loc = nest->getLoc();
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    auto parallel = dyn_cast<scf::ParallelOp>(nest);
+    int64_t total = 1;
+    SmallVector<int64_t> counts;
+    if (parallel) {
+      if (parallel.getNumResults())
+        return parallel.emitOpError("with reductions is not supported in a "
+                                    "CUDA kernel yet");
+      FailureOr<SmallVector<int64_t>> c = tripCounts(parallel);
+      if (failed(c))
+        return parallel.emitOpError("needs constant bounds in a CUDA kernel");
+      counts = *c;
+      for (int64_t n : counts)
+        total *= n;
+      if (total == 0) {
+        nest->erase();
+        continue;
+      }
+    }
+    int64_t threads = parallel ? std::min(blockSize, total) : 1;
+    int64_t blocks = parallel ? llvm::divideCeil(total, threads) : 1;
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(b, loc, index(blocks), one, one,
+                                        index(threads), one, one);
+    Block &body = launch.getBody().front();
+    OpBuilder ib = OpBuilder::atBlockEnd(&body);
+    auto cst = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(ib, loc, v).getResult();
+    };
+    if (parallel) {
+      // id = blockIdx.x * threads + threadIdx.x; guarded by id < total
+      Value id = arith::AddIOp::create(
+          ib, loc,
+          arith::MulIOp::create(ib, loc, launch.getBlockIds().x, cst(threads)),
+          launch.getThreadIds().x);
+      Value inRange = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::ult,
+                                            id, cst(total));
+      auto guard = scf::IfOp::create(ib, loc, inRange, /*withElse=*/false);
+      OpBuilder gb = guard.getThenBodyBuilder();
+      IRMapping map;
+      Value rest = id;
+      SmallVector<Value> ivs(counts.size());
+      for (int64_t d = counts.size() - 1; d >= 0; --d) {
+        Value n = arith::ConstantIndexOp::create(gb, loc, counts[d]);
+        Value i = d == 0 ? rest : arith::RemUIOp::create(gb, loc, rest, n);
+        if (d > 0)
+          rest = arith::DivUIOp::create(gb, loc, rest, n);
+        Value iv = arith::AddIOp::create(
+            gb, loc, parallel.getLowerBound()[d],
+            arith::MulIOp::create(gb, loc, i, parallel.getStep()[d]));
+        map.map(parallel.getInductionVars()[d], iv);
+      }
+      for (Operation &op : parallel.getBody()->without_terminator())
+        gb.clone(op, map);
+    } else {
+      ib.clone(*nest);
+    }
+    gpu::TerminatorOp::create(ib, loc);
+    nest->erase();
+    if (failed(sinkViews(launch)))
+      return failure();
+  }
+  // Views now live inside the launches.
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(kernel.getBody().front())))
+    if (isViewOrConstant(&op) && op.use_empty())
+      op.erase();
+  return success();
+}
+
+struct LowerCudaKernelsPass
+    : ofrt::impl::LowerCudaKernelsPassBase<LowerCudaKernelsPass> {
+  using LowerCudaKernelsPassBase::LowerCudaKernelsPassBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LowerCudaKernelsPassBase::getDependentDialects(registry);
+    // gpu-module-to-binary translates the kernels to LLVM IR.
+    registerAllGPUToLLVMIRTranslations(registry);
+  }
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    if (format != "bin" && format != "isa") {
+      getOperation().emitError("--of-lower-cuda-kernels: format is bin or "
+                               "isa, not '")
+          << format << "'";
+      return signalPassFailure();
+    }
+    if (blockSize < 1 || blockSize > 1024) {
+      getOperation().emitError("--of-lower-cuda-kernels: block-size must be "
+                               "in [1, 1024]");
+      return signalPassFailure();
+    }
+    SmallVector<ExecutableOp> executables;
+    getOperation().walk([&](ExecutableOp exe) {
+      if (isCudaTarget(exe) && exe.getKernelModule())
+        executables.push_back(exe);
+    });
+    FailureOr<OpPassManager> toLoops = parsePassPipeline(
+        "builtin.module(convert-linalg-to-parallel-loops, canonicalize)");
+    std::string toBinaryText =
+        "builtin.module(gpu-kernel-outlining, nvvm-attach-target{chip=" +
+        chip + "}, gpu.module(lower-affine, expand-strided-metadata, "
+               "lower-affine, convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-"
+               "ptr-memref-call-conv=1}, canonicalize, "
+               "reconcile-unrealized-casts), "
+               "gpu-module-to-binary{format=" +
+        format + "})";
+    FailureOr<OpPassManager> toBinary = parsePassPipeline(toBinaryText);
+    if (failed(toLoops) || failed(toBinary))
+      return signalPassFailure();
+
+    for (ExecutableOp exe : executables) {
+      ModuleOp kernels = exe.getKernelModule();
+      RewritePatternSet copies(ctx);
+      copies.add<CopyToLinalg>(ctx);
+      if (failed(applyPatternsGreedily(kernels, std::move(copies))) ||
+          failed(runPipeline(*toLoops, kernels)))
+        return signalPassFailure();
+      SmallVector<func::FuncOp> funcs =
+          llvm::to_vector(kernels.getOps<func::FuncOp>());
+      for (func::FuncOp f : funcs)
+        if (failed(buildLaunches(f, blockSize)))
+          return signalPassFailure();
+      kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                       UnitAttr::get(ctx));
+      if (failed(runPipeline(*toBinary, kernels)))
+        return signalPassFailure();
+
+      // Each plan kernel: its launches, in order.
+      Builder b(ctx);
+      SmallVector<NamedAttribute> table;
+      for (func::FuncOp f : funcs) {
+        SmallVector<Attribute> launches;
+        for (Operation &op : f.getBody().front().without_terminator()) {
+          auto launch = dyn_cast<gpu::LaunchFuncOp>(op);
+          if (!launch) {
+            if (isa<arith::ConstantOp>(op))
+              continue;
+            op.emitOpError("is left on the host side of a CUDA kernel");
+            return signalPassFailure();
+          }
+          auto dims = [&](gpu::KernelDim3 d) -> FailureOr<DenseI64ArrayAttr> {
+            SmallVector<int64_t> v;
+            for (Value x : {d.x, d.y, d.z}) {
+              std::optional<int64_t> c = getConstantIntValue(x);
+              if (!c)
+                return failure();
+              v.push_back(*c);
+            }
+            return b.getDenseI64ArrayAttr(v);
+          };
+          FailureOr<DenseI64ArrayAttr> grid = dims(launch.getGridSizeOperandValues());
+          FailureOr<DenseI64ArrayAttr> block =
+              dims(launch.getBlockSizeOperandValues());
+          if (failed(grid) || failed(block)) {
+            launch.emitOpError("needs constant launch dimensions");
+            return signalPassFailure();
+          }
+          SmallVector<int64_t> args;
+          for (Value v : launch.getKernelOperands()) {
+            auto arg = dyn_cast<BlockArgument>(v);
+            if (!arg || arg.getOwner()->getParentOp() != f) {
+              launch.emitOpError("passes a value that is not one of the "
+                                 "kernel's buffers");
+              return signalPassFailure();
+            }
+            args.push_back(arg.getArgNumber());
+          }
+          launches.push_back(b.getDictionaryAttr(
+              {b.getNamedAttr("kernel", launch.getKernelModuleName()),
+               b.getNamedAttr("function", launch.getKernelName()),
+               b.getNamedAttr("grid", *grid), b.getNamedAttr("block", *block),
+               b.getNamedAttr("args", b.getDenseI64ArrayAttr(args))}));
+        }
+        table.push_back(b.getNamedAttr(f.getSymName(),
+                                       b.getArrayAttr(launches)));
+      }
+      for (func::FuncOp f : funcs)
+        f.erase();
+      // The compile-time measurements gpu-module-to-binary records would
+      // make the same program compile to different plans.
+      kernels.walk([&](gpu::BinaryOp binary) {
+        SmallVector<Attribute> objects;
+        for (Attribute a : binary.getObjectsAttr()) {
+          auto object = cast<gpu::ObjectAttr>(a);
+          objects.push_back(gpu::ObjectAttr::get(
+              ctx, object.getTarget(), object.getFormat(), object.getObject(),
+              /*properties=*/nullptr, object.getKernels()));
+        }
+        binary.setObjectsAttr(b.getArrayAttr(objects));
+      });
+      exe.setLaunchesAttr(b.getDictionaryAttr(table));
+      exe.setFormatAttr(b.getStringAttr(format == "bin" ? "cubin" : "ptx"));
+    }
+  }
+};
+
+} // namespace
