@@ -30,3 +30,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 import sys
 config.substitutions.append(("%python", sys.executable))
+
+# ptxas (the CUDA toolkit's assembler) turns PTX into cubins; without it
+# the cubin tests of --of-pipeline=cuda are unsupported (PTX still works).
+import shutil
+if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")

@@ -37,9 +37,9 @@ LogicalResult mlir::of::parsePipelineOptions(
   if (parts.empty())
     return errorHandler("--of-pipeline needs a target, e.g. --of-pipeline=cpu");
   options.target = parts[0].trim().str();
-  if (options.target != "cpu")
+  if (options.target != "cpu" && options.target != "cuda")
     return errorHandler("--of-pipeline: unknown target '" + options.target +
-                        "' (this build knows: cpu)");
+                        "' (this build knows: cpu, cuda)");
   auto parseBool = [&](StringRef key, StringRef value,
                        bool &out) -> LogicalResult {
     if (value == "true" || value == "1")
@@ -102,6 +102,18 @@ LogicalResult mlir::of::parsePipelineOptions(
                             "' (fp16 needs dynamic loss scaling, which is "
                             "not implemented)");
       options.amp = value.str();
+    } else if (key == "chip") {
+      if (!value.starts_with("sm_"))
+        return errorHandler("--of-pipeline: chip names an NVIDIA GPU "
+                            "architecture such as sm_90a, not '" +
+                            value + "'");
+      options.chip = value.str();
+    } else if (key == "format") {
+      if (value != "bin" && value != "isa")
+        return errorHandler("--of-pipeline: format takes bin (cubin) or isa "
+                            "(PTX), not '" +
+                            value + "'");
+      options.cudaFormat = value.str();
     } else if (key == "zero") {
       if (failed(parseBool(key, value, options.zero)))
         return failure();
@@ -110,7 +122,7 @@ LogicalResult mlir::of::parsePipelineOptions(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
           "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
-          "zero, amp)");
+          "zero, amp, chip, format)");
     }
   }
   return success();
@@ -178,9 +190,17 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   ofrt::BuildPlanPassOptions plan;
   plan.inPlace = options.inPlace;
   plan.useBlas = options.useBlas;
+  plan.device = options.target;
   pm.addPass(ofrt::createBuildPlanPass(plan));
   if (options.stopAfter == "plan")
     return;
+  if (options.target == "cuda") {
+    ofrt::LowerCudaKernelsPassOptions cuda;
+    cuda.chip = options.chip;
+    cuda.format = options.cudaFormat;
+    pm.addPass(ofrt::createLowerCudaKernelsPass(cuda));
+    return;
+  }
   pm.addPass(ofrt::createLowerCpuKernelsPass());
 }
 
@@ -193,7 +213,8 @@ void mlir::of::registerOFPipelines() {
       "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
       "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
       "[,accumulate=K][,zero=true]"
-      "[,amp=bf16]",
+      "[,amp=bf16]; --of-pipeline=cuda[,chip=sm_90a][,format=bin|isa] and "
+      "the same options compiles kernels for an NVIDIA GPU",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;

@@ -16,7 +16,9 @@
 #include "OF/Runtime/ofrt.h"
 #include "OF/Version.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -141,6 +143,11 @@ static FailureOr<std::vector<char>> constantBytes(BufferOp buffer) {
 
 /// Bytes of an executable: compiled now (source form) or as read (binary).
 static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
+  if (exe.getTarget().starts_with("nvptx"))
+    return exe.emitOpError("is a CUDA executable: the binary plan format "
+                           "does not carry CUDA kernels yet (plans of "
+                           "--of-pipeline=cuda stay MLIR for now)"),
+           failure();
   if (ModuleOp kernels = exe.getKernelModule())
     return mlir::of::compileCpuKernels(kernels, exe.getTarget());
   auto object = dyn_cast<DenseResourceElementsAttr>(*exe.getObject());
@@ -516,7 +523,8 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
           b.getStringAttr(str(exe->target())),
           b.getStringAttr(exe->format() ? exe->format()->str() : ""),
           b.getStrArrayAttr(kernels),
-          blobAttr(ctx, "kernels_" + str(exe->name()), data, type));
+          blobAttr(ctx, "kernels_" + str(exe->name()), data, type),
+          DictionaryAttr());
       op.getBody().push_back(new Block());
     }
   }
@@ -680,7 +688,10 @@ void mlir::of::registerOFTranslations() {
         return writeBinaryPlan(module, os);
       },
       [](DialectRegistry &registry) {
-        registry.insert<PlanDialect, LLVM::LLVMDialect>();
+        // gpu and nvvm parse plans of --of-pipeline=cuda, to refuse them
+        // with a message rather than a parse error.
+        registry.insert<PlanDialect, LLVM::LLVMDialect, gpu::GPUDialect,
+                        NVVM::NVVMDialect>();
         registerBuiltinDialectTranslation(registry);
         registerLLVMDialectTranslation(registry);
       });

@@ -36,6 +36,10 @@ struct PipelineOptions {
   bool zero = false;
   /// "bf16": run --of-amp before autodiff; "" for none.
   std::string amp;
+  /// target=cuda: the GPU architecture and the kernels' format (bin: cubin
+  /// through ptxas; isa: PTX).
+  std::string chip = "sm_90a";
+  std::string cudaFormat = "bin";
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

@@ -122,6 +122,39 @@ LogicalResult ExecutableOp::verify() {
     return emitOpError("body must hold a builtin.module of kernels");
   if (getObject() && !getKernels())
     return emitOpError("binary form must list its `kernels`");
+  if (DictionaryAttr launches = getLaunchesAttr()) {
+    for (NamedAttribute kernel : launches) {
+      auto list = dyn_cast<ArrayAttr>(kernel.getValue());
+      if (!list) // empty: a kernel with nothing to do
+        return emitOpError("launches of kernel '")
+               << kernel.getName().getValue() << "' must be an array";
+      for (Attribute launch : list) {
+        auto d = dyn_cast<DictionaryAttr>(launch);
+        auto name = d ? d.getAs<StringAttr>("kernel") : nullptr;
+        auto function = d ? d.getAs<StringAttr>("function") : nullptr;
+        auto grid = d ? d.getAs<DenseI64ArrayAttr>("grid") : nullptr;
+        auto block = d ? d.getAs<DenseI64ArrayAttr>("block") : nullptr;
+        auto args = d ? d.getAs<DenseI64ArrayAttr>("args") : nullptr;
+        if (!name || !function || !grid || !block || !args ||
+            grid.size() != 3 || block.size() != 3)
+          return emitOpError("a launch of kernel '")
+                 << kernel.getName().getValue()
+                 << "' needs kernel and function (strings), grid and block "
+                    "(3 x i64) and args (i64 array), got "
+                 << launch;
+        for (int64_t v : llvm::concat<const int64_t>(grid.asArrayRef(),
+                                                     block.asArrayRef()))
+          if (v < 1)
+            return emitOpError("launch dimensions must be positive, got ")
+                   << launch;
+        for (int64_t a : args.asArrayRef())
+          if (a < 0)
+            return emitOpError("launch argument indices must be "
+                               "non-negative, got ")
+                   << launch;
+      }
+    }
+  }
   return success();
 }
 

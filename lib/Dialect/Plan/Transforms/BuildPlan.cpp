@@ -158,9 +158,9 @@ private:
 class ProgramBuilder {
 public:
   ProgramBuilder(func::FuncOp func, KernelTable &kernels, SymbolTable &symbols,
-                 bool inPlace, bool useBlas)
+                 bool inPlace, bool useBlas, StringRef device)
       : func(func), kernels(kernels), symbols(symbols), inPlace(inPlace),
-        useBlas(useBlas) {}
+        useBlas(useBlas), device(device) {}
 
   LogicalResult build(OpBuilder &planBuilder);
 
@@ -189,6 +189,8 @@ private:
   KernelTable &kernels;
   SymbolTable &symbols;
   bool inPlace, useBlas;
+  /// "cpu" or "cuda": the programs' device and their executable.
+  StringRef device;
 
   std::vector<Root> roots;
   DenseMap<Value, unsigned> rootIndex;
@@ -378,7 +380,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       planBuilder, loc,
       entry ? entry : planBuilder.getStringAttr(func.getSymName()),
       ranks ? ranks : planBuilder.getDenseI64ArrayAttr({0}),
-      planBuilder.getStringAttr("cpu"),
+      planBuilder.getStringAttr(device),
       planBuilder.getI64IntegerAttr(arena.size), IntegerAttr(), IntegerAttr());
   Block *block = new Block();
   program.getBody().push_back(block);
@@ -415,7 +417,10 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       continue;
     switch (step.kind) {
     case Step::Launch:
-      LaunchOp::create(pb, loc, FlatSymbolRefAttr::get(ctx, "cpu_kernels"),
+      LaunchOp::create(pb, loc,
+                       FlatSymbolRefAttr::get(ctx, device == "cuda"
+                                                       ? "cuda_kernels"
+                                                       : "cpu_kernels"),
                        pb.getStringAttr(step.name), bufferRefs(step));
       break;
     case Step::Library:
@@ -868,11 +873,19 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
     SymbolTable symbols(module);
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
-    std::string triple = target.empty() ? llvm::sys::getDefaultTargetTriple()
-                                        : target.getValue();
+    if (device != "cpu" && device != "cuda") {
+      module.emitError("--of-build-plan: device is cpu or cuda, not '")
+          << device << "'";
+      return signalPassFailure();
+    }
+    bool cuda = device == "cuda";
+    std::string triple = cuda ? "nvptx64-nvidia-cuda"
+                         : target.empty() ? llvm::sys::getDefaultTargetTriple()
+                                          : target.getValue();
     auto executable = ExecutableOp::create(
-        b, module.getLoc(), b.getStringAttr("cpu_kernels"),
-        b.getStringAttr(triple), StringAttr(), ArrayAttr(), ElementsAttr());
+        b, module.getLoc(), b.getStringAttr(cuda ? "cuda_kernels" : "cpu_kernels"),
+        b.getStringAttr(triple), StringAttr(), ArrayAttr(), ElementsAttr(),
+        DictionaryAttr());
     Block *exeBlock = new Block();
     executable.getBody().push_back(exeBlock);
     OpBuilder eb = OpBuilder::atBlockEnd(exeBlock);
@@ -888,7 +901,8 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
       return signalPassFailure();
     }
     for (func::FuncOp func : funcs) {
-      ProgramBuilder builder(func, kernelTable, symbols, inPlace, useBlas);
+      ProgramBuilder builder(func, kernelTable, symbols, inPlace, useBlas,
+                             device);
       if (failed(builder.build(b)))
         return signalPassFailure();
     }

@@ -31,6 +31,9 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
 
 namespace mlir::ofrt {
 #define GEN_PASS_DEF_LOWERCPUKERNELSPASS
@@ -169,7 +172,7 @@ struct LowerCpuKernelsPass
 bool isViewOrConstant(Operation *op) {
   return isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
              memref::SubViewOp, memref::ReinterpretCastOp, memref::CastOp,
-             arith::ConstantOp>(op);
+             memref::ReshapeOp, arith::ConstantOp>(op);
 }
 
 /// Clones into `launch` the view and constant ops defined outside it that
@@ -214,88 +217,121 @@ FailureOr<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
   return counts;
 }
 
-/// Turns each top-level loop nest of `kernel` into a gpu.launch: the
-/// iterations of an scf.parallel spread over `blockSize`-thread blocks by a
-/// linear index delinearised row-major; a sequential nest on one thread.
+/// Wraps `ops` (top-level ops of a kernel, in order) into one single-thread
+/// gpu.launch placed before the first.
+LogicalResult launchSequentially(ArrayRef<Operation *> ops) {
+  OpBuilder b(ops.front());
+  Location loc = ops.front()->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  OpBuilder ib = OpBuilder::atBlockEnd(&launch.getBody().front());
+  IRMapping map;
+  for (Operation *op : ops)
+    ib.clone(*op, map);
+  gpu::TerminatorOp::create(ib, loc);
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+  return sinkViews(launch);
+}
+
+/// Spreads the iterations of `parallel` over `blockSize`-thread blocks by a
+/// linear index, delinearised row-major, in one gpu.launch.
+LogicalResult launchParallel(scf::ParallelOp parallel, int64_t blockSize) {
+  if (parallel.getNumResults())
+    return parallel.emitOpError("with reductions is not supported in a CUDA "
+                                "kernel yet");
+  FailureOr<SmallVector<int64_t>> counts = tripCounts(parallel);
+  if (failed(counts))
+    return parallel.emitOpError("needs constant bounds in a CUDA kernel");
+  int64_t total = 1;
+  for (int64_t n : *counts)
+    total *= n;
+  if (total == 0) {
+    parallel.erase();
+    return success();
+  }
+  OpBuilder b(parallel);
+  Location loc = parallel.getLoc();
+  int64_t threads = std::min(blockSize, total);
+  int64_t blocks = llvm::divideCeil(total, threads);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, blocks), one, one,
+      arith::ConstantIndexOp::create(b, loc, threads), one, one);
+  OpBuilder ib = OpBuilder::atBlockEnd(&launch.getBody().front());
+  auto cst = [&](OpBuilder &at, int64_t v) {
+    return arith::ConstantIndexOp::create(at, loc, v).getResult();
+  };
+  // id = blockIdx.x * threads + threadIdx.x, guarded by id < total.
+  Value id = arith::AddIOp::create(
+      ib, loc,
+      arith::MulIOp::create(ib, loc, launch.getBlockIds().x, cst(ib, threads)),
+      launch.getThreadIds().x);
+  Value inRange = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::ult, id,
+                                        cst(ib, total));
+  auto guard = scf::IfOp::create(ib, loc, inRange, /*withElse=*/false);
+  OpBuilder gb = guard.getThenBodyBuilder();
+  IRMapping map;
+  Value rest = id;
+  for (int64_t d = counts->size() - 1; d >= 0; --d) {
+    Value n = cst(gb, (*counts)[d]);
+    Value i = d == 0 ? rest : arith::RemUIOp::create(gb, loc, rest, n);
+    if (d > 0)
+      rest = arith::DivUIOp::create(gb, loc, rest, n);
+    Value iv = arith::AddIOp::create(
+        gb, loc, parallel.getLowerBound()[d],
+        arith::MulIOp::create(gb, loc, i, parallel.getStep()[d]));
+    map.map(parallel.getInductionVars()[d], iv);
+  }
+  for (Operation &op : parallel.getBody()->without_terminator())
+    gb.clone(op, map);
+  gpu::TerminatorOp::create(ib, loc);
+  parallel.erase();
+  return sinkViews(launch);
+}
+
+/// Turns the body of `kernel` into gpu.launches: each top-level
+/// scf.parallel its own launch over all its iterations; each run of other
+/// code between them (sequential loop nests, a rank-0 result) one
+/// single-thread launch. If a value computed in such a run is used after
+/// it, the whole kernel runs as one single-thread launch instead (correct,
+/// and rare: every kernel writes its results to buffers).
 LogicalResult buildLaunches(func::FuncOp kernel, int64_t blockSize) {
-  SmallVector<Operation *> nests;
-  for (Operation &op : kernel.getBody().front().without_terminator()) {
-    if (isa<scf::ParallelOp, scf::ForOp>(op))
-      nests.push_back(&op);
-    else if (!isViewOrConstant(&op))
-      return op.emitOpError("cannot run in a CUDA kernel (only loop nests "
-                            "over buffers and their views can)");
+  Block &body = kernel.getBody().front();
+  SmallVector<SmallVector<Operation *>> runs(1);
+  SmallVector<scf::ParallelOp> parallels;
+  for (Operation &op : body.without_terminator()) {
+    if (auto p = dyn_cast<scf::ParallelOp>(op)) {
+      parallels.push_back(p);
+      runs.emplace_back();
+    } else if (!isViewOrConstant(&op)) {
+      runs.back().push_back(&op);
+    }
   }
-  for (Operation *nest : nests) {
-    OpBuilder b(nest);
-    Location loc = nest->getLoc();
-    auto index = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(b, loc, v).getResult();
-    };
-    auto parallel = dyn_cast<scf::ParallelOp>(nest);
-    int64_t total = 1;
-    SmallVector<int64_t> counts;
-    if (parallel) {
-      if (parallel.getNumResults())
-        return parallel.emitOpError("with reductions is not supported in a "
-                                    "CUDA kernel yet");
-      FailureOr<SmallVector<int64_t>> c = tripCounts(parallel);
-      if (failed(c))
-        return parallel.emitOpError("needs constant bounds in a CUDA kernel");
-      counts = *c;
-      for (int64_t n : counts)
-        total *= n;
-      if (total == 0) {
-        nest->erase();
-        continue;
-      }
-    }
-    int64_t threads = parallel ? std::min(blockSize, total) : 1;
-    int64_t blocks = parallel ? llvm::divideCeil(total, threads) : 1;
-    Value one = index(1);
-    auto launch = gpu::LaunchOp::create(b, loc, index(blocks), one, one,
-                                        index(threads), one, one);
-    Block &body = launch.getBody().front();
-    OpBuilder ib = OpBuilder::atBlockEnd(&body);
-    auto cst = [&](int64_t v) {
-      return arith::ConstantIndexOp::create(ib, loc, v).getResult();
-    };
-    if (parallel) {
-      // id = blockIdx.x * threads + threadIdx.x; guarded by id < total
-      Value id = arith::AddIOp::create(
-          ib, loc,
-          arith::MulIOp::create(ib, loc, launch.getBlockIds().x, cst(threads)),
-          launch.getThreadIds().x);
-      Value inRange = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::ult,
-                                            id, cst(total));
-      auto guard = scf::IfOp::create(ib, loc, inRange, /*withElse=*/false);
-      OpBuilder gb = guard.getThenBodyBuilder();
-      IRMapping map;
-      Value rest = id;
-      SmallVector<Value> ivs(counts.size());
-      for (int64_t d = counts.size() - 1; d >= 0; --d) {
-        Value n = arith::ConstantIndexOp::create(gb, loc, counts[d]);
-        Value i = d == 0 ? rest : arith::RemUIOp::create(gb, loc, rest, n);
-        if (d > 0)
-          rest = arith::DivUIOp::create(gb, loc, rest, n);
-        Value iv = arith::AddIOp::create(
-            gb, loc, parallel.getLowerBound()[d],
-            arith::MulIOp::create(gb, loc, i, parallel.getStep()[d]));
-        map.map(parallel.getInductionVars()[d], iv);
-      }
-      for (Operation &op : parallel.getBody()->without_terminator())
-        gb.clone(op, map);
-    } else {
-      ib.clone(*nest);
-    }
-    gpu::TerminatorOp::create(ib, loc);
-    nest->erase();
-    if (failed(sinkViews(launch)))
+  // Does a value of `run` reach a top-level op outside it?
+  auto escapes = [&](ArrayRef<Operation *> run) {
+    llvm::SmallPtrSet<Operation *, 8> inRun(run.begin(), run.end());
+    for (Operation *op : run)
+      for (Operation *user : op->getUsers())
+        if (!inRun.contains(body.findAncestorOpInBlock(*user)))
+          return true;
+    return false;
+  };
+  if (llvm::any_of(runs, [&](auto &run) { return escapes(run); })) {
+    SmallVector<Operation *> all;
+    for (Operation &op : body.without_terminator())
+      if (!isViewOrConstant(&op))
+        all.push_back(&op);
+    return all.empty() ? success() : launchSequentially(all);
+  }
+  for (auto &run : runs)
+    if (!run.empty() && failed(launchSequentially(run)))
       return failure();
-  }
+  for (scf::ParallelOp p : parallels)
+    if (failed(launchParallel(p, blockSize)))
+      return failure();
   // Views now live inside the launches.
-  for (Operation &op :
-       llvm::make_early_inc_range(llvm::reverse(kernel.getBody().front())))
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (isViewOrConstant(&op) && op.use_empty())
       op.erase();
   return success();
@@ -331,6 +367,16 @@ struct LowerCudaKernelsPass
     });
     FailureOr<OpPassManager> toLoops = parsePassPipeline(
         "builtin.module(convert-linalg-to-parallel-loops, canonicalize)");
+    // The CUDA toolkit (ptxas for cubins, libdevice for the math functions
+    // that stay calls): $CUDA_HOME, $CUDA_PATH, or /usr/local/cuda.
+    std::string toolkit;
+    for (const char *var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+      if (const char *v = std::getenv(var); v && *v) {
+        toolkit = v;
+        break;
+      }
+    if (toolkit.empty() && llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas"))
+      toolkit = "/usr/local/cuda";
     std::string toBinaryText =
         "builtin.module(gpu-kernel-outlining, nvvm-attach-target{chip=" +
         chip + "}, gpu.module(lower-affine, expand-strided-metadata, "
@@ -338,7 +384,7 @@ struct LowerCudaKernelsPass
                "ptr-memref-call-conv=1}, canonicalize, "
                "reconcile-unrealized-casts), "
                "gpu-module-to-binary{format=" +
-        format + "})";
+        format + (toolkit.empty() ? "" : " toolkit=" + toolkit) + "})";
     FailureOr<OpPassManager> toBinary = parsePassPipeline(toBinaryText);
     if (failed(toLoops) || failed(toBinary))
       return signalPassFailure();
@@ -349,6 +395,12 @@ struct LowerCudaKernelsPass
       copies.add<CopyToLinalg>(ctx);
       if (failed(applyPatternsGreedily(kernels, std::move(copies))) ||
           failed(runPipeline(*toLoops, kernels)))
+        return signalPassFailure();
+      // exp, tanh, erf, log... as polynomials, as on the CPU: the kernels
+      // then need no libdevice calls.
+      RewritePatternSet math(ctx);
+      populateMathPolynomialApproximationPatterns(math);
+      if (failed(applyPatternsGreedily(kernels, std::move(math))))
         return signalPassFailure();
       SmallVector<func::FuncOp> funcs =
           llvm::to_vector(kernels.getOps<func::FuncOp>());

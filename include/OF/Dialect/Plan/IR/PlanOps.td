@@ -59,11 +59,20 @@ def Plan_ExecutableOp : Plan_Op<"executable", [Symbol, IsolatedFromAbove,
     `args[i]` the data pointer of the launch's i-th buffer). In binary form,
     read back from a `.ofp`, the body is empty and `object` holds the
     compiled shared object, `kernels` the entry points it exports.
+
+    A CUDA executable (`target = "nvptx64-nvidia-cuda"`) lowered by
+    `--of-lower-cuda-kernels` holds `gpu.binary` ops instead, and
+    `launches` maps each plan kernel `kN` to the array of its GPU launches
+    in order, each a dictionary with `kernel` (the `gpu.binary` name),
+    `function` (the kernel function in it),
+    `grid` and `block` (`array<i64: x, y, z>`) and `args` (indices into the
+    plan launch's buffers, in the GPU kernel's parameter order).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$target,
                        OptionalAttr<StrAttr>:$format,
                        OptionalAttr<StrArrayAttr>:$kernels,
-                       OptionalAttr<ElementsAttr>:$object);
+                       OptionalAttr<ElementsAttr>:$object,
+                       OptionalAttr<DictionaryAttr>:$launches);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;

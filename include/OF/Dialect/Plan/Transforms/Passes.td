@@ -51,7 +51,10 @@ def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
     Option<"useBlas", "use-blas", "bool", "true",
            "Call BLAS for matrix products with a BLAS layout">,
     Option<"target", "target", "std::string", "\"\"",
-           "Target triple of the CPU kernels (default: the host's)">
+           "Target triple of the CPU kernels (default: the host's)">,
+    Option<"device", "device", "std::string", "\"cpu\"",
+           "Device of the programs: cpu, or cuda (kernels in a "
+           "@cuda_kernels executable for --of-lower-cuda-kernels)">
   ];
   let dependentDialects = ["::mlir::ofrt::PlanDialect", "::mlir::func::FuncDialect"];
 }
@@ -70,6 +73,51 @@ def LowerCpuKernelsPass : Pass<"of-lower-cpu-kernels", "ModuleOp"> {
     "::mlir::cf::ControlFlowDialect", "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def LowerCudaKernelsPass : Pass<"of-lower-cuda-kernels", "ModuleOp"> {
+  let summary = "Compile the kernels of CUDA executables to cubins (or PTX)";
+  let description = [{
+    Compiles each kernel module of an `ofrt.executable` whose target is
+    `nvptx64-nvidia-cuda` (as `--of-build-plan{device=cuda}` makes it) for
+    an NVIDIA GPU:
+
+    - linalg becomes loops: parallel dimensions `scf.parallel`, reduction
+      dimensions `scf.for` inside;
+    - every top-level loop nest of a kernel becomes one `gpu.launch`: an
+      `scf.parallel`'s iterations are spread over 256-thread blocks by a
+      linear index, delinearised row-major (so consecutive threads touch
+      consecutive elements of the innermost dimension); a sequential nest
+      (a full reduction) runs on one thread. The views a loop reads (reshape,
+      subview) are rebuilt inside the launch, so every kernel argument is a
+      whole plan buffer passed as a bare pointer;
+    - `gpu-kernel-outlining`, `nvvm-attach-target{chip}`,
+      `convert-gpu-to-nvvm` (bare pointers) and `gpu-module-to-binary`:
+      a cubin per launch (`format=bin`, with the CUDA toolkit's ptxas), or
+      PTX (`format=isa`) that the driver compiles when it loads it.
+
+    Each kernel `kN` of the plan then is an ordered array of GPU launches,
+    recorded in the executable's `launches` dictionary (each launch: the
+    `gpu.binary` name and its function, `grid` and `block` dimensions, and `args`, the plan
+    launch's buffer indices in the GPU kernel's parameter order); the
+    executable's body keeps the `gpu.binary` ops.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "GPU architecture to compile for (sm_80, sm_90a, ...)">,
+    Option<"format", "format", "std::string", "\"bin\"",
+           "bin (cubin, needs ptxas) or isa (PTX, compiled by the driver)">,
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Threads per block of a parallel loop nest">
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::index::IndexDialect",
     "::mlir::linalg::LinalgDialect"
   ];
 }

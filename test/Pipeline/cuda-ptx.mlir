@@ -1,0 +1,42 @@
+// --of-pipeline=cuda compiles every kernel of a plan for an NVIDIA GPU
+// (here as PTX, which needs no CUDA toolkit): an elementwise kernel over
+// all its elements in 256-thread blocks, a row reduction (rows across
+// threads, the reduced axis a loop), a full reduction on one thread; the
+// matrix product stays a blas.gemm library step; the program's device is
+// cuda. The binary plan format does not carry CUDA kernels yet.
+// RUN: of-opt %s --of-pipeline=cuda,chip=sm_80,format=isa | FileCheck %s
+// RUN: not of-opt %s --of-pipeline=cuda,chip=volta 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not of-opt %s --of-pipeline=cuda,format=elf 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: of-opt %s --of-pipeline=cuda,format=isa | not of-translate --of-plan-to-binary -o %t.ofp 2>&1 | FileCheck %s --check-prefix=NOBIN
+
+// CHECK-LABEL: ofrt.executable @cuda_kernels attributes {
+// CHECK-SAME: format = "ptx"
+// CHECK-SAME: launches = {
+// The elementwise tanh(x) + y over 1000 elements: 4 blocks of 256.
+// CHECK-SAME: [[EW:k[0-9]+]] = [{args = array<i64: 0, 1, 2>, block = array<i64: 256, 1, 1>, function = "[[EW]]_kernel", grid = array<i64: 4, 1, 1>, kernel = "[[EW]]_kernel"}]
+// The softmax's row reductions: a thread per row.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 8, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
+// The full reduction: one thread.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 1, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
+// CHECK-SAME: target = "nvptx64-nvidia-cuda"
+// CHECK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_80">, assembly = "
+// CHECK-SAME: .target sm_80
+// CHECK-LABEL: ofrt.program "f" attributes {{{.*}}device = "cuda"
+// CHECK: ofrt.launch @cuda_kernels "[[EW]]"
+// CHECK: ofrt.library "blas.gemm"
+
+// CHIP: chip names an NVIDIA GPU architecture such as sm_90a, not 'volta'
+// FORMAT: format takes bin (cubin) or isa (PTX), not 'elf'
+// NOBIN: is a CUDA executable: the binary plan format does not carry CUDA kernels yet
+
+func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},
+             %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"})
+    -> (tensor<1000xf32> {of.name = "z"}, tensor<8x100xf32> {of.name = "s"},
+        tensor<f32> {of.name = "total"}, tensor<8x16xf32> {of.name = "p"}) {
+  %t = of.tanh %x : (tensor<1000xf32>) -> tensor<1000xf32>
+  %z = of.add %t, %y : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+  %s = of.softmax %a {axis = 1 : i64} : (tensor<8x100xf32>) -> tensor<8x100xf32>
+  %total = of.reduce_sum %z {axes = array<i64: 0>} : (tensor<1000xf32>) -> tensor<f32>
+  %p = of.matmul %a, %w : (tensor<8x100xf32>, tensor<100x16xf32>) -> tensor<8x16xf32>
+  return %z, %s, %total, %p : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>
+}
