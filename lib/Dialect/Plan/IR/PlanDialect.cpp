@@ -142,8 +142,8 @@ LogicalResult ExecutableOp::verify() {
                  << "' needs kernel and function (strings), grid and block "
                     "(3 x i64) and args (i64 array), got "
                  << launch;
-        for (int64_t v : llvm::concat<const int64_t>(grid.asArrayRef(),
-                                                     block.asArrayRef()))
+        for (int64_t v :
+             llvm::concat<const int64_t>(grid.asArrayRef(), block.asArrayRef()))
           if (v < 1)
             return emitOpError("launch dimensions must be positive, got ")
                    << launch;

@@ -879,11 +879,12 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
       return signalPassFailure();
     }
     bool cuda = device == "cuda";
-    std::string triple = cuda ? "nvptx64-nvidia-cuda"
+    std::string triple = cuda             ? "nvptx64-nvidia-cuda"
                          : target.empty() ? llvm::sys::getDefaultTargetTriple()
                                           : target.getValue();
     auto executable = ExecutableOp::create(
-        b, module.getLoc(), b.getStringAttr(cuda ? "cuda_kernels" : "cpu_kernels"),
+        b, module.getLoc(),
+        b.getStringAttr(cuda ? "cuda_kernels" : "cpu_kernels"),
         b.getStringAttr(triple), StringAttr(), ArrayAttr(), ElementsAttr(),
         DictionaryAttr());
     Block *exeBlock = new Block();

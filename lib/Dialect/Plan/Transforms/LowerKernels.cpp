@@ -170,9 +170,9 @@ struct LowerCpuKernelsPass
 /// Ops that only describe a view of a buffer (or a constant): a launch
 /// rebuilds them inside itself, so its kernel receives whole buffers.
 bool isViewOrConstant(Operation *op) {
-  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp,
-             memref::SubViewOp, memref::ReinterpretCastOp, memref::CastOp,
-             memref::ReshapeOp, arith::ConstantOp>(op);
+  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
+             memref::ReinterpretCastOp, memref::CastOp, memref::ReshapeOp,
+             arith::ConstantOp>(op);
 }
 
 /// Clones into `launch` the view and constant ops defined outside it that
@@ -205,8 +205,8 @@ LogicalResult sinkViews(gpu::LaunchOp launch) {
 /// The constant trip count of each dimension of `loop`, or failure.
 FailureOr<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
   SmallVector<int64_t> counts;
-  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                       loop.getUpperBound(), loop.getStep())) {
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
     std::optional<int64_t> l = getConstantIntValue(lb),
                            u = getConstantIntValue(ub),
                            s = getConstantIntValue(step);
@@ -378,12 +378,12 @@ struct LowerCudaKernelsPass
     if (toolkit.empty() && llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas"))
       toolkit = "/usr/local/cuda";
     std::string toBinaryText =
-        "builtin.module(gpu-kernel-outlining, nvvm-attach-target{chip=" +
-        chip + "}, gpu.module(lower-affine, expand-strided-metadata, "
-               "lower-affine, convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-"
-               "ptr-memref-call-conv=1}, canonicalize, "
-               "reconcile-unrealized-casts), "
-               "gpu-module-to-binary{format=" +
+        "builtin.module(gpu-kernel-outlining, nvvm-attach-target{chip=" + chip +
+        "}, gpu.module(lower-affine, expand-strided-metadata, "
+        "lower-affine, convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-"
+        "ptr-memref-call-conv=1}, canonicalize, "
+        "reconcile-unrealized-casts), "
+        "gpu-module-to-binary{format=" +
         format + (toolkit.empty() ? "" : " toolkit=" + toolkit) + "})";
     FailureOr<OpPassManager> toBinary = parsePassPipeline(toBinaryText);
     if (failed(toLoops) || failed(toBinary))
@@ -435,7 +435,8 @@ struct LowerCudaKernelsPass
             }
             return b.getDenseI64ArrayAttr(v);
           };
-          FailureOr<DenseI64ArrayAttr> grid = dims(launch.getGridSizeOperandValues());
+          FailureOr<DenseI64ArrayAttr> grid =
+              dims(launch.getGridSizeOperandValues());
           FailureOr<DenseI64ArrayAttr> block =
               dims(launch.getBlockSizeOperandValues());
           if (failed(grid) || failed(block)) {
@@ -458,8 +459,8 @@ struct LowerCudaKernelsPass
                b.getNamedAttr("grid", *grid), b.getNamedAttr("block", *block),
                b.getNamedAttr("args", b.getDenseI64ArrayAttr(args))}));
         }
-        table.push_back(b.getNamedAttr(f.getSymName(),
-                                       b.getArrayAttr(launches)));
+        table.push_back(
+            b.getNamedAttr(f.getSymName(), b.getArrayAttr(launches)));
       }
       for (func::FuncOp f : funcs)
         f.erase();
