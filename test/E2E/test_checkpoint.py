@@ -248,11 +248,16 @@ def test_kill_during_save_keeps_previous_checkpoint(tmp_path):
             assert w.shape == (BIG, BIG)
             assert np.all(w == -float(step)), f"checkpoint of step {step} holds a mix"
     assert mid_save, "no kill landed during a save in 40 tries"
-    # And of-run continues from it.
+    # And of-run continues from it: the next step makes every element
+    # -(step + 1). (Its loss, a float32 sum of 16M equal values, is exact
+    # only while the partial sums stay exact, i.e. for steps 1 and 2; a
+    # slow machine reaches later checkpoints, so the loss is not compared.)
     step = checkpoint_step(ckpt)
     out = _run(cmd[:5] + ["1", "--set", "lr=1", "--output-dir", str(tmp_path / "out"),
                           "--load-state", str(ckpt)]).decode()
-    assert out.startswith(f"step {step + 1}/{step + 1}  loss {-float(step) * BIG * BIG:.9g}"), out
+    assert out.startswith(f"step {step + 1}/{step + 1}  loss "), out
+    w = np.load(tmp_path / "out" / "w.npy")
+    assert np.all(w == -float(step + 1))
 
 
 def expect_error(cmd, *fragments):
