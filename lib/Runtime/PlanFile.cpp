@@ -255,6 +255,52 @@ private:
       for (uint32_t k = 0; k < count(executable.kernels()); ++k)
         if (text(executable.kernels()->Get(k)).empty())
           return fail(label, ": kernel #", k, " has no name");
+      if (Status status = checkGpuKernels(label, executable); status.failed())
+        return status;
+    }
+    return Status::success();
+  }
+
+  /// A CUDA executable's GPU modules and launch tables (the arguments of
+  /// each launch are checked against the plan launches that use it).
+  Status checkGpuKernels(const std::string &label,
+                         const Executable &executable) {
+    uint32_t binaries = count(executable.gpu_binaries());
+    for (uint32_t b = 0; b < binaries; ++b) {
+      const GpuBinary &binary = *executable.gpu_binaries()->Get(b);
+      if (text(binary.name()).empty())
+        return fail(label, ": GPU binary #", b, " has no name");
+      if (binary.blob() >= numBlobs())
+        return fail(label, ": GPU binary '", text(binary.name()),
+                    "' refers to blob ", binary.blob(), ", but the plan has ",
+                    numBlobs(), " blobs");
+    }
+    for (uint32_t k = 0; k < count(executable.gpu_kernels()); ++k) {
+      const GpuKernel &kernel = *executable.gpu_kernels()->Get(k);
+      std::string_view name = text(kernel.name());
+      bool listed = false;
+      for (uint32_t i = 0; i < count(executable.kernels()) && !listed; ++i)
+        listed = text(executable.kernels()->Get(i)) == name;
+      if (name.empty() || !listed)
+        return fail(label, ": GPU kernel #", k, " ('", name,
+                    "') is not one of the executable's kernels");
+      for (uint32_t l = 0; l < count(kernel.launches()); ++l) {
+        const GpuLaunch &launch = *kernel.launches()->Get(l);
+        std::string where =
+            formatMessage(label, ": launch ", l, " of kernel '", name, "'");
+        if (launch.binary() >= binaries)
+          return fail(where, " uses GPU binary ", launch.binary(),
+                      ", but the executable has ", binaries);
+        if (text(launch.function()).empty())
+          return fail(where, " names no function");
+        for (const auto *dims : {launch.grid(), launch.block()}) {
+          if (count(dims) != 3)
+            return fail(where, " needs 3 grid and 3 block dimensions");
+          for (uint32_t d = 0; d < 3; ++d)
+            if (dims->Get(d) == 0)
+              return fail(where, " has a zero launch dimension");
+        }
+      }
     }
     return Status::success();
   }
@@ -607,6 +653,25 @@ private:
       if (Status status = checkBufferIndex(where, launch.buffers()->Get(i));
           status.failed())
         return status;
+    if (executable.gpu_kernels()) {
+      const GpuKernel *gpuKernel = nullptr;
+      for (uint32_t k = 0; k < count(executable.gpu_kernels()) && !gpuKernel;
+           ++k)
+        if (text(executable.gpu_kernels()->Get(k)->name()) == kernel)
+          gpuKernel = executable.gpu_kernels()->Get(k);
+      if (!gpuKernel)
+        return fail(where, ": kernel '", kernel,
+                    "' has no GPU launches in executable '",
+                    text(executable.name()), "'");
+      for (uint32_t l = 0; l < count(gpuKernel->launches()); ++l) {
+        const GpuLaunch &gpu = *gpuKernel->launches()->Get(l);
+        for (uint32_t a = 0; a < count(gpu.args()); ++a)
+          if (gpu.args()->Get(a) >= count(launch.buffers()))
+            return fail(where, ": GPU launch ", l, " of kernel '", kernel,
+                        "' passes buffer ", gpu.args()->Get(a),
+                        ", but the step has ", count(launch.buffers()));
+      }
+    }
     return Status::success();
   }
 

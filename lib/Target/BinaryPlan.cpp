@@ -16,6 +16,7 @@
 #include "OF/Runtime/ofrt.h"
 #include "OF/Version.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -143,11 +144,6 @@ static FailureOr<std::vector<char>> constantBytes(BufferOp buffer) {
 
 /// Bytes of an executable: compiled now (source form) or as read (binary).
 static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
-  if (exe.getTarget().starts_with("nvptx"))
-    return exe.emitOpError("is a CUDA executable: the binary plan format "
-                           "does not carry CUDA kernels yet (plans of "
-                           "--of-pipeline=cuda stay MLIR for now)"),
-           failure();
   if (ModuleOp kernels = exe.getKernelModule())
     return mlir::of::compileCpuKernels(kernels, exe.getTarget());
   auto object = dyn_cast<DenseResourceElementsAttr>(*exe.getObject());
@@ -190,6 +186,70 @@ writeDistribution(Operation *op, DictionaryAttr dist,
                                       &ranksVector, &sbpVector);
 }
 
+/// A CUDA executable (lowered by --of-lower-cuda-kernels): its gpu.binary
+/// modules as blobs and each plan kernel's launches.
+static FailureOr<flatbuffers::Offset<fb::Executable>>
+writeCudaExecutable(ExecutableOp exe, flatbuffers::FlatBufferBuilder &fbb,
+                    BlobTable &blobs) {
+  ModuleOp source = exe.getKernelModule();
+  DictionaryAttr launches = exe.getLaunchesAttr();
+  if (!source || !launches || !exe.getFormat())
+    return exe.emitOpError("is a CUDA executable whose kernels are not "
+                           "compiled (run --of-lower-cuda-kernels)"),
+           failure();
+  std::vector<flatbuffers::Offset<fb::GpuBinary>> binaries;
+  llvm::StringMap<uint32_t> binaryIndex;
+  for (auto binary : source.getOps<gpu::BinaryOp>()) {
+    ArrayAttr objects = binary.getObjectsAttr();
+    if (objects.size() != 1)
+      return binary.emitOpError("needs exactly one object in a plan"),
+             failure();
+    auto object = cast<gpu::ObjectAttr>(objects[0]);
+    std::string target;
+    llvm::raw_string_ostream(target) << object.getTarget();
+    StringRef bytes = object.getObject().getValue();
+    binaryIndex[binary.getSymName()] = binaries.size();
+    binaries.push_back(fb::CreateGpuBinaryDirect(
+        fbb, binary.getSymName().str().c_str(), target.c_str(),
+        gpu::stringifyCompilationTarget(object.getFormat()).str().c_str(),
+        blobs.add(std::vector<char>(bytes.begin(), bytes.end()))));
+  }
+  std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+  std::vector<flatbuffers::Offset<fb::GpuKernel>> gpuKernels;
+  for (NamedAttribute kernel : launches) {
+    std::vector<flatbuffers::Offset<fb::GpuLaunch>> list;
+    for (Attribute a : cast<ArrayAttr>(kernel.getValue())) {
+      auto d = cast<DictionaryAttr>(a);
+      StringRef name = d.getAs<StringAttr>("kernel").getValue();
+      auto it = binaryIndex.find(name);
+      if (it == binaryIndex.end())
+        return exe.emitOpError("launch of kernel '")
+                   << kernel.getName().getValue() << "' names gpu.binary '"
+                   << name << "', which the executable does not hold",
+               failure();
+      auto toVector = [](DenseI64ArrayAttr v) {
+        return std::vector<uint32_t>(v.asArrayRef().begin(),
+                                     v.asArrayRef().end());
+      };
+      std::vector<uint32_t> grid = toVector(d.getAs<DenseI64ArrayAttr>("grid"));
+      std::vector<uint32_t> block =
+          toVector(d.getAs<DenseI64ArrayAttr>("block"));
+      std::vector<uint32_t> args = toVector(d.getAs<DenseI64ArrayAttr>("args"));
+      list.push_back(fb::CreateGpuLaunchDirect(
+          fbb, it->second,
+          d.getAs<StringAttr>("function").getValue().str().c_str(), &grid,
+          &block, &args));
+    }
+    kernels.push_back(fbb.CreateString(kernel.getName().str()));
+    gpuKernels.push_back(fb::CreateGpuKernelDirect(
+        fbb, kernel.getName().str().c_str(), &list));
+  }
+  return fb::CreateExecutableDirect(
+      fbb, exe.getSymName().str().c_str(), exe.getFormat()->str().c_str(),
+      exe.getTarget().str().c_str(), blobs.add({}), &kernels, &binaries,
+      &gpuKernels);
+}
+
 LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   flatbuffers::FlatBufferBuilder fbb;
   BlobTable blobs;
@@ -197,6 +257,15 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
   std::vector<flatbuffers::Offset<fb::Executable>> executables;
   llvm::StringMap<uint32_t> executableIndex;
   for (auto exe : module.getOps<ExecutableOp>()) {
+    if (exe.getTarget().starts_with("nvptx")) {
+      FailureOr<flatbuffers::Offset<fb::Executable>> cuda =
+          writeCudaExecutable(exe, fbb, blobs);
+      if (failed(cuda))
+        return failure();
+      executableIndex[exe.getSymName()] = executables.size();
+      executables.push_back(*cuda);
+      continue;
+    }
     FailureOr<std::vector<char>> bytes = executableBytes(exe);
     if (failed(bytes))
       return failure();
@@ -485,6 +554,72 @@ static DenseResourceElementsAttr blobAttr(MLIRContext *ctx, StringRef name,
   return DenseResourceElementsAttr::get(type, name, std::move(blob));
 }
 
+/// A CUDA executable back in its lowered form: a kernel module of
+/// gpu.binary ops and the `launches` table.
+static LogicalResult
+readCudaExecutable(const fb::Executable *exe, OpBuilder &ob, Location loc,
+                   llvm::function_ref<ArrayRef<char>(uint32_t)> blobData) {
+  MLIRContext *ctx = ob.getContext();
+  ctx->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
+  Builder b(ctx);
+  auto op = ExecutableOp::create(
+      ob, loc, b.getStringAttr(str(exe->name())),
+      b.getStringAttr(str(exe->target())), b.getStringAttr(str(exe->format())),
+      ArrayAttr(), ElementsAttr(), DictionaryAttr());
+  op.getBody().push_back(new Block());
+  OpBuilder eb = OpBuilder::atBlockEnd(&op.getBody().front());
+  auto kernels = ModuleOp::create(eb, loc);
+  kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                   UnitAttr::get(ctx));
+  OpBuilder kb = OpBuilder::atBlockEnd(kernels.getBody());
+  SmallVector<std::string> binaryNames;
+  if (exe->gpu_binaries())
+    for (const fb::GpuBinary *binary : *exe->gpu_binaries()) {
+      Attribute target = parseAttribute(str(binary->target()), ctx);
+      std::optional<gpu::CompilationTarget> format =
+          gpu::symbolizeCompilationTarget(str(binary->format()));
+      if (!target || !format)
+        return emitError(loc, "GPU binary '")
+               << str(binary->name()) << "' has an unreadable target '"
+               << str(binary->target()) << "' or format '"
+               << str(binary->format()) << "'";
+      ArrayRef<char> data = blobData(binary->blob());
+      auto object = gpu::ObjectAttr::get(
+          ctx, target, *format,
+          b.getStringAttr(StringRef(data.data(), data.size())), nullptr,
+          nullptr);
+      gpu::BinaryOp::create(kb, loc, str(binary->name()), Attribute(),
+                            b.getArrayAttr({object}));
+      binaryNames.push_back(str(binary->name()));
+    }
+  SmallVector<NamedAttribute> table;
+  if (exe->gpu_kernels())
+    for (const fb::GpuKernel *kernel : *exe->gpu_kernels()) {
+      SmallVector<Attribute> launches;
+      if (kernel->launches())
+        for (const fb::GpuLaunch *launch : *kernel->launches()) {
+          auto array = [&](const flatbuffers::Vector<uint32_t> *v) {
+            SmallVector<int64_t> values;
+            if (v)
+              values.assign(v->begin(), v->end());
+            return b.getDenseI64ArrayAttr(values);
+          };
+          launches.push_back(b.getDictionaryAttr(
+              {b.getNamedAttr("kernel",
+                              b.getStringAttr(binaryNames[launch->binary()])),
+               b.getNamedAttr("function",
+                              b.getStringAttr(str(launch->function()))),
+               b.getNamedAttr("grid", array(launch->grid())),
+               b.getNamedAttr("block", array(launch->block())),
+               b.getNamedAttr("args", array(launch->args()))}));
+        }
+      table.push_back(
+          b.getNamedAttr(str(kernel->name()), b.getArrayAttr(launches)));
+    }
+  op.setLaunchesAttr(b.getDictionaryAttr(table));
+  return success();
+}
+
 OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
                                                MLIRContext *ctx, Location loc) {
   // The runtime's loader is the one verifier of the format.
@@ -512,6 +647,11 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
   OpBuilder ob = OpBuilder::atBlockEnd(module->getBody());
   if (plan->executables()) {
     for (const fb::Executable *exe : *plan->executables()) {
+      if (exe->gpu_binaries() || exe->gpu_kernels()) {
+        if (failed(readCudaExecutable(exe, ob, loc, blobData)))
+          return nullptr;
+        continue;
+      }
       SmallVector<StringRef> kernels;
       if (exe->kernels())
         for (const flatbuffers::String *k : *exe->kernels())

@@ -7,6 +7,10 @@
 // RUN: %python %of_src_root/examples/gpt.py | of-opt --of-pipeline=cuda,train=adamw | FileCheck %s --check-prefix=GPT
 // RUN: %python %of_src_root/examples/gpt.py --layout megatron-2 | of-opt --of-pipeline=cuda,train=adamw,amp=bf16 | FileCheck %s --check-prefix=GPT
 // RUN: of-opt %of_src_root/examples/convnet.mlir --of-pipeline=cuda,train=sgd | FileCheck %s --check-prefix=GPT
+// The GPT step's plan, cubins included, round-trips through .ofp:
+// RUN: %python %of_src_root/examples/gpt.py | of-opt --of-pipeline=cuda,train=adamw | of-translate --of-plan-to-binary -o %t.ofp
+// RUN: of-translate --of-binary-to-plan %t.ofp | of-translate --of-plan-to-binary -o %t.2.ofp
+// RUN: cmp %t.ofp %t.2.ofp
 
 // CHECK: ofrt.executable @cuda_kernels attributes {format = "cubin", launches = {k0 = [{args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "k0_kernel", grid = array<i64: 16, 1, 1>, kernel = "k0_kernel"}]}, target = "nvptx64-nvidia-cuda"}
 // CHECK: gpu.binary @k0_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, bin = "\7FELF

@@ -3,11 +3,21 @@
 // all its elements in 256-thread blocks, a row reduction (rows across
 // threads, the reduced axis a loop), a full reduction on one thread; the
 // matrix product stays a blas.gemm library step; the program's device is
-// cuda. The binary plan format does not carry CUDA kernels yet.
+// cuda. The plan round-trips through .ofp byte for byte (GPU modules as
+// blobs, launch tables verified by the runtime's loader); this runtime
+// refuses to run it, having no CUDA executor yet.
 // RUN: of-opt %s --of-pipeline=cuda,chip=sm_80,format=isa | FileCheck %s
 // RUN: not of-opt %s --of-pipeline=cuda,chip=volta 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not of-opt %s --of-pipeline=cuda,format=elf 2>&1 | FileCheck %s --check-prefix=FORMAT
-// RUN: of-opt %s --of-pipeline=cuda,format=isa | not of-translate --of-plan-to-binary -o %t.ofp 2>&1 | FileCheck %s --check-prefix=NOBIN
+// RUN: of-opt %s --of-pipeline=cuda,format=isa | of-translate --of-plan-to-binary -o %t.ofp
+// RUN: of-translate --of-binary-to-plan %t.ofp -o %t.mlir
+// RUN: FileCheck %s --check-prefix=BACK < %t.mlir
+// RUN: of-translate --of-plan-to-binary %t.mlir -o %t.2.ofp
+// RUN: cmp %t.ofp %t.2.ofp
+// RUN: not of-run %t.ofp --list 2>&1 | FileCheck %s --check-prefix=REFUSE
+// A launch table that passes a buffer the step does not have is refused:
+// RUN: sed 's/args = array<i64: 0, 1, 2>, block = array<i64: 256/args = array<i64: 0, 1, 7>, block = array<i64: 256/' %t.mlir \
+// RUN:   | not of-translate --of-plan-to-binary -o %t.bad.ofp 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: ofrt.executable @cuda_kernels attributes {
 // CHECK-SAME: format = "ptx"
@@ -27,7 +37,10 @@
 
 // CHIP: chip names an NVIDIA GPU architecture such as sm_90a, not 'volta'
 // FORMAT: format takes bin (cubin) or isa (PTX), not 'elf'
-// NOBIN: is a CUDA executable: the binary plan format does not carry CUDA kernels yet
+// BACK: ofrt.executable @cuda_kernels attributes {format = "ptx", launches = {
+// BACK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, assembly = "
+// REFUSE: program 'f' runs on cuda; this runtime has only the CPU executor
+// BAD: GPU launch 0 of kernel '{{k[0-9]+}}' passes buffer 7, but the step has 3
 
 func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},
              %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"})
