@@ -110,14 +110,25 @@ def compile_program(text, pipeline, source_name="<of program>", dump_dir=None,
     if plan is not None and not dump_dir:
         cache_stats.memory_hits += 1
         return plan
+    plan = None  # with dump_dir, always compile (that writes the stages)
     directory = _cache_dir()
     path = os.path.join(directory, key[:2], key + ".ofp") if directory else None
     if path and not dump_dir and os.path.exists(path):
         with open(path, "rb") as f:
             plan = f.read()
-        cache_stats.disk_hits += 1
-        log_debug(f"plan {key[:12]} from the disk cache ({len(plan)} bytes)")
-    else:
+        try:  # a damaged cache entry is recompiled, not trusted
+            _C().Plan(plan)
+        except _C().Error as e:
+            log_debug(f"discarding the damaged cached plan {path}: {e}")
+            plan = None
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if plan is not None:
+            cache_stats.disk_hits += 1
+            log_debug(f"plan {key[:12]} from the disk cache ({len(plan)} bytes)")
+    if plan is None:
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
             with open(os.path.join(dump_dir, "input.mlir"), "w") as f:

@@ -224,3 +224,24 @@ def test_batch_norm_running_statistics_in_compiled_steps(rng):
     m(of.from_numpy(x))
     np.testing.assert_allclose(after_compiled, m[1].running_mean.numpy(), rtol=1e-6, atol=1e-7)
     assert not np.allclose(before, after_compiled)
+
+
+def test_a_damaged_cached_plan_is_recompiled(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import of\n"
+        "print((of.ones(5) * 3.0).sum().item(), of.cache_stats.compiles,"
+        " of.cache_stats.disk_hits)\n")
+    env = dict(os.environ, OF_CACHE_DIR=str(tmp_path / "cache"))
+    run = lambda: subprocess.run([sys.executable, str(script)], env=env,  # noqa: E731
+                                 capture_output=True, text=True, timeout=120)
+    first = run()
+    assert first.returncode == 0, first.stderr
+    for plan in (tmp_path / "cache").rglob("*.ofp"):
+        plan.write_bytes(plan.read_bytes()[:100])  # cut short
+    second = run()
+    assert second.returncode == 0, second.stderr
+    value, compiles, hits = second.stdout.split()
+    assert value == "15.0" and int(compiles) >= 1 and int(hits) == 0, second.stdout
+    third = run()
+    assert third.stdout.split()[2] != "0", "the recompiled plans are cached again"
