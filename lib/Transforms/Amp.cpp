@@ -1,8 +1,9 @@
 //===- Amp.cpp - Automatic mixed precision --------------------------------===//
 //
-// --of-amp: every f32 of.matmul becomes cast(f32 -> bf16), a bf16 matmul
-// (lowered with f32 accumulation), and cast(bf16 -> f32). The rest of the
-// program, and so the parameters, the losses and the optimizer, stay f32.
+// --of-amp: every f32 of.matmul and of.conv2d becomes cast(f32 -> bf16) of
+// its operands, the bf16 op (lowered with f32 accumulation), and
+// cast(bf16 -> f32). The rest of the program, and so the parameters, the
+// losses and the optimizer, stay f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "OF/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::of {
 #define GEN_PASS_DEF_AMPPASS
@@ -37,27 +39,36 @@ struct AmpPass : of::impl::AmpPassBase<AmpPass> {
       return signalPassFailure();
     }
     Type low = BFloat16Type::get(&getContext());
-    SmallVector<MatmulOp> products;
-    getOperation().walk([&](MatmulOp op) {
-      if (getElementTypeOrSelf(op.getLhs().getType()).isF32() &&
-          getElementTypeOrSelf(op.getRhs().getType()).isF32())
-        products.push_back(op);
+    auto isF32 = [](Value v) {
+      return v && getElementTypeOrSelf(v.getType()).isF32();
+    };
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (auto mm = dyn_cast<MatmulOp>(op);
+          mm && isF32(mm.getLhs()) && isF32(mm.getRhs()))
+        ops.push_back(op);
+      if (auto conv = dyn_cast<Conv2DOp>(op);
+          conv && isF32(conv.getInput()) && isF32(conv.getWeight()))
+        ops.push_back(op);
     });
-    for (MatmulOp op : products) {
+    // Each becomes the same op on bf16 operands, its result cast back.
+    for (Operation *op : ops) {
       OpBuilder b(op);
-      Location loc = op.getLoc();
-      auto narrow = [&](Value v) -> Value {
-        auto type = cast<RankedTensorType>(stripSbp(v.getType()));
-        return CastOp::create(b, loc,
-                              RankedTensorType::get(type.getShape(), low), v);
+      Location loc = op->getLoc();
+      auto narrowType = [&](Type t) {
+        auto type = cast<RankedTensorType>(stripSbp(t));
+        return RankedTensorType::get(type.getShape(), low);
       };
-      Value lhs = narrow(op.getLhs());
-      Value rhs = narrow(op.getRhs());
-      Value product = MatmulOp::create(b, loc, lhs, rhs, op.getTransposeA(),
-                                       op.getTransposeB());
-      Value wide = CastOp::create(b, loc, op.getType(), product);
-      op.replaceAllUsesWith(wide);
-      op.erase();
+      IRMapping map;
+      for (Value operand : op->getOperands())
+        map.map(operand, CastOp::create(
+                             b, loc, narrowType(operand.getType()), operand));
+      Operation *narrow = b.clone(*op, map);
+      narrow->getResult(0).setType(narrowType(op->getResult(0).getType()));
+      Value wide = CastOp::create(b, loc, op->getResult(0).getType(),
+                                  narrow->getResult(0));
+      op->getResult(0).replaceAllUsesWith(wide);
+      op->erase();
     }
   }
 };

@@ -1,4 +1,4 @@
-// --of-amp: an f32 matmul becomes casts around a bf16 matmul; other ops and
+// --of-amp: an f32 matmul (or conv2d) becomes casts around a bf16 one; other ops and
 // the parameters stay f32, and the gradient of a parameter comes back f32
 // through the cast's gradient.
 // RUN: of-opt %s --of-amp | FileCheck %s
@@ -25,5 +25,33 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
   %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
   %t = of.tanh %y : (tensor<4x3xf32>) -> tensor<4x3xf32>
   %l = of.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// A convolution too: bf16 operands (the bias included), the result cast
+// back; its gradients are bf16 convolution gradients; every one of them
+// accumulates in f32 when lowered and rounds once.
+// RUN: of-opt %s --of-amp | FileCheck %s --check-prefix=CONV
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,amp=bf16,stop-after=linalg | FileCheck %s --check-prefix=CONVLOW
+// CONV-LABEL: func.func @conv_loss
+// CONV: %[[CX:.*]] = of.cast %arg0 : tensor<2x3x6x6xf32> to tensor<2x3x6x6xbf16>
+// CONV: %[[CW:.*]] = of.cast %arg1 : tensor<4x3x3x3xf32> to tensor<4x3x3x3xbf16>
+// CONV: %[[CB:.*]] = of.cast %arg2 : tensor<4xf32> to tensor<4xbf16>
+// CONV: %[[C:.*]] = of.conv2d %[[CX]], %[[CW]], %[[CB]] {{.*}}-> tensor<2x4x6x6xbf16>
+// CONV: of.cast %[[C]] : tensor<2x4x6x6xbf16> to tensor<2x4x6x6xf32>
+// CONVLOW-LABEL: func.func @conv_loss_train_step
+// CONVLOW: linalg.conv_2d_nchw_fchw {{.*}} ins({{.*}} : tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16>) outs({{.*}} : tensor<2x4x6x6xf32>)
+// CONVLOW: arith.truncf {{.*}} : f32 to bf16
+// The filter gradient: bf16 operands, an f32 accumulator.
+// CONVLOW: linalg.generic {{.*}} ins({{.*}} : tensor<2x3x8x8xbf16>, tensor<2x4x6x6xbf16>) outs({{.*}} : tensor<4x3x3x3xf32>)
+// CONVLOW: arith.extf
+// CONVLOW: arith.extf
+
+func.func @conv_loss(%x: tensor<2x3x6x6xf32> {of.name = "x"}, %w: tensor<4x3x3x3xf32> {of.name = "cw", of.param},
+                     %b: tensor<4xf32> {of.name = "cb", of.param}) -> tensor<f32> {
+  %c = of.conv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>}
+      : (tensor<2x3x6x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x6x6xf32>
+  %t = of.tanh %c : (tensor<2x4x6x6xf32>) -> tensor<2x4x6x6xf32>
+  %l = of.reduce_sum %t {axes = array<i64: 0, 1, 2, 3>} : (tensor<2x4x6x6xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -74,16 +74,18 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
 }
 
 def AmpPass : Pass<"of-amp", "::mlir::ModuleOp"> {
-  let summary = "Automatic mixed precision: matrix products in bf16";
+  let summary = "Automatic mixed precision: matrix products and convolutions in bf16";
   let description = [{
-    Rewrites every `of.matmul` of f32 operands into one of bf16 operands
-    (cast in), computed with f32 accumulation and rounded to bf16 once
-    (the lowering's mixed-precision contraction), and cast back to f32, so
+    Rewrites every `of.matmul` and `of.conv2d` of f32 operands into one of
+    bf16 operands (cast in; a convolution's bias too), computed with f32
+    accumulation and rounded to bf16 once (the lowering's mixed-precision
+    contraction, convolution and convolution gradients), and cast back to
+    f32, so
     everything around it (softmax, normalisations, reductions, losses,
     the optimizer) stays f32 and parameters stay f32 master weights. Run
     before `--of-autodiff`: the backward products then run in bf16 too,
     and each parameter's gradient is cast back to f32 by the casts' own
-    gradients. This is PyTorch autocast's treatment of matmul.
+    gradients. This is PyTorch autocast's treatment of matmul and conv.
 
     ```mlir
     %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>

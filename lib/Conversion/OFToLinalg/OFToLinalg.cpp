@@ -122,6 +122,34 @@ Value elementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   return generic.getResult(0);
 }
 
+/// The accumulator of a sum of products of `type`'s elements: f32 for bf16
+/// and f16 (a 16-bit accumulator stops growing), else `type` itself.
+static RankedTensorType accumulatorType(RankedTensorType type) {
+  Type et = type.getElementType();
+  if (!et.isBF16() && !et.isF16())
+    return type;
+  return RankedTensorType::get(type.getShape(),
+                               Float32Type::get(type.getContext()));
+}
+
+/// `v` (a scalar) extended to the accumulator type `acc` when narrower.
+static Value widen(OpBuilder &b, Location loc, Type acc, Value v) {
+  return v.getType() == acc ? v : arith::ExtFOp::create(b, loc, acc, v);
+}
+
+/// An accumulator tensor rounded once to `type`'s elements.
+static Value roundFromAccumulator(OpBuilder &b, Location loc,
+                                  RankedTensorType type, Value acc) {
+  if (cast<RankedTensorType>(acc.getType()).getElementType() ==
+      type.getElementType())
+    return acc;
+  return elementwise(b, loc, type, acc,
+                     [&](OpBuilder &bb, Location l, ValueRange args) -> Value {
+                       return arith::TruncFOp::create(
+                           bb, l, type.getElementType(), args[0]);
+                     });
+}
+
 /// Reduces `input` over `axes` (sorted, non-negative) into a tensor without
 /// those dimensions, starting from `init` and combining with `combine`.
 Value reduce(
@@ -764,22 +792,13 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     // bf16 and f16 products accumulate in f32 (the contraction extends its
     // operands to its output's type) and are rounded once at the end, as
     // mixed-precision GEMMs do; a 16-bit accumulator loses the sum.
-    Type et = type.getElementType();
-    bool narrow = et.isBF16() || et.isF16();
-    RankedTensorType accType =
-        narrow ? RankedTensorType::get(type.getShape(), b.getF32Type()) : type;
+    RankedTensorType accType = accumulatorType(type);
     Value init = filledTensor(
         b, loc, accType, scalarConstant(b, loc, accType.getElementType(), 0));
     auto op = linalg::ContractOp::create(
         b, loc, TypeRange{accType}, ValueRange{lhs, rhs}, ValueRange{init},
         b.getAffineMapArrayAttr({lhsMap, rhsMap, outMap}));
-    if (!narrow)
-      return op.getResult(0);
-    return elementwise(
-        b, loc, type, op.getResult(0),
-        [&](OpBuilder &bb, Location l, ValueRange args) -> Value {
-          return arith::TruncFOp::create(bb, l, et, args[0]);
-        });
+    return roundFromAccumulator(b, loc, type, op.getResult(0));
   }
 };
 
@@ -1111,13 +1130,17 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     // attribute would be silently ignored (unit strides and dilations).
     auto strides = rewriter.getI64VectorAttr(op.getStrides());
     auto dilations = rewriter.getI64VectorAttr(op.getDilation());
-    Value init =
-        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    // bf16 and f16 convolutions accumulate in f32 and round once (the
+    // named op extends its operands to its output's type), as matmul does.
+    RankedTensorType accType = accumulatorType(type);
+    Value init = filledTensor(
+        rewriter, loc, accType,
+        scalarConstant(rewriter, loc, accType.getElementType(), 0));
     int64_t groups = op.getGroups();
     Value result;
     if (groups == 1) {
       result = linalg::Conv2DNchwFchwOp::create(
-                   rewriter, loc, TypeRange{type}, ValueRange{input, weight},
+                   rewriter, loc, TypeRange{accType}, ValueRange{input, weight},
                    ValueRange{init}, strides, dilations)
                    .getResult(0);
     } else {
@@ -1152,9 +1175,10 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
                        dilations)
                        .getResult(0);
       result = tensor::CollapseShapeOp::create(
-          rewriter, loc, type, conv,
+          rewriter, loc, accType, conv,
           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
     }
+    result = roundFromAccumulator(rewriter, loc, type, result);
     if (Value bias = adaptor.getBias()) {
       MLIRContext *ctx = rewriter.getContext();
       auto biasMap = AffineMap::get(4, 0, {getAffineDimExpr(1, ctx)}, ctx);
@@ -1321,10 +1345,12 @@ struct Conv2DGradInputLowering : OpConversionPattern<Conv2DGradInputOp> {
     SmallVector<utils::IteratorType> iterators(4,
                                                utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
+    RankedTensorType accType = accumulatorType(type);
+    Type acc = accType.getElementType();
     Value init =
-        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+        filledTensor(rewriter, loc, accType, scalarConstant(rewriter, loc, acc, 0));
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{weight}, ValueRange{init},
+        rewriter, loc, accType, ValueRange{weight}, ValueRange{init},
         {wMap, outMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           IndexMath m{b, l};
@@ -1342,15 +1368,18 @@ struct Conv2DGradInputLowering : OpConversionPattern<Conv2DGradInputOp> {
                 valid, m.cmp(arith::CmpIPredicate::eq,
                              arith::DivSIOp::create(b, l, o, m.c(f)),
                              arith::DivSIOp::create(b, l, idx(1), m.c(cg))));
-          Value g = tensor::ExtractOp::create(
-              b, l, dy, ValueRange{idx(0), o, hOut, wOut});
+          Value g = widen(b, l, acc,
+                          tensor::ExtractOp::create(
+                              b, l, dy, ValueRange{idx(0), o, hOut, wOut}));
           Value term = arith::SelectOp::create(
-              b, l, valid, arith::MulFOp::create(b, l, g, args[0]),
-              scalarConstant(b, l, et, 0));
+              b, l, valid,
+              arith::MulFOp::create(b, l, g, widen(b, l, acc, args[0])),
+              scalarConstant(b, l, acc, 0));
           linalg::YieldOp::create(
               b, l, Value(arith::AddFOp::create(b, l, args[1], term)));
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(
+        op, roundFromAccumulator(rewriter, loc, type, generic.getResult(0)));
     return success();
   }
 };
@@ -1384,17 +1413,21 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
     SmallVector<utils::IteratorType> iterators(4,
                                                utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
+    RankedTensorType accType = accumulatorType(type);
+    Type acc = accType.getElementType();
     Value init =
-        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+        filledTensor(rewriter, loc, accType, scalarConstant(rewriter, loc, acc, 0));
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{x, adaptor.getGrad()}, ValueRange{init},
-        {xMap, dyMap, outMap}, iterators,
+        rewriter, loc, accType, ValueRange{x, adaptor.getGrad()},
+        ValueRange{init}, {xMap, dyMap, outMap}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          Value prod = arith::MulFOp::create(b, l, widen(b, l, acc, args[0]),
+                                             widen(b, l, acc, args[1]));
           linalg::YieldOp::create(
               b, l, Value(arith::AddFOp::create(b, l, args[2], prod)));
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(
+        op, roundFromAccumulator(rewriter, loc, type, generic.getResult(0)));
     return success();
   }
 };
