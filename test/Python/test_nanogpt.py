@@ -62,6 +62,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {here!r})
 from test_nanogpt import load_model_module, batches, STEPS
+from train_gpt import megatron  # column/row-parallel MLP, vocabulary-parallel embedding
 import of
 
 seed = int(sys.argv[1])
@@ -73,18 +74,6 @@ model.load_state_dict({{k: init[k] for k in init.files}})
 ranks = of.env.world_size()
 layout = sys.argv[4]
 placement = of.placement("cpu", ranks=list(range(ranks))) if ranks > 1 else None
-S, B = of.sbp.split, of.sbp.broadcast
-
-def megatron(name, tensor):
-    # column-parallel c_fc, row-parallel MLP c_proj, vocabulary-parallel
-    # tied embedding / LM head; the rest replicated
-    if name.endswith("mlp.c_fc.weight") or name.endswith("mlp.c_fc.bias"):
-        return [S(0)]
-    if name.endswith("mlp.c_proj.weight"):
-        return [S(1)]
-    if name in ("transformer.wte.weight", "lm_head.weight"):
-        return [S(0)]
-    return [B]
 
 if placement is not None:
     model.to_global(placement, megatron if layout == "megatron" else of.sbp.broadcast)

@@ -412,7 +412,20 @@ class MSELoss(Module):
         return F.mse_loss(input, target, self.reduction)
 
 
-class Sequential(Module):
+class _IndexedModules(Module):
+    """Children in order, by position: Sequential's and ModuleList's access."""
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class Sequential(_IndexedModules):
     def __init__(self, *modules):
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], collections.OrderedDict):
@@ -427,17 +440,8 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-
-class ModuleList(Module):
+class ModuleList(_IndexedModules):
     def __init__(self, modules=None):
         super().__init__()
         for m in modules or []:
@@ -451,15 +455,6 @@ class ModuleList(Module):
         for m in modules:
             self.append(m)
         return self
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
 
 class ModuleDict(Module):
