@@ -371,7 +371,8 @@ int64_t Session::findOutput(std::string_view name) const {
   return -1;
 }
 
-Status Session::setInput(size_t index, const void *data, size_t bytes) {
+Status Session::checkInputCopy(size_t index, const void *data,
+                               size_t bytes) const {
   if (index >= inputs_.size())
     return fail("input index ", index, " is out of range (", label_, " has ",
                 inputs_.size(), " inputs)");
@@ -382,6 +383,12 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
                 bytes);
   if (!data && bytes)
     return fail("input '", info.name, "': the data pointer is NULL");
+  return Status::success();
+}
+
+Status Session::setInput(size_t index, const void *data, size_t bytes) {
+  if (Status status = checkInputCopy(index, data, bytes); status.failed())
+    return status;
   if (bytes)
     std::memcpy(inputStorage_[index].data(), data, bytes);
   inputSet_[index] = true;
@@ -390,18 +397,11 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
 }
 
 Status Session::getInput(size_t index, void *data, size_t bytes) const {
-  if (index >= inputs_.size())
-    return fail("input index ", index, " is out of range (", label_, " has ",
-                inputs_.size(), " inputs)");
-  const TensorInfo &info = inputs_[index];
+  if (Status status = checkInputCopy(index, data, bytes); status.failed())
+    return status;
   if (!inputSet_[index])
-    return fail("input '", info.name, "' has no value: it was never set");
-  if (bytes != info.bytes)
-    return fail("input '", info.name, "' is ", info.bytes, " bytes (",
-                dtypeName(info.dtype), " ", formatDims(info.dims), "), got ",
-                bytes);
-  if (!data && bytes)
-    return fail("input '", info.name, "': the data pointer is NULL");
+    return fail("input '", inputs_[index].name,
+                "' has no value: it was never set");
   if (bytes)
     std::memcpy(data, inputStorage_[index].data(), bytes);
   return Status::success();

@@ -88,6 +88,9 @@ public:
   /// Copies this rank's current value of an input (set, loaded, or updated
   /// by a run) out; exactly its size.
   Status getInput(size_t index, void *data, size_t bytes) const;
+  /// The checks of copying input `index` in or out: the index, exactly its
+  /// size, a data pointer.
+  Status checkInputCopy(size_t index, const void *data, size_t bytes) const;
   /// Runs every step; fails, naming them, if inputs were never set.
   Status run();
   /// Copies an output of the last successful run (exactly its size).
