@@ -74,6 +74,14 @@ struct CopyToLinalg : OpRewritePattern<memref::CopyOp> {
   }
 };
 
+/// Rewrites every memref.copy of `kernels` into a linalg.copy, the first
+/// step of both kernel lowerings.
+LogicalResult copiesToLinalg(ModuleOp kernels) {
+  RewritePatternSet copies(kernels.getContext());
+  copies.add<CopyToLinalg>(kernels.getContext());
+  return applyPatternsGreedily(kernels, std::move(copies));
+}
+
 /// Adds `void name(void **args)` calling `name_impl(args[0], args[1], ...)`.
 void addPackedEntryPoint(LLVM::LLVMFuncOp impl, StringRef name) {
   OpBuilder b(impl->getContext());
@@ -125,9 +133,7 @@ struct LowerCpuKernelsPass
       for (auto func : kernels.getOps<func::FuncOp>())
         names.push_back(func.getSymName().str());
 
-      RewritePatternSet copies(ctx);
-      copies.add<CopyToLinalg>(ctx);
-      if (failed(applyPatternsGreedily(kernels, std::move(copies))) ||
+      if (failed(copiesToLinalg(kernels)) ||
           failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
       // Polynomial exp/tanh/erf/log... vectorise where libm calls would not.
@@ -391,9 +397,7 @@ struct LowerCudaKernelsPass
 
     for (ExecutableOp exe : executables) {
       ModuleOp kernels = exe.getKernelModule();
-      RewritePatternSet copies(ctx);
-      copies.add<CopyToLinalg>(ctx);
-      if (failed(applyPatternsGreedily(kernels, std::move(copies))) ||
+      if (failed(copiesToLinalg(kernels)) ||
           failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
       // exp, tanh, erf, log... as polynomials, as on the CPU: the kernels
