@@ -103,6 +103,20 @@ def LowerCudaKernelsPass : Pass<"of-lower-cuda-kernels", "ModuleOp"> {
     `gpu.binary` name and its function, `grid` and `block` dimensions, and `args`, the plan
     launch's buffer indices in the GPU kernel's parameter order); the
     executable's body keeps the `gpu.binary` ops.
+
+    ```mlir
+    // A plan kernel y = tanh(x) + z over 1000 elements, k0(%x, %z, %y),
+    // becomes one launch of 4 blocks of 256 threads:
+    ofrt.executable @cuda_kernels attributes {format = "cubin",
+        launches = {k0 = [{args = array<i64: 0, 1, 2>, block = array<i64: 256, 1, 1>,
+                           function = "k0_kernel", grid = array<i64: 4, 1, 1>,
+                           kernel = "k0_kernel"} ] },
+        target = "nvptx64-nvidia-cuda"} {
+      builtin.module attributes {gpu.container_module} {
+        gpu.binary @k0_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, bin = "\7FELF...">]
+      }
+    }
+    ```
   }];
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
