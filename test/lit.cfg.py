@@ -36,3 +36,10 @@ config.substitutions.append(("%python", sys.executable))
 import shutil
 if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
+
+# The toolkit's libcuda link stub: loading it exercises the CUDA executor's
+# "no driver" path on machines without a GPU.
+_cuda_stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+if os.path.exists(_cuda_stub):
+    config.available_features.add("cuda-stub")
+    config.substitutions.append(("%cuda_stub", _cuda_stub))

@@ -59,8 +59,9 @@ void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
     }
 }
 
-template <typename T> Status checkIndices(const PreparedStep &step) {
-  const auto *bytes = static_cast<const unsigned char *>(step.indices);
+template <typename T>
+Status checkIndices(const PreparedStep &step, const void *indices) {
+  const auto *bytes = static_cast<const unsigned char *>(indices);
   for (uint64_t i = 0; i < step.indexCount; ++i) {
     T value;
     // Arena offsets need not be aligned to the element type.
@@ -93,8 +94,7 @@ public:
              static_cast<double *>(step.gemmC));
       return Status::success();
     case StepKind::IndexRangeCheck:
-      return step.indexType == DType::I32 ? checkIndices<int32_t>(step)
-                                          : checkIndices<int64_t>(step);
+      return checkIndexRange(step, step.indices);
     case StepKind::Copy:
       if (step.bytes)
         std::memmove(step.dst, step.src, static_cast<size_t>(step.bytes));
@@ -114,6 +114,33 @@ public:
 };
 
 } // namespace
+
+Status checkIndexRange(const PreparedStep &step, const void *indices) {
+  return step.indexType == DType::I32 ? checkIndices<int32_t>(step, indices)
+                                      : checkIndices<int64_t>(step, indices);
+}
+
+// A host executor never calls these: its session uses host memory and
+// loads CPU kernels.
+Status Executor::allocate(uint64_t, const std::string &what, void *&) {
+  return fail(what, ": this executor has no device memory");
+}
+Status Executor::upload(void *, const void *, uint64_t) {
+  return fail("this executor has no device memory");
+}
+Status Executor::download(void *, const void *, uint64_t) {
+  return fail("this executor has no device memory");
+}
+Status Executor::copyOnDevice(void *, const void *, uint64_t) {
+  return fail("this executor has no device memory");
+}
+Status Executor::loadGpuModule(const void *, size_t, bool,
+                               const std::string &what, void *&) {
+  return fail(what, ": this executor runs no GPU modules");
+}
+Status Executor::getGpuFunction(void *, const std::string &name, void *&) {
+  return fail("GPU function '", name, "': this executor runs no GPU modules");
+}
 
 std::unique_ptr<Executor> createCpuExecutor() {
   return std::make_unique<CpuExecutor>();

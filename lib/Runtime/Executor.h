@@ -2,13 +2,15 @@
 //
 // A session turns each plan step into a PreparedStep whose buffers are
 // already resolved to data pointers, then hands the steps, in program order,
-// to an Executor. The executor owns how a step runs on its device: the CPU
-// executor runs each step to completion on the calling thread, so the
-// streams of the plan run in program order and events are satisfied
-// trivially; a CUDA executor would enqueue each step on its stream, map
-// events to CUDA events, and synchronize at the end of the run. Output steps
-// arrive as copies; collectives as PreparedCollectives (Collective.h), which
-// call their communicator.
+// to an Executor. The executor owns how a step runs on its device and where
+// the program's buffers live: the CPU executor runs each step to completion
+// on the calling thread in host memory, so the streams of the plan run in
+// program order and events are satisfied trivially; the CUDA executor
+// (CudaExecutor.cpp) keeps the buffers in device memory, enqueues each step
+// on its stream, maps the plan's events to CUDA events, and synchronizes at
+// the end of the run. Output steps arrive as copies (device to host on a
+// device); collectives as PreparedCollectives (Collective.h), which call
+// their communicator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +49,13 @@ struct PreparedStep {
   // Launch: the kernel and the data pointers of its buffers, in order.
   KernelFunction kernel = nullptr;
   std::vector<void *> args;
+  /// On a GPU: the kernel's launches, in order.
+  struct GpuCall {
+    void *function = nullptr; // the executor's handle (a CUfunction)
+    uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    std::vector<void *> args; // device pointers of the launch's buffers
+  };
+  std::vector<GpuCall> gpuCalls;
 
   // Gemm: C[b] = A[b] x B[b] with the checked parameters.
   GemmCall gemm{};
@@ -79,15 +88,48 @@ struct PreparedStep {
 class Executor {
 public:
   virtual ~Executor() = default;
+  /// Whether the program's buffers are host memory. When not, the session
+  /// allocates them through `allocate` and moves inputs and outputs with
+  /// `upload` and `download` (the remaining members below).
+  virtual bool hostMemory() const { return true; }
+  /// Checks, once at preparation, that this executor can run `step` (a
+  /// library it needs loads, a collective it supports...).
+  virtual Status check(const PreparedStep &step) { return Status::success(); }
   /// Runs `step` (or enqueues it on its stream, on an asynchronous device).
   virtual Status execute(const PreparedStep &step) = 0;
   /// Returns once every step executed so far has completed.
   virtual Status synchronize() = 0;
+
+  /// Device memory of `bytes` bytes, zeroed, owned by the executor (freed
+  /// when it is destroyed); `what` names it in messages.
+  virtual Status allocate(uint64_t bytes, const std::string &what,
+                          void *&out);
+  /// Copies between host and device memory; complete when they return.
+  virtual Status upload(void *device, const void *host, uint64_t bytes);
+  virtual Status download(void *host, const void *device, uint64_t bytes);
+  /// Enqueues a copy within device memory (complete at synchronize).
+  virtual Status copyOnDevice(void *dst, const void *src, uint64_t bytes);
+  /// Loads a GPU module (a cubin, or PTX) and finds a function in it; the
+  /// handles live as long as the executor.
+  virtual Status loadGpuModule(const void *image, size_t size, bool ptx,
+                               const std::string &what, void *&module);
+  virtual Status getGpuFunction(void *module, const std::string &name,
+                                void *&function);
 };
 
 /// The CPU executor: every step runs to completion on the calling thread;
 /// gemm calls OpenBLAS.
 std::unique_ptr<Executor> createCpuExecutor();
+
+/// The CUDA executor for world rank `rank` (CudaExecutor.cpp): loads the
+/// CUDA driver (libcuda.so.1, or $OF_CUDA_DRIVER) with dlopen and takes
+/// the device $OF_CUDA_DEVICE, else the rank's local rank modulo the
+/// device count. Fails with the reason where there is no driver or device.
+Status createCudaExecutor(int rank, std::unique_ptr<Executor> &out);
+
+/// Checks that every index of `step` (an IndexRangeCheck), read from
+/// `indices` in host memory, lies in [lo, hi).
+Status checkIndexRange(const PreparedStep &step, const void *indices);
 
 } // namespace of::rt
 

@@ -121,49 +121,90 @@ Status Session::prepare(const char *requestedEntry, int rank,
   label_ = formatMessage("program '", entry, "'");
 
   std::string_view device = text(program.device());
-  if (device != "cpu")
+  if (device == "cuda") {
+    if (Status status = createCudaExecutor(rank, executor_); status.failed())
+      return fail(label_, " runs on cuda: ", status.message());
+  } else if (device == "cpu") {
+    executor_ = createCpuExecutor();
+  } else {
     return fail(label_, " runs on ", device,
-                "; this runtime has only the CPU executor");
-  executor_ = createCpuExecutor();
+                "; this runtime has CPU and CUDA executors");
+  }
+  onDevice_ = !executor_->hostMemory();
 
   // Storage: the arena, then one allocation per input and per output.
-  if (Status status = arena_.allocate(program.arena_size(), "the arena");
-      status.failed())
-    return fail(label_, ": ", status.message());
+  uint8_t *arena = nullptr;
+  if (onDevice_) {
+    void *deviceArena = nullptr;
+    if (Status status =
+            executor_->allocate(program.arena_size(), "the arena", deviceArena);
+        status.failed())
+      return fail(label_, ": ", status.message());
+    arena = static_cast<uint8_t *>(deviceArena);
+  } else {
+    if (Status status = arena_.allocate(program.arena_size(), "the arena");
+        status.failed())
+      return fail(label_, ": ", status.message());
+    arena = arena_.data();
+  }
   uint32_t numBuffers = program.buffers() ? program.buffers()->size() : 0;
   bufferData_.assign(numBuffers, nullptr);
+  std::map<uint32_t, void *> uploadedBlobs;
   for (uint32_t i = 0; i < numBuffers; ++i) {
     const Buffer &buffer = *program.buffers()->Get(i);
-    if (buffer.kind() == BufferKind::Arena)
-      bufferData_[i] = arena_.data() + buffer.offset();
-    else if (buffer.kind() == BufferKind::Constant)
+    if (buffer.kind() == BufferKind::Arena) {
+      bufferData_[i] = arena + buffer.offset();
+    } else if (buffer.kind() == BufferKind::Constant && !onDevice_) {
       // Constants are read-only by construction: the loader rejects every
       // step that would write one.
       bufferData_[i] = const_cast<uint8_t *>(plan.blobData(buffer.blob()));
+    } else if (buffer.kind() == BufferKind::Constant) {
+      void *&copy = uploadedBlobs[buffer.blob()];
+      std::string what = formatMessage("constant '", text(buffer.name()), "'");
+      if (!copy)
+        if (Status status = executor_->allocate(buffer.size(), what, copy);
+            status.failed() ||
+            (status = executor_->upload(copy, plan.blobData(buffer.blob()),
+                                        buffer.size()))
+                .failed())
+          return fail(label_, ": ", what, ": ", status.message());
+      bufferData_[i] = copy;
+    }
   }
   uint32_t numInputs = program.inputs() ? program.inputs()->size() : 0;
   inputStorage_.resize(numInputs);
   inputSet_.assign(numInputs, false);
+  inputData_.assign(numInputs, nullptr);
+  inputStale_.assign(numInputs, false);
   for (uint32_t i = 0; i < numInputs; ++i) {
     uint32_t index = program.inputs()->Get(i);
     const Buffer &buffer = *program.buffers()->Get(index);
     inputs_.push_back(
         describeBuffer(buffer, text(buffer.binding()), buffer.dist()));
-    if (Status status = inputStorage_[i].allocate(
-            buffer.size(), ("input '" + inputs_.back().name + "'").c_str());
+    std::string what = "input '" + inputs_.back().name + "'";
+    if (Status status = inputStorage_[i].allocate(buffer.size(), what.c_str());
         status.failed())
       return fail(label_, ": ", status.message());
-    bufferData_[index] = inputStorage_[i].data();
+    inputData_[i] = inputStorage_[i].data();
+    if (onDevice_)
+      if (Status status =
+              executor_->allocate(buffer.size(), what, inputData_[i]);
+          status.failed())
+        return fail(label_, ": ", status.message());
+    bufferData_[index] = inputData_[i];
   }
 
   if (Status status = loadKernels(); status.failed())
     return status;
 
   uint32_t numSteps = program.steps() ? program.steps()->size() : 0;
-  for (uint32_t s = 0; s < numSteps; ++s)
+  for (uint32_t s = 0; s < numSteps; ++s) {
     if (Status status = prepareStep(*program.steps()->Get(s), s);
         status.failed())
       return status;
+    if (Status status = executor_->check(steps_.back()); status.failed())
+      return fail(label_, " step ", s, " (", status.message(), ")");
+  }
   stepSeconds_.assign(steps_.size(), 0.0);
   planDirectUpdates();
   return Status::success();
@@ -181,7 +222,7 @@ void Session::planDirectUpdates() {
   for (size_t o = 0; o < outputs_.size(); ++o) {
     if (outputs_[o].updates < 0)
       continue;
-    const void *input = inputStorage_[outputs_[o].updates].data();
+    const void *input = inputData_[outputs_[o].updates];
     bool safe = true;
     for (size_t s = outputStep_[o] + 1; s < steps_.size() && safe; ++s)
       safe = steps_[s].isOutput && steps_[s].src != input;
@@ -206,11 +247,35 @@ Status Session::loadKernels() {
     return Status::success();
   for (const Step *step : *program_->steps()) {
     const Launch *launch = step->detail_as_Launch();
-    if (!launch || objects_[launch->executable()])
+    if (!launch || objects_[launch->executable()] ||
+        gpuModules_.count(launch->executable()))
       continue;
     const Executable &executable =
         *plan.executables()->Get(launch->executable());
     std::string name(text(executable.name()));
+    if (onDevice_) {
+      // Every GPU module of the executable, loaded once.
+      if (!executable.gpu_binaries() || !executable.gpu_kernels())
+        return fail(label_, ": executable '", name, "' (format '",
+                    text(executable.format()),
+                    "') has no GPU modules for the CUDA executor");
+      std::vector<void *> &modules = gpuModules_[launch->executable()];
+      for (const GpuBinary *binary : *executable.gpu_binaries()) {
+        void *module = nullptr;
+        if (Status status = executor_->loadGpuModule(
+                plan_->blobData(binary->blob()),
+                plan_->blobSize(binary->blob()),
+                text(binary->format()) == "assembly",
+                formatMessage("GPU module '", text(binary->name()),
+                              "' of executable '", name, "' (",
+                              text(binary->target()), ")"),
+                module);
+            status.failed())
+          return fail(label_, ": ", status.message());
+        modules.push_back(module);
+      }
+      continue;
+    }
     if (text(executable.format()) != "elf-shared-object")
       return fail(label_, ": executable '", name, "' has the format '",
                   text(executable.format()),
@@ -236,6 +301,11 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   case StepDetail::Launch: {
     const Launch &launch = *step.detail_as_Launch();
     prepared.kind = StepKind::Launch;
+    if (onDevice_) {
+      if (Status status = prepareGpuLaunch(launch, prepared); status.failed())
+        return fail(where, ": ", status.message());
+      break;
+    }
     // Each kernel is resolved once per session, at creation.
     auto key =
         std::make_pair(launch.executable(), std::string(text(launch.kernel())));
@@ -357,6 +427,44 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   return Status::success();
 }
 
+Status Session::prepareGpuLaunch(const Launch &launch, PreparedStep &step) {
+  // The loader checked that the kernel has its launch table and that every
+  // argument indexes the launch's buffers.
+  const Executable &executable =
+      *plan_->plan().executables()->Get(launch.executable());
+  std::string_view kernel = text(launch.kernel());
+  const GpuKernel *table = nullptr;
+  for (const GpuKernel *candidate : *executable.gpu_kernels())
+    if (text(candidate->name()) == kernel)
+      table = candidate;
+  if (!table)
+    return fail("kernel '", kernel, "' has no GPU launches");
+  const std::vector<void *> &modules = gpuModules_[launch.executable()];
+  for (const GpuLaunch *gpu : *table->launches()) {
+    PreparedStep::GpuCall call;
+    std::string function(text(gpu->function()));
+    auto key = std::make_pair(modules[gpu->binary()], function);
+    auto found = gpuFunctions_.find(key);
+    if (found == gpuFunctions_.end()) {
+      void *handle = nullptr;
+      if (Status status =
+              executor_->getGpuFunction(key.first, function, handle);
+          status.failed())
+        return status;
+      found = gpuFunctions_.emplace(std::move(key), handle).first;
+    }
+    call.function = found->second;
+    for (uint32_t d = 0; d < 3; ++d) {
+      call.grid[d] = gpu->grid()->Get(d);
+      call.block[d] = gpu->block()->Get(d);
+    }
+    for (uint32_t arg : *gpu->args())
+      call.args.push_back(bufferData(launch.buffers()->Get(arg)));
+    step.gpuCalls.push_back(std::move(call));
+  }
+  return Status::success();
+}
+
 int64_t Session::findInput(std::string_view name) const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (inputs_[i].name == name)
@@ -392,6 +500,7 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
   if (bytes)
     std::memcpy(inputStorage_[index].data(), data, bytes);
   inputSet_[index] = true;
+  inputStale_[index] = onDevice_;
   invalidateOutputsOf(index);
   return Status::success();
 }
@@ -429,6 +538,8 @@ Status Session::run() {
       return collective->run(); // fails, saying why
 
   outputsValid_ = false;
+  if (Status status = uploadStaleInputs(); status.failed())
+    return status;
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < steps_.size(); ++i) {
     Clock::time_point start;
@@ -436,9 +547,14 @@ Status Session::run() {
       start = Clock::now();
     if (Status status = executor_->execute(steps_[i]); status.failed())
       return status;
-    if (profiling_)
+    if (profiling_) {
+      // On a device a step's time is its completion, not its enqueueing.
+      if (onDevice_)
+        if (Status status = executor_->synchronize(); status.failed())
+          return status;
       stepSeconds_[i] +=
           std::chrono::duration<double>(Clock::now() - start).count();
+    }
   }
   if (Status status = executor_->synchronize(); status.failed())
     return status;
@@ -450,8 +566,59 @@ Status Session::run() {
     if (outputs_[i].updates >= 0 && !directUpdate_[i])
       std::memcpy(inputStorage_[outputs_[i].updates].data(),
                   outputStorage_[i].data(), outputs_[i].bytes);
+  if (Status status = updateDeviceInputs(); status.failed())
+    return status;
   outputsValid_ = true;
   return Status::success();
+}
+
+Status Session::uploadStaleInputs() {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputStale_[i])
+      continue;
+    if (Status status = executor_->upload(
+            inputData_[i], inputStorage_[i].data(), inputs_[i].bytes);
+        status.failed())
+      return fail(label_, ": input '", inputs_[i].name, "': ",
+                  status.message());
+    inputStale_[i] = false;
+  }
+  return Status::success();
+}
+
+Status Session::updateDeviceInputs() {
+  if (!onDevice_)
+    return Status::success();
+  // Each updated input takes its output's value on the device, unless
+  // that value is itself an input's copy which this loop may overwrite
+  // first: such an input is uploaded from its (already updated) host
+  // storage before the next run instead.
+  std::vector<bool> updated(inputs_.size(), false);
+  for (const TensorInfo &output : outputs_)
+    if (output.updates >= 0)
+      updated[output.updates] = true;
+  bool copied = false;
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    int64_t input = outputs_[o].updates;
+    if (input < 0)
+      continue;
+    const void *value = steps_[outputStep_[o]].src;
+    bool fromUpdatedInput = false;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      fromUpdatedInput |= updated[i] && value == inputData_[i] &&
+                          static_cast<int64_t>(i) != input;
+    if (fromUpdatedInput) {
+      inputStale_[input] = true;
+      continue;
+    }
+    if (Status status = executor_->copyOnDevice(inputData_[input], value,
+                                                outputs_[o].bytes);
+        status.failed())
+      return fail(label_, ": updating input '", inputs_[input].name,
+                  "': ", status.message());
+    copied = true;
+  }
+  return copied ? executor_->synchronize() : Status::success();
 }
 
 Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
@@ -474,6 +641,7 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
     copyBox(data, info.dist.globalShape, part.offsets, part.extents, local,
             dtypeSize(info.dtype));
   inputSet_[index] = true;
+  inputStale_[index] = onDevice_;
   invalidateOutputsOf(index);
   return Status::success();
 }

@@ -4,8 +4,15 @@
 // (64-byte aligned, zeroed), session-owned storage for every input and
 // output, the kernels of its launches loaded and resolved, and every step
 // prepared with data pointers. Creation fails cleanly for what this runtime
-// cannot run (a CUDA program); running needs every input set. The session
-// shares ownership of its plan, whose constant blobs it reads in place.
+// cannot run; running needs every input set. The session shares ownership
+// of its plan, whose constant blobs it reads in place.
+//
+// A CUDA program's buffers live in device memory (its executor's): the
+// arena, the constants (uploaded at creation) and a device copy of every
+// input. Inputs and outputs keep their host storage, so the API is the same
+// on both devices: an input set on the host is uploaded before the next
+// run, outputs are copied to the host by their steps, and a training step's
+// state is updated on the device and on the host.
 //
 // A rank of a multi-rank plan runs with a communicator (the job's world):
 // creating the session then makes the sub-group communicators of its
@@ -149,6 +156,16 @@ private:
   AlignedBytes arena_;
   std::vector<AlignedBytes> inputStorage_;
   std::vector<bool> inputSet_;
+  /// Where the program reads each input: its host storage, or on a device
+  /// its device copy, which `inputStale_` marks out of date.
+  std::vector<void *> inputData_;
+  std::vector<bool> inputStale_;
+  /// Whether the buffers are device memory (a CUDA program).
+  bool onDevice_ = false;
+  /// Uploads the inputs set since the last run (device programs).
+  Status uploadStaleInputs();
+  /// After a run on a device: the device copies of updated inputs.
+  Status updateDeviceInputs();
   std::vector<AlignedBytes> outputStorage_;
   /// Per output: its step's index, and whether the step writes straight
   /// into the storage of the input it updates.
@@ -160,6 +177,11 @@ private:
 
   /// Loaded executables, by executable index (null when unused).
   std::vector<std::unique_ptr<KernelObject>> objects_;
+  /// A CUDA executable's loaded GPU modules, by executable index, and its
+  /// resolved functions by (module, name).
+  std::map<uint32_t, std::vector<void *>> gpuModules_;
+  std::map<std::pair<void *, std::string>, void *> gpuFunctions_;
+  Status prepareGpuLaunch(const plan::Launch &launch, PreparedStep &step);
   /// Resolved kernels by (executable index, name).
   std::map<std::pair<uint32_t, std::string>, KernelFunction> kernels_;
   std::vector<PreparedStep> steps_;

@@ -14,7 +14,7 @@
 // RUN: FileCheck %s --check-prefix=BACK < %t.mlir
 // RUN: of-translate --of-plan-to-binary %t.mlir -o %t.2.ofp
 // RUN: cmp %t.ofp %t.2.ofp
-// RUN: not of-run %t.ofp --list 2>&1 | FileCheck %s --check-prefix=REFUSE
+// RUN: env OF_CUDA_DRIVER=%t.no-libcuda.so not of-run %t.ofp --list 2>&1 | FileCheck %s --check-prefix=REFUSE
 // A launch table that passes a buffer the step does not have is refused:
 // RUN: sed 's/args = array<i64: 0, 1, 2>, block = array<i64: 256/args = array<i64: 0, 1, 7>, block = array<i64: 256/' %t.mlir \
 // RUN:   | not of-translate --of-plan-to-binary -o %t.bad.ofp 2>&1 | FileCheck %s --check-prefix=BAD
@@ -39,7 +39,7 @@
 // FORMAT: format takes bin (cubin) or isa (PTX), not 'elf'
 // BACK: ofrt.executable @cuda_kernels attributes {format = "ptx", launches = {
 // BACK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, assembly = "
-// REFUSE: program 'f' runs on cuda; this runtime has only the CPU executor
+// REFUSE: program 'f' runs on cuda: cannot load the CUDA driver
 // BAD: GPU launch 0 of kernel '{{k[0-9]+}}' passes buffer 7, but the step has 3
 
 func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},

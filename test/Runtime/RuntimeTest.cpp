@@ -877,10 +877,15 @@ TEST(SessionErrors, EntryAndRankSelection) {
   EXPECT_EQ(sessionError(sample.write()),
             "the plan has several entries ('forward', 'check') and none is "
             "'main'; name one");
+  // A cuda program needs the CUDA driver, here one that cannot load.
   sample.plan.programs[0]->device = "cuda";
-  EXPECT_EQ(sessionError(sample.write(), "forward"),
-            "program 'forward' runs on cuda; this runtime has only the CPU "
-            "executor");
+  setenv("OF_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  std::string cudaError = sessionError(sample.write(), "forward");
+  EXPECT_EQ(cudaError.rfind("program 'forward' runs on cuda: cannot load the "
+                            "CUDA driver",
+                            0),
+            0u)
+      << cudaError;
 }
 
 TEST(SessionErrors, InputsMustBeSetWithTheirExactSize) {

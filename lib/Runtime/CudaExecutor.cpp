@@ -1,0 +1,657 @@
+//===- CudaExecutor.cpp - Steps on an NVIDIA GPU, through the driver API --===//
+//
+// libofrt links no CUDA library: a CUDA program loads the driver
+// (libcuda.so.1) with dlopen when its session is created, and cuBLAS when
+// the program has a gemm, each into a table of function pointers resolved
+// with dlsym, as the MPI backend does for libmpi. The CUDA headers are only
+// compiled against for their types and constants (CMake finds them in the
+// toolkit; without them this file builds an executor factory that says
+// so). The runtime therefore builds, and runs CPU plans, where no GPU or
+// driver exists.
+//
+// The executor takes the device of its rank, retains its primary context,
+// and holds every buffer of the program in device memory. Each plan stream
+// is a CUDA stream (non-blocking), each plan event a CUDA event, so steps
+// on different streams overlap exactly as far as the plan's events allow.
+// Kernel launches take their buffers' device pointers as arguments (the
+// kernels use MLIR's bare-pointer memref convention); gemm steps call
+// cuBLAS (row-major operands as the column-major transposed product);
+// output steps copy device to host on their stream. Errors name the step;
+// an error of an asynchronous step surfaces at the run's synchronization,
+// where $OF_CUDA_SYNC=1 (synchronize after every step) finds its step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#ifndef OF_HAVE_CUDA_HEADERS
+
+namespace of::rt {
+
+Status createCudaExecutor(int, std::unique_ptr<Executor> &) {
+  return fail("this libofrt was built without the CUDA headers (cuda.h, "
+              "cublas_v2.h); rebuild it where the CUDA toolkit is installed "
+              "to run CUDA programs");
+}
+
+} // namespace of::rt
+
+#else
+
+#include <cublas_v2.h>
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace of::plan;
+
+namespace of::rt {
+
+namespace {
+
+// The driver functions the executor calls, by their exported (versioned)
+// names; each member has the prototype cuda.h declares for it.
+#define OF_CUDA_FUNCTIONS(X)                                                   \
+  X(cuInit)                                                                    \
+  X(cuDriverGetVersion)                                                        \
+  X(cuGetErrorName)                                                            \
+  X(cuGetErrorString)                                                          \
+  X(cuDeviceGetCount)                                                          \
+  X(cuDeviceGet)                                                               \
+  X(cuDeviceGetName)                                                           \
+  X(cuDeviceGetAttribute)                                                      \
+  X(cuDevicePrimaryCtxRetain)                                                  \
+  X(cuDevicePrimaryCtxRelease_v2)                                              \
+  X(cuCtxSetCurrent)                                                           \
+  X(cuMemAlloc_v2)                                                             \
+  X(cuMemFree_v2)                                                              \
+  X(cuMemsetD8_v2)                                                             \
+  X(cuMemsetD2D8Async)                                                         \
+  X(cuMemcpyHtoD_v2)                                                           \
+  X(cuMemcpyDtoH_v2)                                                           \
+  X(cuMemcpyDtoHAsync_v2)                                                      \
+  X(cuMemcpyDtoDAsync_v2)                                                      \
+  X(cuModuleLoadData)                                                          \
+  X(cuModuleUnload)                                                            \
+  X(cuModuleGetFunction)                                                       \
+  X(cuLaunchKernel)                                                            \
+  X(cuStreamCreate)                                                            \
+  X(cuStreamDestroy_v2)                                                        \
+  X(cuStreamSynchronize)                                                       \
+  X(cuEventCreate)                                                             \
+  X(cuEventDestroy_v2)                                                         \
+  X(cuEventRecord)                                                             \
+  X(cuStreamWaitEvent)
+
+#define OF_CUBLAS_FUNCTIONS(X)                                                 \
+  X(cublasCreate_v2)                                                           \
+  X(cublasDestroy_v2)                                                          \
+  X(cublasSetStream_v2)                                                        \
+  X(cublasGetStatusName)                                                       \
+  X(cublasSgemmStridedBatched_64)                                              \
+  X(cublasDgemmStridedBatched_64)
+
+#define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
+
+struct CudaDriver {
+  OF_CUDA_FUNCTIONS(OF_DECLARE_FUNCTION)
+};
+
+struct Cublas {
+  OF_CUBLAS_FUNCTIONS(OF_DECLARE_FUNCTION)
+};
+
+#undef OF_DECLARE_FUNCTION
+
+/// dlopens the first of `candidates` that loads; `error` collects why each
+/// failed.
+void *openFirst(const std::vector<std::string> &candidates,
+                std::string &error) {
+  for (const std::string &name : candidates) {
+    if (void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return library;
+    const char *why = ::dlerror();
+    error += formatMessage("\n  ", why ? why : name.c_str());
+  }
+  return nullptr;
+}
+
+/// Resolves every function of a table; fails naming the first missing one.
+template <typename Table>
+Status resolve(void *library, const char *what, Table &table,
+               void (*each)(void *, Table &, std::string &)) {
+  std::string missing;
+  each(library, table, missing);
+  if (!missing.empty())
+    return fail(what, " lacks the function ", missing,
+                " (is it older than CUDA 12?)");
+  return Status::success();
+}
+
+void resolveDriver(void *library, CudaDriver &table, std::string &missing) {
+#define OF_RESOLVE(name)                                                       \
+  table.name =                                                                 \
+      reinterpret_cast<decltype(table.name)>(::dlsym(library, #name));         \
+  if (!table.name && missing.empty())                                          \
+    missing = #name;
+  OF_CUDA_FUNCTIONS(OF_RESOLVE)
+}
+
+void resolveCublas(void *library, Cublas &table,
+                   std::string &missing){OF_CUBLAS_FUNCTIONS(OF_RESOLVE)
+#undef OF_RESOLVE
+}
+
+/// The toolkit's library folders, for libraries not on the loader's path.
+std::vector<std::string> toolkitCandidates(const char *file) {
+  std::vector<std::string> names = {file};
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var); root && *root)
+      names.push_back(std::string(root) + "/lib64/" + file);
+  names.push_back(std::string("/usr/local/cuda/lib64/") + file);
+  return names;
+}
+
+/// The process's driver, loaded and initialised once (never unloaded: the
+/// driver does not support it).
+Status loadDriver(const CudaDriver *&out) {
+  static CudaDriver driver;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *override = std::getenv("OF_CUDA_DRIVER");
+    std::string tried;
+    void *library =
+        openFirst({override && *override ? override : "libcuda.so.1"}, tried);
+    if (!library) {
+      error = "cannot load the CUDA driver (libcuda.so.1, installed with the "
+              "NVIDIA driver; $OF_CUDA_DRIVER names another):" +
+              tried;
+      return;
+    }
+    if (Status status =
+            resolve(library, "the CUDA driver", driver, resolveDriver);
+        status.failed()) {
+      error = status.message();
+      return;
+    }
+    CUresult result = driver.cuInit(0);
+    if (result == CUDA_ERROR_STUB_LIBRARY)
+      error = "the loaded libcuda is the CUDA toolkit's link stub, not a "
+              "driver: no NVIDIA driver is installed";
+    else if (result == CUDA_ERROR_NO_DEVICE)
+      error = "the CUDA driver sees no device (CUDA_VISIBLE_DEVICES?)";
+    else if (result != CUDA_SUCCESS)
+      error = formatMessage("cuInit failed with CUDA error ",
+                            static_cast<int>(result));
+  });
+  if (!error.empty())
+    return Status::failure(error);
+  out = &driver;
+  return Status::success();
+}
+
+/// cuBLAS, loaded once when the first program with a gemm is prepared.
+Status loadCublas(const Cublas *&out) {
+  static Cublas cublas;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string tried;
+    std::vector<std::string> candidates;
+    if (const char *override = std::getenv("OF_CUBLAS_LIBRARY");
+        override && *override)
+      candidates.push_back(override);
+    for (const std::string &name : toolkitCandidates("libcublas.so.13"))
+      candidates.push_back(name);
+    void *library = openFirst(candidates, tried);
+    if (!library) {
+      error = "gemm steps on the GPU need cuBLAS, which cannot be loaded "
+              "(libcublas.so.13 of CUDA 13; $OF_CUBLAS_LIBRARY names "
+              "another):" +
+              tried;
+      return;
+    }
+    if (Status status = resolve(library, "cuBLAS", cublas, resolveCublas);
+        status.failed())
+      error = status.message();
+  });
+  if (!error.empty())
+    return Status::failure(error);
+  out = &cublas;
+  return Status::success();
+}
+
+/// The first of the launchers' local-rank variables that is set, or -1.
+int localRankFromEnvironment() {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char *text = std::getenv(var); text && *text)
+      return std::atoi(text);
+  return -1;
+}
+
+class CudaExecutor final : public Executor {
+public:
+  ~CudaExecutor() override;
+  Status init(int rank);
+
+  bool hostMemory() const override { return false; }
+  Status check(const PreparedStep &step) override;
+  Status execute(const PreparedStep &step) override;
+  Status synchronize() override;
+  Status allocate(uint64_t bytes, const std::string &what, void *&out) override;
+  Status upload(void *device, const void *host, uint64_t bytes) override;
+  Status download(void *host, const void *device, uint64_t bytes) override;
+  Status copyOnDevice(void *dst, const void *src, uint64_t bytes) override;
+  Status loadGpuModule(const void *image, size_t size, bool ptx,
+                       const std::string &what, void *&module) override;
+  Status getGpuFunction(void *module, const std::string &name,
+                        void *&function) override;
+
+private:
+  /// The message of a driver error: its name and description.
+  std::string describe(CUresult result) const;
+  /// Success, or `what` failed with `result`'s description.
+  Status check(CUresult result, const std::string &what) const {
+    if (result == CUDA_SUCCESS)
+      return Status::success();
+    return fail(what, ": ", describe(result));
+  }
+  Status streamFor(uint32_t index, CUstream &out);
+  Status eventFor(uint32_t index, CUevent &out);
+  Status gemm(const PreparedStep &step, CUstream stream);
+  Status run(const PreparedStep &step, CUstream stream);
+
+  const CudaDriver *cu_ = nullptr;
+  const Cublas *blas_ = nullptr;
+  int ordinal_ = 0;
+  std::string deviceLabel_; // "CUDA device 0 (NVIDIA H200, sm_90)"
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
+  std::vector<CUstream> streams_;
+  std::vector<CUevent> events_;
+  std::vector<CUdeviceptr> allocations_;
+  std::vector<CUmodule> modules_;
+  std::vector<void *> params_;      // a launch's kernel parameters
+  std::vector<unsigned char> host_; // indices read back for checks
+  bool syncEachStep_ = false;
+};
+
+std::string CudaExecutor::describe(CUresult result) const {
+  const char *name = nullptr, *text = nullptr;
+  if (cu_->cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+    return formatMessage("CUDA error ", static_cast<int>(result));
+  if (cu_->cuGetErrorString(result, &text) != CUDA_SUCCESS || !text)
+    return name;
+  return formatMessage(name, " (", text, ")");
+}
+
+Status CudaExecutor::init(int rank) {
+  if (Status status = loadDriver(cu_); status.failed())
+    return status;
+  int count = 0;
+  if (Status status = check(cu_->cuDeviceGetCount(&count), "cuDeviceGetCount");
+      status.failed())
+    return status;
+  if (count < 1)
+    return fail("the CUDA driver sees no device (CUDA_VISIBLE_DEVICES?)");
+  if (const char *text = std::getenv("OF_CUDA_DEVICE"); text && *text) {
+    char *end = nullptr;
+    long value = std::strtol(text, &end, 10);
+    if (*end || value < 0 || value >= count)
+      return fail("OF_CUDA_DEVICE='", text, "' is not a device ordinal in [0, ",
+                  count, ")");
+    ordinal_ = static_cast<int>(value);
+  } else {
+    int local = localRankFromEnvironment();
+    ordinal_ = (local >= 0 ? local : rank) % count;
+  }
+  if (Status status = check(cu_->cuDeviceGet(&device_, ordinal_),
+                            formatMessage("cuDeviceGet(", ordinal_, ")"));
+      status.failed())
+    return status;
+  char name[256] = {0};
+  cu_->cuDeviceGetName(name, sizeof(name) - 1, device_);
+  int major = 0, minor = 0;
+  cu_->cuDeviceGetAttribute(
+      &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
+  cu_->cuDeviceGetAttribute(
+      &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
+  deviceLabel_ = formatMessage("CUDA device ", ordinal_, " (", name, ", sm_",
+                               major, minor, ")");
+  if (Status status = check(cu_->cuDevicePrimaryCtxRetain(&context_, device_),
+                            deviceLabel_ + ": retaining its context");
+      status.failed())
+    return status;
+  if (Status status = check(cu_->cuCtxSetCurrent(context_),
+                            deviceLabel_ + ": cuCtxSetCurrent");
+      status.failed())
+    return status;
+  if (const char *text = std::getenv("OF_CUDA_SYNC"))
+    syncEachStep_ = *text && std::strcmp(text, "0") != 0;
+  return Status::success();
+}
+
+CudaExecutor::~CudaExecutor() {
+  if (!context_)
+    return;
+  cu_->cuCtxSetCurrent(context_);
+  for (CUstream stream : streams_)
+    if (stream)
+      cu_->cuStreamSynchronize(stream);
+  if (handle_)
+    blas_->cublasDestroy_v2(handle_);
+  for (CUevent event : events_)
+    if (event)
+      cu_->cuEventDestroy_v2(event);
+  for (CUstream stream : streams_)
+    if (stream)
+      cu_->cuStreamDestroy_v2(stream);
+  for (CUmodule module : modules_)
+    cu_->cuModuleUnload(module);
+  for (CUdeviceptr pointer : allocations_)
+    cu_->cuMemFree_v2(pointer);
+  cu_->cuDevicePrimaryCtxRelease_v2(device_);
+}
+
+Status CudaExecutor::streamFor(uint32_t index, CUstream &out) {
+  if (index >= streams_.size())
+    streams_.resize(index + 1, nullptr);
+  if (!streams_[index])
+    if (Status status =
+            check(cu_->cuStreamCreate(&streams_[index], CU_STREAM_NON_BLOCKING),
+                  formatMessage(deviceLabel_, ": creating stream ", index));
+        status.failed())
+      return status;
+  out = streams_[index];
+  return Status::success();
+}
+
+Status CudaExecutor::eventFor(uint32_t index, CUevent &out) {
+  if (index >= events_.size())
+    events_.resize(index + 1, nullptr);
+  if (!events_[index])
+    if (Status status =
+            check(cu_->cuEventCreate(&events_[index], CU_EVENT_DISABLE_TIMING),
+                  formatMessage(deviceLabel_, ": creating event ", index));
+        status.failed())
+      return status;
+  out = events_[index];
+  return Status::success();
+}
+
+Status CudaExecutor::check(const PreparedStep &step) {
+  // Streams and events are made here, so a run creates nothing.
+  CUstream stream;
+  if (Status status = streamFor(step.stream, stream); status.failed())
+    return fail(step.name, ": ", status.message());
+  switch (step.kind) {
+  case StepKind::Launch:
+    if (step.gpuCalls.empty() && step.kernel)
+      return fail(step.name, ": a CPU kernel in a CUDA program");
+    return Status::success();
+  case StepKind::Gemm: {
+    if (step.gemmType != DType::F32 && step.gemmType != DType::F64)
+      return fail(step.name, ": cuBLAS gemm of ", dtypeName(step.gemmType),
+                  " is not supported (f32 and f64 are)");
+    if (!blas_)
+      if (Status status = loadCublas(blas_); status.failed())
+        return fail(step.name, ": ", status.message());
+    if (!handle_) {
+      cublasStatus_t result = blas_->cublasCreate_v2(&handle_);
+      if (result != CUBLAS_STATUS_SUCCESS)
+        return fail(step.name, ": cublasCreate failed: ",
+                    blas_->cublasGetStatusName(result));
+    }
+    return Status::success();
+  }
+  case StepKind::Collective:
+    return fail(step.name,
+                ": collectives on the GPU need the NCCL communicator, which "
+                "this runtime does not have yet; the CUDA executor runs "
+                "one-rank programs without collective steps");
+  case StepKind::EventRecord:
+  case StepKind::EventWait: {
+    CUevent event;
+    if (Status status = eventFor(step.event, event); status.failed())
+      return fail(step.name, ": ", status.message());
+    return Status::success();
+  }
+  case StepKind::IndexRangeCheck:
+  case StepKind::Copy:
+    return Status::success();
+  }
+  return fail(step.name, ": unknown step kind");
+}
+
+Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
+  const GemmCall &g = step.gemm;
+  if (g.outerBatch == 0 || g.batch == 0 || g.m == 0 || g.n == 0)
+    return Status::success();
+  size_t size = step.gemmType == DType::F32 ? sizeof(float) : sizeof(double);
+  auto *c = static_cast<unsigned char *>(step.gemmC);
+  if (g.k == 0) {
+    // C = 0: cuBLAS is not asked to read a product of nothing.
+    for (int64_t o = 0; o < g.outerBatch; ++o)
+      for (int64_t b = 0; b < g.batch; ++b)
+        if (Status status = check(
+                cu_->cuMemsetD2D8Async(
+                    reinterpret_cast<CUdeviceptr>(
+                        c + (o * g.cOuterStride + b * g.cBatchStride) * size),
+                    g.ldc * size, 0, g.n * size, g.m, stream),
+                "zeroing the result of a gemm with k = 0");
+            status.failed())
+          return status;
+    return Status::success();
+  }
+  cublasStatus_t result = blas_->cublasSetStream_v2(handle_, stream);
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+  // same buffers with the operands swapped and m and n exchanged.
+  cublasOperation_t opA = g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto *a = static_cast<const unsigned char *>(step.gemmA);
+  const auto *b = static_cast<const unsigned char *>(step.gemmB);
+  for (int64_t o = 0; o < g.outerBatch && result == CUBLAS_STATUS_SUCCESS;
+       ++o) {
+    const void *batchA = a + o * g.aOuterStride * size;
+    const void *batchB = b + o * g.bOuterStride * size;
+    void *batchC = c + o * g.cOuterStride * size;
+    if (step.gemmType == DType::F32) {
+      float one = 1.0f, zero = 0.0f;
+      result = blas_->cublasSgemmStridedBatched_64(
+          handle_, opB, opA, g.n, g.m, g.k, &one,
+          static_cast<const float *>(batchB), g.ldb, g.bBatchStride,
+          static_cast<const float *>(batchA), g.lda, g.aBatchStride, &zero,
+          static_cast<float *>(batchC), g.ldc, g.cBatchStride, g.batch);
+    } else {
+      double one = 1.0, zero = 0.0;
+      result = blas_->cublasDgemmStridedBatched_64(
+          handle_, opB, opA, g.n, g.m, g.k, &one,
+          static_cast<const double *>(batchB), g.ldb, g.bBatchStride,
+          static_cast<const double *>(batchA), g.lda, g.aBatchStride, &zero,
+          static_cast<double *>(batchC), g.ldc, g.cBatchStride, g.batch);
+    }
+  }
+  if (result != CUBLAS_STATUS_SUCCESS)
+    return fail("cuBLAS: ", blas_->cublasGetStatusName(result));
+  return Status::success();
+}
+
+Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
+  switch (step.kind) {
+  case StepKind::Launch:
+    for (const PreparedStep::GpuCall &call : step.gpuCalls) {
+      params_.resize(call.args.size());
+      for (size_t i = 0; i < call.args.size(); ++i)
+        params_[i] = const_cast<void **>(&call.args[i]);
+      if (Status status = check(
+              cu_->cuLaunchKernel(static_cast<CUfunction>(call.function),
+                                  call.grid[0], call.grid[1], call.grid[2],
+                                  call.block[0], call.block[1], call.block[2],
+                                  0, stream, params_.data(), nullptr),
+              "cuLaunchKernel");
+          status.failed())
+        return status;
+    }
+    return Status::success();
+  case StepKind::Gemm:
+    return gemm(step, stream);
+  case StepKind::IndexRangeCheck: {
+    // The indices are read back once the steps before have produced them.
+    uint64_t bytes = step.indexCount * dtypeSize(step.indexType);
+    host_.resize(bytes);
+    if (Status status =
+            check(cu_->cuStreamSynchronize(stream), "waiting for the indices");
+        status.failed())
+      return status;
+    if (Status status = download(host_.data(), step.indices, bytes);
+        status.failed())
+      return status;
+    return checkIndexRange(step, host_.data());
+  }
+  case StepKind::Copy:
+    if (!step.bytes)
+      return Status::success();
+    if (step.isOutput)
+      return check(cu_->cuMemcpyDtoHAsync_v2(
+                       step.dst, reinterpret_cast<CUdeviceptr>(step.src),
+                       step.bytes, stream),
+                   "copying the output to the host");
+    return check(
+        cu_->cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(step.dst),
+                                  reinterpret_cast<CUdeviceptr>(step.src),
+                                  step.bytes, stream),
+        "cuMemcpyDtoDAsync");
+  case StepKind::EventRecord:
+    return check(cu_->cuEventRecord(events_[step.event], stream),
+                 "cuEventRecord");
+  case StepKind::EventWait:
+    return check(cu_->cuStreamWaitEvent(stream, events_[step.event], 0),
+                 "cuStreamWaitEvent");
+  case StepKind::Collective:
+    break;
+  }
+  return fail("this step does not run on the GPU");
+}
+
+Status CudaExecutor::execute(const PreparedStep &step) {
+  CUstream stream = streams_[step.stream]; // made by check()
+  Status status = run(step, stream);
+  if (status.succeeded() && syncEachStep_)
+    status = check(cu_->cuStreamSynchronize(stream), "after the step");
+  if (status.failed())
+    return fail(step.name, " on ", deviceLabel_, ": ", status.message());
+  return Status::success();
+}
+
+Status CudaExecutor::synchronize() {
+  for (CUstream stream : streams_) {
+    if (!stream)
+      continue;
+    if (CUresult result = cu_->cuStreamSynchronize(stream);
+        result != CUDA_SUCCESS)
+      return fail("a step of the run failed on ", deviceLabel_, ": ",
+                  describe(result),
+                  syncEachStep_ ? ""
+                                : "; run with OF_CUDA_SYNC=1 to find which "
+                                  "step");
+  }
+  return Status::success();
+}
+
+Status CudaExecutor::allocate(uint64_t bytes, const std::string &what,
+                              void *&out) {
+  out = nullptr;
+  if (!bytes)
+    return Status::success();
+  CUdeviceptr pointer = 0;
+  if (Status status = check(cu_->cuMemAlloc_v2(&pointer, bytes),
+                            formatMessage(what, ": allocating ", bytes,
+                                          " bytes on ", deviceLabel_));
+      status.failed())
+    return status;
+  allocations_.push_back(pointer);
+  out = reinterpret_cast<void *>(pointer);
+  return check(cu_->cuMemsetD8_v2(pointer, 0, bytes),
+               formatMessage(what, ": zeroing it"));
+}
+
+Status CudaExecutor::upload(void *device, const void *host, uint64_t bytes) {
+  if (!bytes)
+    return Status::success();
+  return check(
+      cu_->cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(device), host, bytes),
+      formatMessage("copying ", bytes, " bytes to ", deviceLabel_));
+}
+
+Status CudaExecutor::download(void *host, const void *device, uint64_t bytes) {
+  if (!bytes)
+    return Status::success();
+  return check(
+      cu_->cuMemcpyDtoH_v2(host, reinterpret_cast<CUdeviceptr>(device), bytes),
+      formatMessage("copying ", bytes, " bytes from ", deviceLabel_));
+}
+
+Status CudaExecutor::copyOnDevice(void *dst, const void *src, uint64_t bytes) {
+  if (!bytes || dst == src)
+    return Status::success();
+  CUstream stream;
+  if (Status status = streamFor(0, stream); status.failed())
+    return status;
+  return check(cu_->cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst),
+                                         reinterpret_cast<CUdeviceptr>(src),
+                                         bytes, stream),
+               "cuMemcpyDtoDAsync");
+}
+
+Status CudaExecutor::loadGpuModule(const void *image, size_t size, bool ptx,
+                                   const std::string &what, void *&module) {
+  std::string text;
+  if (ptx) // cuModuleLoadData reads PTX up to its terminating NUL
+    text.assign(static_cast<const char *>(image), size);
+  CUmodule loaded = nullptr;
+  CUresult result = cu_->cuModuleLoadData(&loaded, ptx ? text.c_str() : image);
+  if (result == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+      result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    return fail(what, " is not for ", deviceLabel_, ": ", describe(result),
+                " (compile with --of-pipeline=cuda,chip=sm_XY for this "
+                "device, or format=isa for PTX the driver compiles)");
+  if (Status status = check(result, what + ": cuModuleLoadData");
+      status.failed())
+    return status;
+  modules_.push_back(loaded);
+  module = loaded;
+  return Status::success();
+}
+
+Status CudaExecutor::getGpuFunction(void *module, const std::string &name,
+                                    void *&function) {
+  CUfunction found = nullptr;
+  if (Status status =
+          check(cu_->cuModuleGetFunction(&found, static_cast<CUmodule>(module),
+                                         name.c_str()),
+                "GPU function '" + name + "'");
+      status.failed())
+    return status;
+  function = found;
+  return Status::success();
+}
+
+} // namespace
+
+Status createCudaExecutor(int rank, std::unique_ptr<Executor> &out) {
+  auto executor = std::make_unique<CudaExecutor>();
+  if (Status status = executor->init(rank); status.failed())
+    return status;
+  out = std::move(executor);
+  return Status::success();
+}
+
+} // namespace of::rt
+
+#endif // OF_HAVE_CUDA_HEADERS
