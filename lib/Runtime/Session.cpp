@@ -499,9 +499,7 @@ Status Session::setInput(size_t index, const void *data, size_t bytes) {
     return status;
   if (bytes)
     std::memcpy(inputStorage_[index].data(), data, bytes);
-  inputSet_[index] = true;
-  inputStale_[index] = onDevice_;
-  invalidateOutputsOf(index);
+  inputWasSet(index);
   return Status::success();
 }
 
@@ -516,7 +514,10 @@ Status Session::getInput(size_t index, void *data, size_t bytes) const {
   return Status::success();
 }
 
-void Session::invalidateOutputsOf(size_t input) {
+void Session::inputWasSet(size_t input) {
+  inputSet_[input] = true;
+  // A device reads its own copy, uploaded before the next run.
+  inputStale_[input] = onDevice_;
   // An output written straight into this input no longer holds the last
   // run's value.
   for (size_t o = 0; o < outputs_.size(); ++o)
@@ -640,9 +641,7 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
   else if (info.bytes)
     copyBox(data, info.dist.globalShape, part.offsets, part.extents, local,
             dtypeSize(info.dtype));
-  inputSet_[index] = true;
-  inputStale_[index] = onDevice_;
-  invalidateOutputsOf(index);
+  inputWasSet(index);
   return Status::success();
 }
 

@@ -135,9 +135,10 @@ private:
   void planDirectUpdates();
   /// Where output `index`'s value of the last run is.
   const uint8_t *outputData(size_t index) const;
-  /// Marks the outputs invalid when one is kept in input `input`'s storage
-  /// (setting the input overwrote it).
-  void invalidateOutputsOf(size_t input);
+  /// Records that input `input` was given a value on the host: it is set,
+  /// stale on a device, and an output kept in its storage is no longer
+  /// valid.
+  void inputWasSet(size_t input);
   Status prepareStep(const plan::Step &step, uint32_t index);
   void *bufferData(uint32_t index) const { return bufferData_[index]; }
   /// Gathers `mine`, this rank's part of the value `info` describes (an
