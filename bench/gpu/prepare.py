@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Builds the bundle that bench/gpu/run.sh runs on a GPU machine.
+
+The GPU machine has no MLIR, MPI or OpenBLAS, so everything that needs
+them happens here:
+
+  * of-run, libofrt and the shared libraries they need that a CUDA image
+    lacks (OpenBLAS and its Fortran runtime) are copied;
+  * every test program is compiled with --of-pipeline=cuda into a plan:
+    - the op groups of test/E2E/test_ops.py, with their inputs and NumPy
+      float64 references and tolerances;
+    - a 3-layer MLP forward (784-1024-1024-10, batch 128) against NumPy;
+    - the small GPT's AdamW training step (examples/gpt.py, 1 rank) run for
+      a few steps here from the CPU plan, whose per-step losses the GPU
+      plan must reproduce;
+  * benchmark plans (GEMMs, large) whose inputs run.py draws on the GPU
+    machine, since they are too large to carry.
+
+    python3 bench/gpu/prepare.py [--tools build/bin] [--out build/gpu-bundle]
+
+then on the GPU machine: bash bench/gpu/run.sh build/gpu-bundle
+(the device tool carries build/gpu-bundle; it stays under 64 MiB).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 20261204
+
+# The E2E helpers draw their inputs from OF_TEST_SEED when imported.
+os.environ.setdefault("OF_TEST_SEED", str(SEED))
+sys.path.insert(0, str(ROOT / "test" / "E2E"))
+sys.path.insert(0, str(ROOT / "examples"))
+
+GPT_STEPS = 10
+GPT_PIPELINE = "train=adamw,weight-decay=0.01,max-grad-norm=1.0"
+GPT_LR = 3e-3
+
+
+def run(cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, **kw)
+    if proc.returncode != 0:
+        sys.exit(f"prepare: {' '.join(map(str, cmd))} failed "
+                 f"(rc={proc.returncode}):\n{proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+class Bundle:
+    def __init__(self, tools, out):
+        self.tools, self.out = Path(tools), Path(out)
+        self.cases = []
+
+    def compile(self, mlir, name, pipeline):
+        """MLIR text -> out/plans/<name>.ofp; returns the path relative to
+        the bundle."""
+        plans = self.out / "plans"
+        plans.mkdir(parents=True, exist_ok=True)
+        src = plans / f"{name}.mlir"
+        src.write_text(mlir)
+        lowered = run([self.tools / "of-opt", f"--of-pipeline={pipeline}", src])
+        plan = plans / f"{name}.ofp"
+        run([self.tools / "of-translate", "--of-plan-to-binary", "-o", plan], input=lowered)
+        src.unlink()
+        return str(plan.relative_to(self.out))
+
+    def save(self, case, name, array):
+        folder = self.out / "data" / case
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.npy"
+        np.save(path, np.asarray(array, order="C"))
+        return str(path.relative_to(self.out))
+
+    def copy_runtime(self):
+        for sub in ("bin", "lib"):
+            (self.out / sub).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.tools / "of-run", self.out / "bin" / "of-run")
+        libofrt = (self.tools / ".." / "lib" / "libofrt.so").resolve()
+        shutil.copy2(libofrt, self.out / "lib" / "libofrt.so")
+        # The non-glibc libraries the runtime needs (ldd's view), except
+        # the C++ runtime, which the CUDA image has in a newer version.
+        listing = run(["ldd", libofrt]).decode()
+        for line in listing.splitlines():
+            m = re.match(r"\s*(\S+) => (\S+)", line)
+            if not m or m.group(1).startswith(("libc.", "libm.", "libstdc++", "libgcc_s",
+                                               "ld-linux", "libofrt")):
+                continue
+            dst = self.out / "lib" / m.group(1)
+            with open(m.group(2), "rb") as src, open(str(dst) + ".gz", "wb") as gz:
+                subprocess.run(["gzip", "-4", "-c"], stdin=src, stdout=gz, check=True)
+
+    def write_manifest(self):
+        (self.out / "manifest.json").write_text(json.dumps({"seed": SEED, "cases": self.cases},
+                                                           indent=1))
+
+
+def add_op_groups(bundle, pipelines):
+    import test_ops
+    from ofrun import bf16_bits_to_f32  # noqa: F401 (run.py has its own)
+    for pipeline in pipelines:
+        for group, prog in test_ops.PROGRAMS.items():
+            if prog.nproc > 1:  # a GPU machine here has one GPU and no MPI
+                continue
+            case = f"ops-{pipeline.replace(',', '-').replace('=', '')}-{group}"
+            try:
+                plan = bundle.compile(prog.text(), case, pipeline)
+            except SystemExit as e:
+                print(f"  {case}: does not compile for the GPU:\n{e}", file=sys.stderr)
+                bundle.cases.append({"name": case, "kind": "compile-error",
+                                     "error": str(e)[-2000:]})
+                continue
+            outputs = {}
+            for ssa, ty, name in prog.results:
+                ref = np.asarray(prog.refs[name])
+                outputs[name] = {"ref": bundle.save(case, f"ref_{name}", ref),
+                                 "tol": prog.tols[name],
+                                 "bf16": "xbf16>" in ty or ty == "tensor<bf16>"}
+            bundle.cases.append({
+                "name": case, "kind": "outputs", "plan": plan,
+                "inputs": {n: bundle.save(case, f"in_{n}", a) for n, a in prog.inputs.items()},
+                "outputs": outputs})
+
+
+def add_mlp(bundle, rng):
+    from ofrun import Program
+    from test_ops import nonzero
+    dims, batch = [784, 1024, 1024, 10], 128
+    p = Program()
+    h = p.input("x", nonzero(rng, (batch, dims[0])))
+    ref = p.inputs["x"].astype(np.float64)
+    for i in range(3):
+        w = p.input(f"w{i}", (rng.standard_normal((dims[i], dims[i + 1])) /
+                              np.sqrt(dims[i])).astype(np.float32))
+        b = p.input(f"b{i}", rng.standard_normal(dims[i + 1]).astype(np.float32))
+        ty = f"tensor<{batch}x{dims[i + 1]}xf32>"
+        p.op(f"%mm{i} = of.matmul {h}, {w} : ({p.t(h)}, {p.t(w)}) -> {ty}")
+        p.op(f"%z{i} = of.add %mm{i}, {b} : ({ty}, {p.t(b)}) -> {ty}", {f"%z{i}": ty})
+        ref = ref @ p.inputs[f"w{i}"].astype(np.float64) + p.inputs[f"b{i}"]
+        h = f"%z{i}"
+        if i < 2:
+            p.op(f"%h{i} = of.relu %z{i} : ({ty}) -> {ty}", {f"%h{i}": ty})
+            h, ref = f"%h{i}", np.maximum(ref, 0)
+    p.output("y", h, f"tensor<{batch}x10xf32>", ref, 1e-4)
+    case = "mlp-forward"
+    bundle.cases.append({
+        "name": case, "kind": "outputs", "plan": bundle.compile(p.text(), case, "cuda"),
+        "inputs": {n: bundle.save(case, f"in_{n}", a) for n, a in p.inputs.items()},
+        "outputs": {"y": {"ref": bundle.save(case, "ref_y", ref), "tol": 1e-4, "bf16": False}}})
+
+
+def add_gpt_training(bundle, rng):
+    """The 1-rank GPT training step: the CPU plan's losses are the
+    reference for the CUDA plan's."""
+    import gpt
+    cfg = gpt.Config()
+    text = gpt.program(cfg, *gpt.LAYOUTS["1-rank"])
+    case = "gpt-train"
+    cuda_plan = bundle.compile(text, case, "cuda," + GPT_PIPELINE)
+    cpu_plan = bundle.compile(text, case + "-cpu", "cpu," + GPT_PIPELINE)
+    args = ["--entry", "gpt_train_step", "--steps", str(GPT_STEPS), "--set", f"lr={GPT_LR}"]
+    idx = rng.integers(0, cfg.vocab, size=(4, cfg.batch, cfg.block), dtype=np.int64)
+    targets = np.roll(idx, -1, axis=2)
+    args += ["--batch", "idx=" + bundle.save(case, "idx", idx),
+             "--batch", "targets=" + bundle.save(case, "targets", targets)]
+    for name, value in gpt.init_params(cfg, rng).items():
+        args += ["--input", f"{name}=" + bundle.save(case, name, value)]
+    out = bundle.out / "cpu-out"
+    stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args + ["--output-dir", out],
+                 cwd=bundle.out).decode()
+    shutil.rmtree(out)
+    (bundle.out / cpu_plan).unlink()
+    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
+    assert len(losses) == GPT_STEPS, stdout
+    bundle.cases.append({"name": case, "kind": "train", "plan": cuda_plan, "args": args,
+                         "losses": losses, "tol": 1e-4})
+
+
+def add_gemm_benchmarks(bundle):
+    for et, n in (("f32", 4096), ("f32", 8192)):
+        ty = f"tensor<{n}x{n}x{et}>"
+        mlir = (f'func.func @main(%a: {ty} {{of.name = "a"}}, %b: {ty} {{of.name = "b"}}) '
+                f'-> ({ty} {{of.name = "c"}}) {{\n'
+                f"  %c = of.matmul %a, %b : ({ty}, {ty}) -> {ty}\n"
+                f"  return %c : {ty}\n}}\n")
+        case = f"gemm-{et}-{n}"
+        np_dtype = {"f32": "float32", "bf16": "bfloat16"}[et]
+        bundle.cases.append({
+            "name": case, "kind": "gemm", "plan": bundle.compile(mlir, case, "cuda"),
+            "m": n, "n": n, "k": n, "dtype": np_dtype,
+            "inputs": {"a": [n, n], "b": [n, n]}})
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tools", default=ROOT / "build" / "bin", type=Path)
+    parser.add_argument("--out", default=ROOT / "build" / "gpu-bundle", type=Path)
+    parser.add_argument("--pipelines", default="cuda,cuda;fuse=false,cuda;use-blas=false",
+                        help="the op groups' pipelines, comma-separated, ';' for ','")
+    args = parser.parse_args()
+    start = time.time()
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True)
+    bundle = Bundle(args.tools, args.out)
+    bundle.copy_runtime()
+    rng = np.random.default_rng(SEED)
+    steps = [("op groups", lambda: add_op_groups(
+                 bundle, [p.replace(";", ",") for p in args.pipelines.split(",")])),
+             ("MLP forward", lambda: add_mlp(bundle, rng)),
+             ("GPT training step (and its CPU reference)", lambda: add_gpt_training(bundle, rng)),
+             ("GEMM benchmarks", lambda: add_gemm_benchmarks(bundle))]
+    for i, (what, fn) in enumerate(steps, 1):
+        print(f"[{i}/{len(steps)}] {what} ({time.time() - start:.0f} s)", flush=True)
+        fn()
+    bundle.write_manifest()
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(f"bundle {args.out}: {len(bundle.cases)} cases, {size / 2**20:.1f} MiB, "
+          f"{time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs OF's GPU tests and benchmarks on a CUDA machine from a bundle that
+# bench/gpu/prepare.py built elsewhere (the GPU machine needs no MLIR, MPI
+# or OpenBLAS installed):
+#
+#   bash bench/gpu/run.sh [BUNDLE] [run.py options]   (default build/gpu-bundle)
+#
+# Prints one table of every case and benchmark; exits non-zero when any
+# case fails.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUNDLE=${1:-$ROOT/build/gpu-bundle}
+shift || true
+if [[ ! -f $BUNDLE/manifest.json ]]; then
+  echo "run.sh: no bundle at $BUNDLE (run bench/gpu/prepare.py first)" >&2
+  exit 2
+fi
+# The bundle's libraries, unpacked beside libofrt.
+LIBS=$(mktemp -d)
+cp "$BUNDLE"/lib/*.so* "$LIBS"/
+for f in "$LIBS"/*.gz; do
+  [[ -e $f ]] && gunzip "$f"
+done
+export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1
+python3 "$ROOT/bench/gpu/run.py" "$BUNDLE" "$@"
