@@ -185,7 +185,7 @@ def add_gpt_training(bundle, rng):
 
 
 def add_gemm_benchmarks(bundle):
-    for et, n in (("f32", 4096), ("f32", 8192)):
+    for et, n in (("f32", 4096), ("f32", 8192), ("bf16", 4096), ("bf16", 8192)):
         ty = f"tensor<{n}x{n}x{et}>"
         mlir = (f'func.func @main(%a: {ty} {{of.name = "a"}}, %b: {ty} {{of.name = "b"}}) '
                 f'-> ({ty} {{of.name = "c"}}) {{\n'

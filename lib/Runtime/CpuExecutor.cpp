@@ -76,6 +76,17 @@ Status checkIndices(const PreparedStep &step, const void *indices) {
 
 class CpuExecutor final : public Executor {
 public:
+  Status check(const PreparedStep &step) override {
+    if (step.kind == StepKind::Gemm &&
+        ((step.gemmType != DType::F32 && step.gemmType != DType::F64) ||
+         step.gemmOutType != step.gemmType))
+      return fail(step.name, ": OpenBLAS has no gemm of ",
+                  dtypeName(step.gemmType), " into ",
+                  dtypeName(step.gemmOutType),
+                  " (only CUDA plans have 16-bit gemm steps)");
+    return Status::success();
+  }
+
   Status execute(const PreparedStep &step) override {
     switch (step.kind) {
     case StepKind::Launch:

@@ -92,7 +92,8 @@ namespace {
   X(cublasSetStream_v2)                                                        \
   X(cublasGetStatusName)                                                       \
   X(cublasSgemmStridedBatched_64)                                              \
-  X(cublasDgemmStridedBatched_64)
+  X(cublasDgemmStridedBatched_64)                                              \
+  X(cublasGemmStridedBatchedEx_64)
 
 #define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
 
@@ -396,9 +397,8 @@ Status CudaExecutor::check(const PreparedStep &step) {
       return fail(step.name, ": a CPU kernel in a CUDA program");
     return Status::success();
   case StepKind::Gemm: {
-    if (step.gemmType != DType::F32 && step.gemmType != DType::F64)
-      return fail(step.name, ": cuBLAS gemm of ", dtypeName(step.gemmType),
-                  " is not supported (f32 and f64 are)");
+    // The plan verifier admitted the type pairs: f32, f64, and bf16 or
+    // f16 into themselves or into f32.
     if (!blas_)
       if (Status status = loadCublas(blas_); status.failed())
         return fail(step.name, ": ", status.message());
@@ -433,7 +433,7 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
   const GemmCall &g = step.gemm;
   if (g.outerBatch == 0 || g.batch == 0 || g.m == 0 || g.n == 0)
     return Status::success();
-  size_t size = step.gemmType == DType::F32 ? sizeof(float) : sizeof(double);
+  size_t size = dtypeSize(step.gemmType), cSize = dtypeSize(step.gemmOutType);
   auto *c = static_cast<unsigned char *>(step.gemmC);
   if (g.k == 0) {
     // C = 0: cuBLAS is not asked to read a product of nothing.
@@ -442,8 +442,8 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
         if (Status status = check(
                 cu_->cuMemsetD2D8Async(
                     reinterpret_cast<CUdeviceptr>(
-                        c + (o * g.cOuterStride + b * g.cBatchStride) * size),
-                    g.ldc * size, 0, g.n * size, g.m, stream),
+                        c + (o * g.cOuterStride + b * g.cBatchStride) * cSize),
+                    g.ldc * cSize, 0, g.n * cSize, g.m, stream),
                 "zeroing the result of a gemm with k = 0");
             status.failed())
           return status;
@@ -460,8 +460,20 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
        ++o) {
     const void *batchA = a + o * g.aOuterStride * size;
     const void *batchB = b + o * g.bOuterStride * size;
-    void *batchC = c + o * g.cOuterStride * size;
-    if (step.gemmType == DType::F32) {
+    void *batchC = c + o * g.cOuterStride * cSize;
+    if (step.gemmType == DType::BF16 || step.gemmType == DType::F16) {
+      // Tensor-core products of 16-bit operands, accumulated in f32 and
+      // rounded once into C's type.
+      cudaDataType in =
+          step.gemmType == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+      cudaDataType out = step.gemmOutType == DType::F32 ? CUDA_R_32F : in;
+      float one = 1.0f, zero = 0.0f;
+      result = blas_->cublasGemmStridedBatchedEx_64(
+          handle_, opB, opA, g.n, g.m, g.k, &one, batchB, in, g.ldb,
+          g.bBatchStride, batchA, in, g.lda, g.aBatchStride, &zero, batchC,
+          out, g.ldc, g.cBatchStride, g.batch, CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT);
+    } else if (step.gemmType == DType::F32) {
       float one = 1.0f, zero = 0.0f;
       result = blas_->cublasSgemmStridedBatched_64(
           handle_, opB, opA, g.n, g.m, g.k, &one,

@@ -59,7 +59,9 @@ struct PreparedStep {
 
   // Gemm: C[b] = A[b] x B[b] with the checked parameters.
   GemmCall gemm{};
-  plan::DType gemmType = plan::DType::F32;
+  plan::DType gemmType = plan::DType::F32;    // A's and B's elements
+  plan::DType gemmOutType = plan::DType::F32; // C's: gemmType, or f32 for
+                                              // bf16 and f16 (on a GPU)
   const void *gemmA = nullptr;
   const void *gemmB = nullptr;
   void *gemmC = nullptr;

@@ -733,13 +733,19 @@ private:
       return fail(where, ": ", status.message());
     uint32_t a = call.buffers()->Get(0), b = call.buffers()->Get(1),
              c = call.buffers()->Get(2);
-    DType dtype = buffer(a).dtype();
-    if ((dtype != DType::F32 && dtype != DType::F64) ||
-        buffer(b).dtype() != dtype || buffer(c).dtype() != dtype)
-      return fail(
-          where, ": blas.gemm needs A, B and C all f32 or all f64, got ",
-          dtypeName(buffer(a).dtype()), ", ", dtypeName(buffer(b).dtype()),
-          ", ", dtypeName(buffer(c).dtype()));
+    // A and B share a floating-point type; C has it too, or is f32 for
+    // bf16 and f16 products (which accumulate in f32). Which of these an
+    // executor runs is its own check.
+    DType dtype = buffer(a).dtype(), out = buffer(c).dtype();
+    bool half = dtype == DType::BF16 || dtype == DType::F16;
+    if ((dtype != DType::F32 && dtype != DType::F64 && !half) ||
+        buffer(b).dtype() != dtype ||
+        (out != dtype && !(half && out == DType::F32)))
+      return fail(where,
+                  ": blas.gemm needs A and B of one type (f32, f64, bf16 or "
+                  "f16) and C of that type or, for bf16 and f16, f32; got ",
+                  dtypeName(buffer(a).dtype()), ", ",
+                  dtypeName(buffer(b).dtype()), ", ", dtypeName(out));
     if (Status status = checkWritable(where, c, "result C"); status.failed())
       return status;
     if (Status status = checkGemmAccess(

@@ -333,6 +333,8 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
         return fail(where, ": ", status.message());
       prepared.gemmType =
           program.buffers()->Get(call.buffers()->Get(0))->dtype();
+      prepared.gemmOutType =
+          program.buffers()->Get(call.buffers()->Get(2))->dtype();
       prepared.gemmA = bufferData(call.buffers()->Get(0));
       prepared.gemmB = bufferData(call.buffers()->Get(1));
       prepared.gemmC = bufferData(call.buffers()->Get(2));

@@ -4,8 +4,8 @@
 // threads, the reduced axis a loop), a full reduction on one thread; the
 // matrix product stays a blas.gemm library step; the program's device is
 // cuda. The plan round-trips through .ofp byte for byte (GPU modules as
-// blobs, launch tables verified by the runtime's loader); this runtime
-// refuses to run it, having no CUDA executor yet.
+// blobs, launch tables verified by the runtime's loader); where no CUDA
+// driver loads, of-run says so.
 // RUN: of-opt %s --of-pipeline=cuda,chip=sm_80,format=isa | FileCheck %s
 // RUN: not of-opt %s --of-pipeline=cuda,chip=volta 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not of-opt %s --of-pipeline=cuda,format=elf 2>&1 | FileCheck %s --check-prefix=FORMAT

@@ -606,17 +606,22 @@ std::optional<SmallVector<int64_t>>
 ProgramBuilder::gemmParams(linalg::ContractOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
-  Type elementType;
+  // f32 and f64 everywhere; on a GPU also bf16 and f16 operands (cuBLAS's
+  // tensor-core products), into C of their type or f32.
+  SmallVector<Type> types;
+  for (Value v : op->getOperands())
+    if (auto type = dyn_cast<MemRefType>(v.getType()))
+      types.push_back(type.getElementType());
+  if (types.size() != 3 || types[0] != types[1])
+    return std::nullopt;
+  bool half = device == "cuda" && (types[0].isBF16() || types[0].isF16());
+  if (!(types[0].isF32() || types[0].isF64() || half) ||
+      !(types[2] == types[0] || (half && types[2].isF32())))
+    return std::nullopt;
   SmallVector<SmallVector<int64_t>> strides(3);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type)
-      return std::nullopt;
-    Type et = type.getElementType();
-    if (!(et.isF32() || et.isF64()) || (elementType && et != elementType))
-      return std::nullopt;
-    elementType = et;
+    auto type = cast<MemRefType>(v.getType());
     int64_t offset;
     if (failed(type.getStridesAndOffset(strides[i], offset)) || offset != 0 ||
         llvm::any_of(strides[i], ShapedType::isDynamic))
