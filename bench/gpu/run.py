@@ -115,11 +115,11 @@ class Runner:
                        ", ".join(f"{name} {ms:.3f} ms" for ms, name in rows[:6]))
         return {"status": "PASS" if worst <= case["tol"] else "FAIL", "detail": detail}
 
-    def gemm_ms(self, case, inputs, repeat):
-        args = []
+    def gemm_ms(self, case, inputs):
+        args = ["--warmup", "3", "--repeat", "10", "--print-timing"]
         for name, path in inputs.items():
             args += ["--input", f"{name}={path}"]
-        proc, _ = self.of_run_cmd(case["plan"], args + ["--repeat", str(repeat), "--print-timing"],
+        proc, _ = self.of_run_cmd(case["plan"], args,
                                   self.work / case["name"], timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr.decode(errors="replace")[-1500:])
@@ -148,12 +148,9 @@ class Runner:
             values[name] = bf16_bits_to_f32(x) if bf16 else x
             inputs[name] = str(path)
         try:
-            # The first run pays for cuBLAS's set-up: take the difference.
-            one = self.gemm_ms(case, inputs, 1)
-            many = self.gemm_ms(case, inputs, 11)
+            gemm_ms, total_ms = self.gemm_ms(case, inputs)
         except RuntimeError as e:
             return {"status": "ERROR", "detail": str(e)}
-        gemm_ms, total_ms = [(11 * b - a) / 10 for a, b in zip(one, many)]
         c = np.load(self.work / case["name"] / "c.npy")
         if bf16:
             c = bf16_bits_to_f32(c)

@@ -70,6 +70,9 @@ OPTIONS:
                       before the job is aborted (default 60, or
                       $OF_COMM_TIMEOUT).
   --repeat N          Run N times (default 1); outputs are from the last run.
+  --warmup N          Before the --repeat runs, run N times untimed (kernel
+                      loading, cuBLAS's set-up and caches are then not in
+                      --print-timing's figures).
   --steps N           Train: run a training step (an entry whose outputs
                       update inputs, from --of-pipeline=cpu,train=...) N
                       times, printing each step's loss (the output "loss")
@@ -161,6 +164,7 @@ struct Options {
   std::string entryStorage;
   int rank = 0;
   long repeat = 1;
+  long warmup = 0; // --warmup
   long steps = 0; // --steps; 0 when not given
   bool printTiming = false;
   bool list = false;
@@ -324,6 +328,13 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!parseInteger(text, 1, options.repeat))
         return usageError("--repeat expects a positive integer, got '" + text +
                           "'");
+    } else if (arg == "--warmup") {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      if (!parseInteger(text, 0, options.warmup))
+        return usageError("--warmup expects a non-negative integer, got '" +
+                          text + "'");
     } else if (arg.size() > 1 && arg[0] == '-') {
       return usageError("unknown option '" + arg + "' (see --help)");
     } else if (options.planPath.empty()) {
@@ -335,8 +346,9 @@ int parseOptions(int argc, char **argv, Options &options) {
     for (int j = first; j <= i; ++j)
       options.passThrough.push_back(argv[j]);
   }
-  if (options.steps && options.repeat != 1)
-    return usageError("--steps and --repeat cannot be combined");
+  if (options.steps && (options.repeat != 1 || options.warmup))
+    return usageError("--steps cannot be combined with --repeat or --warmup "
+                      "(every training step counts)");
   if (!options.batches.empty() && !options.steps)
     return usageError("--batch feeds one batch per training step: give "
                       "--steps");
@@ -744,6 +756,9 @@ int runPlan(ofrt_plan *plan, const Options &options) {
     return status;
   if (int status = checkOutputNames(session))
     return status;
+  for (long run = 0; run < options.warmup; ++run)
+    if (ofrt_error *err = ofrt_session_run(session))
+      return error(err);
   ofrt_session_enable_profiling(session, options.printTiming);
   long runs = options.steps ? options.steps : options.repeat;
   long lastStep = firstStep + runs;
