@@ -171,8 +171,14 @@ def add_gpt_training(bundle, rng):
     targets = np.roll(idx, -1, axis=2)
     args += ["--batch", "idx=" + bundle.save(case, "idx", idx),
              "--batch", "targets=" + bundle.save(case, "targets", targets)]
+    params = []
     for name, value in gpt.init_params(cfg, rng).items():
-        args += ["--input", f"{name}=" + bundle.save(case, name, value)]
+        params += ["--input", f"{name}=" + bundle.save(case, name, value)]
+    args += params
+    # One batch, for timing the step as repeated runs (--warmup, --repeat).
+    profile = ["--entry", "gpt_train_step", "--set", f"lr={GPT_LR}",
+               "--input", "idx=" + bundle.save(case, "idx0", idx[0]),
+               "--input", "targets=" + bundle.save(case, "targets0", targets[0])] + params
     out = bundle.out / "cpu-out"
     stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args + ["--output-dir", out],
                  cwd=bundle.out).decode()
@@ -181,7 +187,7 @@ def add_gpt_training(bundle, rng):
     losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
     assert len(losses) == GPT_STEPS, stdout
     bundle.cases.append({"name": case, "kind": "train", "plan": cuda_plan, "args": args,
-                         "losses": losses, "tol": 1e-4})
+                         "profile_args": profile, "losses": losses, "tol": 1e-4})
 
 
 def add_gemm_benchmarks(bundle):

@@ -104,7 +104,8 @@ class Runner:
                   f"median step {ms[len(ms) // 2]:.2f} ms")
         # Where a step's time goes: the slowest plan steps (synchronized
         # one by one, so launch-bound steps show their latency).
-        proc, _ = self.of_run_cmd(case["plan"], case["args"] + ["--print-timing"],
+        proc, _ = self.of_run_cmd(case["plan"], case["profile_args"] +
+                                  ["--warmup", "3", "--repeat", "10", "--print-timing"],
                                   self.work / case["name"])
         rows = re.findall(r"^(.+?)\s+(\d+)\s+(\S+)\s+(\S+)$", proc.stdout.decode(), re.M)
         rows = sorted(((float(ms), name.strip()) for name, _, ms, _ in rows

@@ -20,8 +20,9 @@ import math
 import numpy as np
 import pytest
 
-from conftest import SEED
-from ofrun import Program, bf16_bits_to_f32, check, mlir_type, splitmix_keep
+from conftest import CUDA_DEVICES, SEED, skip_without_cuda
+from ofrun import (Program, bf16_bits_to_f32, check, compile_program, mlir_type,
+                   splitmix_keep)
 
 F32 = np.float32
 EW = 1e-5      # f32 elementwise
@@ -416,6 +417,45 @@ def g_gather(rng):
     return p
 
 
+def g_long_reduce(rng):
+    """Reductions long enough that a GPU shares each among a block's threads
+    (a full sum, long rows, an outer axis), and short ones over an outer
+    axis (a thread per output). Tolerance RED: the float32 sums here run
+    over up to 10^5 positive terms, pairwise on a GPU and sequentially on a
+    CPU, both well inside 1e-5 of the norm."""
+    p = Program()
+    big = p.input("big", positive(rng, (100, 1000)))
+    B = f64(p.inputs["big"])
+    tb = p.t(big)
+    p.op(f"%total = of.reduce_sum {big} {{axes = array<i64: 0, 1>}} : ({tb}) -> {t(())}")
+    p.output("total", "%total", t(()), B.sum(), RED)
+    p.op(f"%colsum = of.reduce_sum {big} {{axes = array<i64: 0>}} : ({tb}) -> {t((1000,))}")
+    p.output("colsum", "%colsum", t((1000,)), B.sum(0), RED)
+    rows = p.input("rows", nonzero(rng, (3, 5000), hi=4.0))
+    R = f64(p.inputs["rows"])
+    tr = p.t(rows)
+    for op, ref in (("reduce_max", R.max(1)), ("reduce_mean", R.mean(1))):
+        p.op(f"%{op} = of.{op} {rows} {{axes = array<i64: 1>}} : ({tr}) -> {t((3,))}")
+        p.output(f"{op}_rows", f"%{op}", t((3,)), ref, RED if op == "reduce_mean" else EW)
+    p.op(f"%sm = of.softmax {rows} : ({tr}) -> {tr}")
+    p.output("softmax_rows", "%sm", tr, softmax_ref(R, -1), RED)
+    p.op(f"%ln = of.layer_norm {rows} : ({tr}) -> {tr}")
+    p.output("layer_norm_rows", "%ln", tr, layer_norm_ref(R, -1), RED)
+    labels = p.input("labels", rng.integers(0, 5000, size=(3,), dtype=np.int64))
+    lse = np.log(np.exp(R - R.max(-1, keepdims=True)).sum(-1)) + R.max(-1)
+    p.op(f"%ce = of.cross_entropy {rows}, {labels} : ({tr}, {p.t(labels)}) -> {t((3,))}")
+    p.output("cross_entropy_rows", "%ce", t((3,)),
+             lse - R[np.arange(3), p.inputs["labels"]], RED)
+    # Middle axes of a 3-D tensor, and a short outer axis.
+    cube = p.input("cube", nonzero(rng, (6, 300, 7)))
+    C = f64(p.inputs["cube"])
+    p.op(f"%mid = of.reduce_sum {cube} {{axes = array<i64: 0, 1>}} : ({p.t(cube)}) -> {t((7,))}")
+    p.output("sum_axes_01", "%mid", t((7,)), C.sum((0, 1)), RED)
+    p.op(f"%outer = of.reduce_max {cube} {{axes = array<i64: 0>}} : ({p.t(cube)}) -> {t((300, 7))}")
+    p.output("max_axis_0", "%outer", t((300, 7)), C.max(0), EW)
+    return p
+
+
 def conv2d_ref(x, w, b=None, strides=(1, 1), padding=(0, 0, 0, 0),
                dilation=(1, 1), groups=1):
     x = np.pad(x, ((0, 0), (0, 0), (padding[0], padding[1]), (padding[2], padding[3])))
@@ -726,13 +766,15 @@ GROUPS = {
     "softmax": g_softmax, "norm": g_norm, "gather": g_gather, "conv": g_conv,
     "pool": g_pool, "batch_norm": g_batch_norm, "dropout": g_dropout,
     "boxing_constant": g_boxing_constant, "aliasing": g_aliasing,
-    "lowp": g_lowp,
+    "lowp": g_lowp, "long_reduce": g_long_reduce,
 }
 
 # Each group also runs with the pipeline's optimisations off one at a time,
 # so that a wrong fusion, BLAS call or in-place reuse shows as a difference.
+# "cuda" runs where a CUDA device is (else each case is skipped).
 PIPELINES = {"default": "cpu", "nofuse": "cpu,fuse=false",
-             "noblas": "cpu,use-blas=false", "noinplace": "cpu,in-place=false"}
+             "noblas": "cpu,use-blas=false", "noinplace": "cpu,in-place=false",
+             "cuda": "cuda"}
 
 
 def _build(name):
@@ -748,16 +790,20 @@ CASES = [(pl, g, out) for pl in PIPELINES for g, prog in PROGRAMS.items()
 @pytest.fixture(scope="session")
 def group_outputs(tmp_path_factory):
     """Compiles and runs each (pipeline, group) once; returns the outputs or
-    the error."""
+    the error. Where a pipeline's plans cannot run (cuda without a device),
+    only compiles: the outputs are then None."""
     cache = {}
 
     def get(pipeline, name):
         key = (pipeline, name)
         if key not in cache:
+            tmp = tmp_path_factory.mktemp(f"{pipeline}-{name}")
             try:
-                cache[key] = PROGRAMS[name].run(
-                    tmp_path_factory.mktemp(f"{pipeline}-{name}"),
-                    PIPELINES[pipeline])
+                if PIPELINES[pipeline].startswith("cuda") and not CUDA_DEVICES:
+                    compile_program(PROGRAMS[name].text(), tmp, PIPELINES[pipeline])
+                    cache[key] = None
+                else:
+                    cache[key] = PROGRAMS[name].run(tmp, PIPELINES[pipeline])
             except Exception as e:  # reported by every test of the group
                 cache[key] = e
         return cache[key]
@@ -768,9 +814,14 @@ def group_outputs(tmp_path_factory):
                          ids=[f"{pl}-{g}-{o}" for pl, g, o in CASES])
 def test_op(pipeline, group, output, group_outputs):
     print(f"OF_TEST_SEED={SEED}")
+    if PIPELINES[pipeline].startswith("cuda") and PROGRAMS[group].nproc > 1:
+        pytest.skip("a GPU program of several ranks needs NCCL, which the "
+                    "runtime does not have yet")
     outs = group_outputs(pipeline, group)
     if isinstance(outs, Exception):
         raise outs
+    if outs is None:
+        skip_without_cuda()
     prog = PROGRAMS[group]
     y = outs[output]
     ref = prog.refs[output]

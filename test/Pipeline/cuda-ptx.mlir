@@ -1,7 +1,10 @@
 // --of-pipeline=cuda compiles every kernel of a plan for an NVIDIA GPU
 // (here as PTX, which needs no CUDA toolkit): an elementwise kernel over
 // all its elements in 256-thread blocks, a row reduction (rows across
-// threads, the reduced axis a loop), a full reduction on one thread; the
+// threads, the reduced axis a loop), a full reduction in one block of 1024
+// threads (warp shuffles and shared memory), a gradient-like sum over the
+// outer axis a thread per output (its loops reordered), a few long rows a
+// block per row; the
 // matrix product stays a blas.gemm library step; the program's device is
 // cuda. The plan round-trips through .ofp byte for byte (GPU modules as
 // blobs, launch tables verified by the runtime's loader); where no CUDA
@@ -24,13 +27,19 @@
 // CHECK-SAME: launches = {
 // The elementwise tanh(x) + y over 1000 elements: 4 blocks of 256.
 // CHECK-SAME: [[EW:k[0-9]+]] = [{args = array<i64: 0, 1, 2>, block = array<i64: 256, 1, 1>, function = "[[EW]]_kernel", grid = array<i64: 4, 1, 1>, kernel = "[[EW]]_kernel"}]
+// (The launches are listed by kernel name: k0, k1, k10, ..., k2, ...)
+// The sum over the outer axis of a 100x400 matrix: a thread per column.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 2, 1, 1>
+// The max of 3 rows of 5000: a block of 256 threads per row.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 3, 1, 1>
 // The softmax's row reductions: a thread per row.
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 8, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
-// The full reduction: one thread.
-// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 1, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
+// The full reduction: one block of 1024 threads.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 1024, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
 // CHECK-SAME: target = "nvptx64-nvidia-cuda"
 // CHECK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_80">, assembly = "
 // CHECK-SAME: .target sm_80
+// CHECK: shfl.sync.bfly
 // CHECK-LABEL: ofrt.program "f" attributes {{{.*}}device = "cuda"
 // CHECK: ofrt.launch @cuda_kernels "[[EW]]"
 // CHECK: ofrt.library "blas.gemm"
@@ -43,13 +52,17 @@
 // BAD: GPU launch 0 of kernel '{{k[0-9]+}}' passes buffer 7, but the step has 3
 
 func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},
-             %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"})
+             %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"},
+             %g: tensor<100x400xf32> {of.name = "g"}, %r: tensor<3x5000xf32> {of.name = "r"})
     -> (tensor<1000xf32> {of.name = "z"}, tensor<8x100xf32> {of.name = "s"},
-        tensor<f32> {of.name = "total"}, tensor<8x16xf32> {of.name = "p"}) {
+        tensor<f32> {of.name = "total"}, tensor<8x16xf32> {of.name = "p"},
+        tensor<400xf32> {of.name = "colsum"}, tensor<3xf32> {of.name = "rowmax"}) {
   %t = of.tanh %x : (tensor<1000xf32>) -> tensor<1000xf32>
   %z = of.add %t, %y : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
   %s = of.softmax %a {axis = 1 : i64} : (tensor<8x100xf32>) -> tensor<8x100xf32>
   %total = of.reduce_sum %z {axes = array<i64: 0>} : (tensor<1000xf32>) -> tensor<f32>
   %p = of.matmul %a, %w : (tensor<8x100xf32>, tensor<100x16xf32>) -> tensor<8x16xf32>
-  return %z, %s, %total, %p : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>
+  %colsum = of.reduce_sum %g {axes = array<i64: 0>} : (tensor<100x400xf32>) -> tensor<400xf32>
+  %rowmax = of.reduce_max %r {axes = array<i64: 1>} : (tensor<3x5000xf32>) -> tensor<3xf32>
+  return %z, %s, %total, %p, %colsum, %rowmax : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>, tensor<400xf32>, tensor<3xf32>
 }

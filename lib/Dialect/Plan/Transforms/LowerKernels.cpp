@@ -16,11 +16,14 @@
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/Dialect/Plan/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -240,6 +243,228 @@ LogicalResult launchSequentially(ArrayRef<Operation *> ops) {
   return sinkViews(launch);
 }
 
+/// Puts every linalg op's parallel loops outside its reduction loops.
+/// convert-linalg-to-parallel-loops makes an scf.parallel of the leading
+/// parallel loops only, so a reduction over an outer dimension (a gradient
+/// summed over the batch, say) would otherwise run its whole nest on one
+/// GPU thread; interchanged, each thread reduces one output element.
+LogicalResult parallelLoopsFirst(ModuleOp kernels) {
+  SmallVector<linalg::LinalgOp> ops;
+  kernels.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  IRRewriter rewriter(kernels.getContext());
+  for (linalg::LinalgOp op : ops) {
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    SmallVector<unsigned> order;
+    for (auto kind : {utils::IteratorType::parallel,
+                      utils::IteratorType::reduction})
+      for (auto [i, it] : llvm::enumerate(iterators))
+        if (it == kind)
+          order.push_back(i);
+    if (order.size() != iterators.size())
+      return op.emitOpError("has a loop that is neither parallel nor a "
+                            "reduction");
+    if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+      continue;
+    rewriter.setInsertionPoint(op);
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> generalized =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (failed(generalized))
+        return op.emitOpError("cannot be generalized to reorder its loops");
+      generic = *generalized;
+    }
+    if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
+      return generic.emitOpError("cannot have its loops reordered");
+  }
+  return success();
+}
+
+/// The gpu.all_reduce operation and the identity of a reduction body's
+/// combiner, when the body is `yield combiner(x, out)` (or `(out, x)`)
+/// with `out` used there alone: then each thread can fold its share of
+/// the elements into a private accumulator and the block combine them.
+struct Combiner {
+  Operation *op;      // in the body
+  unsigned outOperand; // which operand of `op` is the block's `out`
+  gpu::AllReduceOperation kind;
+  TypedAttr identity;
+};
+
+std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Operation *c = yield.getValues()[0].getDefiningOp();
+  if (!c || c->getNumOperands() != 2 || !out.hasOneUse() ||
+      out.getUses().begin()->getOwner() != c)
+    return std::nullopt;
+  unsigned outOperand = c->getOperand(0) == out ? 0 : 1;
+  Type type = out.getType();
+  Builder b(op.getContext());
+  auto fp = [&](bool negativeInfinity) -> TypedAttr {
+    auto ft = cast<FloatType>(type);
+    return b.getFloatAttr(
+        ft, APFloat::getInf(ft.getFloatSemantics(), negativeInfinity));
+  };
+  using K = gpu::AllReduceOperation;
+  if (isa<arith::AddFOp>(c))
+    return Combiner{c, outOperand, K::ADD, b.getFloatAttr(type, 0.0)};
+  if (isa<arith::AddIOp>(c))
+    return Combiner{c, outOperand, K::ADD, b.getIntegerAttr(type, 0)};
+  if (isa<arith::MaximumFOp>(c))
+    return Combiner{c, outOperand, K::MAXIMUMF, fp(true)};
+  if (isa<arith::MaxNumFOp>(c))
+    return Combiner{c, outOperand, K::MAXNUMF, fp(true)};
+  if (isa<arith::MinimumFOp>(c))
+    return Combiner{c, outOperand, K::MINIMUMF, fp(false)};
+  if (isa<arith::MinNumFOp>(c))
+    return Combiner{c, outOperand, K::MINNUMF, fp(false)};
+  return std::nullopt;
+}
+
+/// Reductions long enough to share among a block's threads, with few
+/// enough outputs that a thread per output would leave the GPU idle or
+/// loop long: the grad-norm sums, the losses, the softmax of a long row.
+/// A block per output element (one block of 1024 threads for a full
+/// reduction): each thread folds a strided share of the reduced elements
+/// (consecutive threads, consecutive elements) into an accumulator, a
+/// gpu.all_reduce combines the block's, and thread 0 folds the result
+/// into the output. The launch is built here; buildLaunches keeps it.
+constexpr int64_t kBlockReduceMinLength = 256;
+
+LogicalResult reduceInBlocks(ModuleOp kernels) {
+  SmallVector<linalg::LinalgOp> ops;
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    // A kernel whose top-level ops pass values to each other runs on one
+    // thread as a whole (buildLaunches): leave it be.
+    bool passesValues = false;
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      if (!isViewOrConstant(&op) && !op.use_empty())
+        passesValues = true;
+    if (!passesValues)
+      for (auto op : kernel.getBody().front().getOps<linalg::LinalgOp>())
+        ops.push_back(op);
+  }
+  IRRewriter rewriter(kernels.getContext());
+  for (linalg::LinalgOp linalgOp : ops) {
+    if (linalgOp.getNumReductionLoops() == 0 || linalgOp.getNumDpsInits() != 1 ||
+        !linalgOp.hasPureBufferSemantics())
+      continue;
+    SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      continue;
+    SmallVector<utils::IteratorType> iterators =
+        linalgOp.getIteratorTypesArray();
+    SmallVector<unsigned> parallelDims, reductionDims;
+    int64_t outputs = 1, length = 1;
+    for (auto [d, it] : llvm::enumerate(iterators)) {
+      (it == utils::IteratorType::parallel ? parallelDims : reductionDims)
+          .push_back(d);
+      (it == utils::IteratorType::parallel ? outputs : length) *= ranges[d];
+    }
+    // A thread per output is better when outputs fill the GPU or the
+    // reductions are short.
+    if (length < kBlockReduceMinLength || outputs > length || outputs == 0)
+      continue;
+    rewriter.setInsertionPoint(linalgOp);
+    auto generic = dyn_cast<linalg::GenericOp>(linalgOp.getOperation());
+    if (!generic) {
+      FailureOr<linalg::GenericOp> generalized =
+          linalg::generalizeNamedOp(rewriter, linalgOp);
+      if (failed(generalized))
+        continue;
+      generic = *generalized;
+    }
+    std::optional<Combiner> combiner = matchCombiner(generic);
+    if (!combiner)
+      continue;
+
+    Location loc = generic.getLoc();
+    OpBuilder b(generic);
+    auto cst = [&](OpBuilder &at, int64_t v) {
+      return arith::ConstantIndexOp::create(at, loc, v).getResult();
+    };
+    int64_t threads = std::min<int64_t>(outputs == 1 ? 1024 : 256,
+                                        llvm::alignTo(length, 32));
+    Value one = cst(b, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, cst(b, outputs), one, one,
+                                        cst(b, threads), one, one);
+    OpBuilder ib = OpBuilder::atBlockEnd(&launch.getBody().front());
+    // Delinearises `linear` over `dims` (row-major) into `indices`.
+    SmallVector<Value> indices(ranges.size());
+    auto delinearize = [&](OpBuilder &at, Value linear,
+                           ArrayRef<unsigned> dims) {
+      for (int64_t i = dims.size() - 1; i >= 0; --i) {
+        Value n = cst(at, ranges[dims[i]]);
+        indices[dims[i]] =
+            i == 0 ? linear : arith::RemUIOp::create(at, loc, linear, n);
+        if (i > 0)
+          linear = arith::DivUIOp::create(at, loc, linear, n);
+      }
+    };
+    delinearize(ib, launch.getBlockIds().x, parallelDims);
+    // The element of `operand` at `indices`.
+    auto position = [&](OpBuilder &at, OpOperand &operand) {
+      AffineMap map = generic.getMatchingIndexingMap(&operand);
+      SmallVector<Value> position;
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        position.push_back(affine::AffineApplyOp::create(
+            at, loc, map.getSubMap({r}), indices));
+      return position;
+    };
+    auto load = [&](OpBuilder &at, OpOperand &operand) -> Value {
+      return memref::LoadOp::create(at, loc, operand.get(),
+                                    position(at, operand));
+    };
+    Value identity =
+        arith::ConstantOp::create(ib, loc, combiner->identity).getResult();
+    auto loop = scf::ForOp::create(ib, loc, launch.getThreadIds().x,
+                                   cst(ib, length), cst(ib, threads),
+                                   ValueRange{identity});
+    {
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      delinearize(lb, loop.getInductionVar(), reductionDims);
+      Block &body = generic.getRegion().front();
+      IRMapping map;
+      for (OpOperand *input : generic.getDpsInputOperands())
+        map.map(body.getArgument(input->getOperandNumber()), load(lb, *input));
+      map.map(body.getArguments().back(), loop.getRegionIterArg(0));
+      for (Operation &op : body.without_terminator())
+        lb.clone(op, map);
+      scf::YieldOp::create(
+          lb, loc, map.lookup(body.getTerminator()->getOperand(0)));
+    }
+    Value total = gpu::AllReduceOp::create(ib, loc, loop.getResult(0),
+                                           gpu::AllReduceOperationAttr::get(
+                                               ib.getContext(), combiner->kind),
+                                           /*uniform=*/true);
+    Value first = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::eq,
+                                        launch.getThreadIds().x, cst(ib, 0));
+    auto guard = scf::IfOp::create(ib, loc, first, /*withElse=*/false);
+    {
+      OpBuilder gb = guard.getThenBodyBuilder();
+      // The output's position depends on the parallel dimensions only.
+      for (unsigned d : reductionDims)
+        indices[d] = cst(gb, 0);
+      OpOperand &init = *generic.getDpsInitOperand(0);
+      SmallVector<Value> at = position(gb, init);
+      Value old = memref::LoadOp::create(gb, loc, init.get(), at);
+      IRMapping map;
+      Operation *c = combiner->op;
+      map.map(c->getOperand(combiner->outOperand), old);
+      map.map(c->getOperand(1 - combiner->outOperand), total);
+      Value result = gb.clone(*c, map)->getResult(0);
+      memref::StoreOp::create(gb, loc, result, init.get(), at);
+    }
+    gpu::TerminatorOp::create(ib, loc);
+    rewriter.eraseOp(generic);
+    if (failed(sinkViews(launch)))
+      return failure();
+  }
+  return success();
+}
+
 /// Spreads the iterations of `parallel` over `blockSize`-thread blocks by a
 /// linear index, delinearised row-major, in one gpu.launch.
 LogicalResult launchParallel(scf::ParallelOp parallel, int64_t blockSize) {
@@ -310,6 +535,12 @@ LogicalResult buildLaunches(func::FuncOp kernel, int64_t blockSize) {
     if (auto p = dyn_cast<scf::ParallelOp>(op)) {
       parallels.push_back(p);
       runs.emplace_back();
+    } else if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+      // Built by reduceInBlocks; canonicalization has since hoisted its
+      // constants out of it.
+      if (failed(sinkViews(launch)))
+        return failure();
+      runs.emplace_back();
     } else if (!isViewOrConstant(&op)) {
       runs.back().push_back(&op);
     }
@@ -326,7 +557,7 @@ LogicalResult buildLaunches(func::FuncOp kernel, int64_t blockSize) {
   if (llvm::any_of(runs, [&](auto &run) { return escapes(run); })) {
     SmallVector<Operation *> all;
     for (Operation &op : body.without_terminator())
-      if (!isViewOrConstant(&op))
+      if (!isViewOrConstant(&op) && !isa<gpu::LaunchOp>(op))
         all.push_back(&op);
     return all.empty() ? success() : launchSequentially(all);
   }
@@ -383,8 +614,10 @@ struct LowerCudaKernelsPass
       }
     if (toolkit.empty() && llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas"))
       toolkit = "/usr/local/cuda";
+    FailureOr<OpPassManager> outline =
+        parsePassPipeline("builtin.module(gpu-kernel-outlining)");
     std::string toBinaryText =
-        "builtin.module(gpu-kernel-outlining, nvvm-attach-target{chip=" + chip +
+        "builtin.module(nvvm-attach-target{chip=" + chip +
         "}, gpu.module(lower-affine, expand-strided-metadata, "
         "lower-affine, convert-scf-to-cf, convert-gpu-to-nvvm{use-bare-"
         "ptr-memref-call-conv=1}, canonicalize, "
@@ -392,12 +625,14 @@ struct LowerCudaKernelsPass
         "gpu-module-to-binary{format=" +
         format + (toolkit.empty() ? "" : " toolkit=" + toolkit) + "})";
     FailureOr<OpPassManager> toBinary = parsePassPipeline(toBinaryText);
-    if (failed(toLoops) || failed(toBinary))
+    if (failed(toLoops) || failed(outline) || failed(toBinary))
       return signalPassFailure();
 
     for (ExecutableOp exe : executables) {
       ModuleOp kernels = exe.getKernelModule();
       if (failed(copiesToLinalg(kernels)) ||
+          failed(parallelLoopsFirst(kernels)) ||
+          failed(reduceInBlocks(kernels)) ||
           failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
       // exp, tanh, erf, log... as polynomials, as on the CPU: the kernels
@@ -413,7 +648,14 @@ struct LowerCudaKernelsPass
           return signalPassFailure();
       kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                        UnitAttr::get(ctx));
-      if (failed(runPipeline(*toBinary, kernels)))
+      // gpu.all_reduce (of reduceInBlocks) becomes warp shuffles and
+      // workgroup memory once its launch is a gpu.func.
+      if (failed(runPipeline(*outline, kernels)))
+        return signalPassFailure();
+      RewritePatternSet allReduce(ctx);
+      populateGpuAllReducePatterns(allReduce);
+      if (failed(applyPatternsGreedily(kernels, std::move(allReduce))) ||
+          failed(runPipeline(*toBinary, kernels)))
         return signalPassFailure();
 
       // Each plan kernel: its launches, in order.
