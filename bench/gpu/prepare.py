@@ -13,8 +13,9 @@ them happens here:
     - the small GPT's AdamW training step (examples/gpt.py, 1 rank) run for
       a few steps here from the CPU plan, whose per-step losses the GPU
       plan must reproduce;
-  * benchmark plans (GEMMs, large) whose inputs run.py draws on the GPU
-    machine, since they are too large to carry.
+  * benchmark plans (GEMMs, a larger GPT's training step in f32 and bf16
+    AMP) whose inputs run.py draws on the GPU machine, since they are too
+    large to carry.
 
     python3 bench/gpu/prepare.py [--tools build/bin] [--out build/gpu-bundle]
 
@@ -190,6 +191,23 @@ def add_gpt_training(bundle, rng):
                          "profile_args": profile, "losses": losses, "tol": 1e-4})
 
 
+# The GPT of the training-step benchmark (examples/gpt.py's model), with
+# PyTorch eager and torch.compile on the same GPU as peers (run.py).
+GPT_BENCH = dict(vocab=1024, block=256, d_model=256, heads=8, layers=4, batch=8)
+
+
+def add_gpt_benchmark(bundle):
+    import gpt
+    cfg = gpt.Config(**GPT_BENCH)
+    text = gpt.program(cfg, *gpt.LAYOUTS["1-rank"])
+    for amp in ("", ",amp=bf16"):
+        case = "gpt-step" + amp.replace(",amp=", "-")
+        bundle.cases.append({
+            "name": case, "kind": "gpt_bench", "config": GPT_BENCH, "lr": GPT_LR,
+            "amp": amp.replace(",amp=", ""),
+            "plan": bundle.compile(text, case, "cuda," + GPT_PIPELINE + amp)})
+
+
 def add_gemm_benchmarks(bundle):
     for et, n in (("f32", 4096), ("f32", 8192), ("bf16", 4096), ("bf16", 8192)):
         ty = f"tensor<{n}x{n}x{et}>"
@@ -223,7 +241,8 @@ def main():
                  bundle, [p.replace(";", ",") for p in args.pipelines.split(",")])),
              ("MLP forward", lambda: add_mlp(bundle, rng)),
              ("GPT training step (and its CPU reference)", lambda: add_gpt_training(bundle, rng)),
-             ("GEMM benchmarks", lambda: add_gemm_benchmarks(bundle))]
+             ("GEMM benchmarks", lambda: add_gemm_benchmarks(bundle)),
+             ("GPT training-step benchmarks", lambda: add_gpt_benchmark(bundle))]
     for i, (what, fn) in enumerate(steps, 1):
         print(f"[{i}/{len(steps)}] {what} ({time.time() - start:.0f} s)", flush=True)
         fn()

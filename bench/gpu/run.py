@@ -11,6 +11,7 @@ Started by bench/gpu/run.sh, which sets up the bundle's libraries.
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -116,6 +117,54 @@ class Runner:
                        ", ".join(f"{name} {ms:.3f} ms" for ms, name in rows[:6]))
         return {"status": "PASS" if worst <= case["tol"] else "FAIL", "detail": detail}
 
+    def run_gpt_bench(self, case, steps=20):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+        import gpt
+        cfg = gpt.Config(**case["config"])
+        rng = np.random.default_rng(1)
+        params = gpt.init_params(cfg, rng)
+        seq = rng.integers(0, cfg.vocab, size=(cfg.batch, cfg.block + 1))
+        idx, targets = seq[:, :-1].astype(np.int64), seq[:, 1:].astype(np.int64)
+        folder = self.work / (case["name"] + "-in")
+        folder.mkdir(parents=True, exist_ok=True)
+        args = ["--entry", "gpt_train_step", "--steps", str(steps), "--set", f"lr={case['lr']}"]
+        for name, value in {"idx": idx[None], "targets": targets[None]}.items():
+            np.save(folder / f"{name}.npy", value)
+            args += ["--batch", f"{name}={folder / f'{name}.npy'}"]
+        for name, value in params.items():
+            np.save(folder / f"{name}.npy", value)
+            args += ["--input", f"{name}={folder / f'{name}.npy'}"]
+        proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"], timeout=600)
+        if proc.returncode != 0:
+            return {"status": "ERROR", "detail": proc.stderr.decode(errors="replace")[-1500:]}
+        lines = re.findall(r"^step \d+/\d+  loss (\S+)  (\S+) ms", proc.stdout.decode(), re.M)
+        losses = [float(l) for l, _ in lines]
+        ms = sorted(float(t) for _, t in lines[5:])
+        of_ms = ms[len(ms) // 2]
+        tokens = cfg.batch * cfg.block
+        result = {"of_ms": of_ms, "of_tokens_per_s": tokens / of_ms * 1e3}
+        detail = f"OF {of_ms:.2f} ms/step ({tokens / of_ms * 1e3:,.0f} tokens/s)"
+        status = "PASS"
+        for mode in ("eager", "compile"):
+            try:
+                first, peer_ms = time_torch_gpt(cfg, params, idx, targets, case["lr"], mode,
+                                                case["amp"], steps)
+            except Exception as e:  # a peer that cannot run is reported, not fatal
+                detail += f"; torch {mode}: {type(e).__name__}: {str(e)[:200]}"
+                continue
+            result[f"torch_{mode}_ms"] = peer_ms
+            detail += f"; torch {mode} {peer_ms:.2f} ms (OF/torch time {of_ms / peer_ms:.2f}x)"
+            if mode == "eager":
+                # The peer computes the same model: the first losses agree.
+                err = abs(losses[0] - first) / abs(first)
+                tol = 2e-2 if case["amp"] else 1e-4
+                detail += f"; first loss {losses[0]:.5f} vs torch {first:.5f}"
+                if err > tol:
+                    status = "FAIL"
+                    detail += f" (error {err:.1e} > {tol:.0e})"
+        result.update(status=status, detail=detail)
+        return result
+
     def gemm_ms(self, case, inputs):
         args = ["--warmup", "3", "--repeat", "10", "--print-timing"]
         for name, path in inputs.items():
@@ -175,6 +224,72 @@ class Runner:
         return result
 
 
+def gpt_torch_step(cfg, params, lr, mode, amp, dev="cuda"):
+    """A PyTorch training step of examples/gpt.py's model (the JAX model of
+    test/E2E/test_gpt_training.py), AdamW(weight_decay=0.01) after
+    clip_grad_norm_(1.0): mode "eager" or "compile"; amp "bf16" runs the
+    forward and backward under bf16 autocast. Returns step(idx, targets)
+    -> loss tensor."""
+    import torch
+    import torch.nn.functional as F
+    p = {k: torch.tensor(v, device=dev, requires_grad=True) for k, v in params.items()}
+    T = cfg.block
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool, device=dev))
+
+    def ln(x, w, b):
+        return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+    def loss_fn(idx, targets):
+        h = p["wte"][idx] + p["wpe"]
+        for l in range(cfg.layers):
+            q_ = lambda n: p[f"h.{l}.{n}"]
+            n1 = ln(h, q_("ln_1.weight"), q_("ln_1.bias"))
+            q, k, v = (torch.einsum("btc,hcd->bhtd", n1, q_(f"attn.{w}.weight")) for w in "qkv")
+            s = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(cfg.head_dim)
+            a = torch.softmax(torch.where(causal, s, torch.tensor(-1.0e9, device=dev, dtype=s.dtype)), -1)
+            o = torch.einsum("bhts,bhsd->bhtd", a, v)
+            r1 = h + torch.einsum("bhtd,hdc->btc", o, q_("attn.c_proj.weight")) + q_("attn.c_proj.bias")
+            n2 = ln(r1, q_("ln_2.weight"), q_("ln_2.bias"))
+            f = F.gelu(n2 @ q_("mlp.c_fc.weight") + q_("mlp.c_fc.bias"), approximate="tanh")
+            h = r1 + f @ q_("mlp.c_proj.weight") + q_("mlp.c_proj.bias")
+        logits = ln(h, p["ln_f.weight"], p["ln_f.bias"]) @ p["lm_head.weight"]
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    if mode == "compile":
+        loss_fn = torch.compile(loss_fn)
+    opt = torch.optim.AdamW(list(p.values()), lr=lr, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=0.01)
+
+    def step(idx, targets):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp == "bf16"):
+            loss = loss_fn(idx, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), 1.0)
+        opt.step()
+        return loss
+    return step
+
+
+def time_torch_gpt(cfg, params, idx, targets, lr, mode, amp, steps):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False  # f32 products as OF's
+    torch.backends.cudnn.allow_tf32 = False
+    step = gpt_torch_step(cfg, params, lr, mode, amp)
+    i, t = torch.tensor(idx, device="cuda"), torch.tensor(targets, device="cuda")
+    first = float(step(i, t).detach())
+    for _ in range(4):
+        step(i, t)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(i, t)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    return first, sorted(times)[len(times) // 2]
+
+
 def torch_matmul_tflops(m, n, k, dtype, reps=10):
     try:
         import torch
@@ -216,7 +331,7 @@ def main():
     for case in manifest["cases"]:
         if args.only not in case["name"]:
             continue
-        if args.no_bench and case["kind"] == "gemm":
+        if args.no_bench and case["kind"] in ("gemm", "gpt_bench"):
             continue
         try:
             if case["kind"] == "compile-error":

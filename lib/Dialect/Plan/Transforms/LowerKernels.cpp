@@ -430,8 +430,12 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
       for (OpOperand *input : generic.getDpsInputOperands())
         map.map(body.getArgument(input->getOperandNumber()), load(lb, *input));
       map.map(body.getArguments().back(), loop.getRegionIterArg(0));
-      for (Operation &op : body.without_terminator())
-        lb.clone(op, map);
+      for (Operation &op : body.without_terminator()) {
+        if (auto index = dyn_cast<linalg::IndexOp>(op))
+          map.map(index.getResult(), indices[index.getDim()]);
+        else
+          lb.clone(op, map);
+      }
       scf::YieldOp::create(
           lb, loc, map.lookup(body.getTerminator()->getOperand(0)));
     }
