@@ -103,19 +103,28 @@ class Runner:
         detail = (f"loss {losses[0]:.4f} -> {losses[-1]:.4f} (CPU plan {ref[-1]:.4f}), "
                   f"worst step error {worst:.1e} of the first loss, "
                   f"median step {ms[len(ms) // 2]:.2f} ms")
-        # Where a step's time goes: the slowest plan steps (synchronized
-        # one by one, so launch-bound steps show their latency).
-        proc, _ = self.of_run_cmd(case["plan"], case["profile_args"] +
-                                  ["--warmup", "3", "--repeat", "10", "--print-timing"],
-                                  self.work / case["name"])
-        rows = re.findall(r"^(.+?)\s+(\d+)\s+(\S+)\s+(\S+)$", proc.stdout.decode(), re.M)
-        rows = sorted(((float(ms), name.strip()) for name, _, ms, _ in rows
-                       if name.strip() != "step"), reverse=True)
-        total = re.search(r"^total per run: (\S+) ms in steps", proc.stdout.decode(), re.M)
-        if total:
-            detail += (f"\n       profiled: {total.group(1)} ms in {len(rows)} steps; slowest: " +
-                       ", ".join(f"{name} {ms:.3f} ms" for ms, name in rows[:6]))
+        detail += self.profile(case["plan"], case["profile_args"], case["name"])
         return {"status": "PASS" if worst <= case["tol"] else "FAIL", "detail": detail}
+
+    def profile(self, plan, args, name):
+        """Where a run's time goes: the slowest plan steps, and the time by
+        kind of step (each step synchronized, so launch-bound steps show
+        their latency)."""
+        proc, _ = self.of_run_cmd(plan, args + ["--warmup", "3", "--repeat", "10",
+                                                "--print-timing"], self.work / name)
+        rows = re.findall(r"^(.+?)\s+(\d+)\s+(\S+)\s+(\S+)$", proc.stdout.decode(), re.M)
+        rows = sorted(((float(ms), n.strip()) for n, _, ms, _ in rows if n.strip() != "step"),
+                      reverse=True)
+        total = re.search(r"^total per run: (\S+) ms in steps", proc.stdout.decode(), re.M)
+        if not total:
+            return "\n       (no profile: " + proc.stderr.decode(errors="replace")[-300:] + ")"
+        kinds = {}
+        for ms, n in rows:
+            kind = n.split()[0] + (" " + n.split()[1] if n.startswith("library") else "")
+            kinds[kind] = kinds.get(kind, 0.0) + ms
+        return (f"\n       profiled: {total.group(1)} ms in {len(rows)} steps (" +
+                ", ".join(f"{k} {v:.2f}" for k, v in sorted(kinds.items(), key=lambda x: -x[1])) +
+                "); slowest: " + ", ".join(f"{n} {ms:.3f}" for ms, n in rows[:6]))
 
     def run_gpt_bench(self, case, steps=20):
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -127,13 +136,17 @@ class Runner:
         idx, targets = seq[:, :-1].astype(np.int64), seq[:, 1:].astype(np.int64)
         folder = self.work / (case["name"] + "-in")
         folder.mkdir(parents=True, exist_ok=True)
-        args = ["--entry", "gpt_train_step", "--steps", str(steps), "--set", f"lr={case['lr']}"]
-        for name, value in {"idx": idx[None], "targets": targets[None]}.items():
-            np.save(folder / f"{name}.npy", value)
-            args += ["--batch", f"{name}={folder / f'{name}.npy'}"]
+        args = ["--entry", "gpt_train_step", "--set", f"lr={case['lr']}"]
         for name, value in params.items():
             np.save(folder / f"{name}.npy", value)
             args += ["--input", f"{name}={folder / f'{name}.npy'}"]
+        profile_args = list(args)
+        args += ["--steps", str(steps)]
+        for name, value in {"idx": idx, "targets": targets}.items():
+            np.save(folder / f"{name}.npy", value[None])
+            args += ["--batch", f"{name}={folder / f'{name}.npy'}"]
+            np.save(folder / f"{name}0.npy", value)
+            profile_args += ["--input", f"{name}={folder / f'{name}0.npy'}"]
         proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"], timeout=600)
         if proc.returncode != 0:
             return {"status": "ERROR", "detail": proc.stderr.decode(errors="replace")[-1500:]}
@@ -162,6 +175,7 @@ class Runner:
                 if err > tol:
                     status = "FAIL"
                     detail += f" (error {err:.1e} > {tol:.0e})"
+        detail += self.profile(case["plan"], profile_args, case["name"])
         result.update(status=status, detail=detail)
         return result
 

@@ -4,7 +4,8 @@
 // threads, the reduced axis a loop), a full reduction in one block of 1024
 // threads (warp shuffles and shared memory), a gradient-like sum over the
 // outer axis a thread per output (its loops reordered), a few long rows a
-// block per row; the
+// block per row; the scatter-add of an embedding gradient a thread per column
+// (its iterations proven independent); the
 // matrix product stays a blas.gemm library step; the program's device is
 // cuda. The plan round-trips through .ofp byte for byte (GPU modules as
 // blobs, launch tables verified by the runtime's loader); where no CUDA
@@ -32,6 +33,8 @@
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 2, 1, 1>
 // The max of 3 rows of 5000: a block of 256 threads per row.
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 3, 1, 1>
+// The embedding gradient's 48 columns, each a thread looping over the 30 positions.
+// CHECK-SAME: args = array<i64: 0, 1, 2>, block = array<i64: 48, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
 // The softmax's row reductions: a thread per row.
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 8, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
 // The full reduction: one block of 1024 threads.
@@ -53,10 +56,12 @@
 
 func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},
              %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"},
-             %g: tensor<100x400xf32> {of.name = "g"}, %r: tensor<3x5000xf32> {of.name = "r"})
+             %g: tensor<100x400xf32> {of.name = "g"}, %r: tensor<3x5000xf32> {of.name = "r"},
+             %ids: tensor<30xi64> {of.name = "ids"}, %dy: tensor<30x48xf32> {of.name = "dy"})
     -> (tensor<1000xf32> {of.name = "z"}, tensor<8x100xf32> {of.name = "s"},
         tensor<f32> {of.name = "total"}, tensor<8x16xf32> {of.name = "p"},
-        tensor<400xf32> {of.name = "colsum"}, tensor<3xf32> {of.name = "rowmax"}) {
+        tensor<400xf32> {of.name = "colsum"}, tensor<3xf32> {of.name = "rowmax"},
+        tensor<20x48xf32> {of.name = "dtable"}) {
   %t = of.tanh %x : (tensor<1000xf32>) -> tensor<1000xf32>
   %z = of.add %t, %y : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
   %s = of.softmax %a {axis = 1 : i64} : (tensor<8x100xf32>) -> tensor<8x100xf32>
@@ -64,5 +69,6 @@ func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name
   %p = of.matmul %a, %w : (tensor<8x100xf32>, tensor<100x16xf32>) -> tensor<8x16xf32>
   %colsum = of.reduce_sum %g {axes = array<i64: 0>} : (tensor<100x400xf32>) -> tensor<400xf32>
   %rowmax = of.reduce_max %r {axes = array<i64: 1>} : (tensor<3x5000xf32>) -> tensor<3xf32>
-  return %z, %s, %total, %p, %colsum, %rowmax : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>, tensor<400xf32>, tensor<3xf32>
+  %dtable = of.embedding_grad %ids, %dy : (tensor<30xi64>, tensor<30x48xf32>) -> tensor<20x48xf32>
+  return %z, %s, %total, %p, %colsum, %rowmax, %dtable : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>, tensor<400xf32>, tensor<3xf32>, tensor<20x48xf32>
 }

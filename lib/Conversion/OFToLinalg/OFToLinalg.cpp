@@ -975,9 +975,11 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 };
 
 /// result[v, :] = sum of grad[p, :] over the positions p whose index is v:
-/// a loop over the positions that adds each row of `grad` into the row its
-/// index names (a scatter, which linalg cannot express), skipping indices
-/// outside [0, vocab) as the op specifies.
+/// for each column, a loop over the positions that adds grad[p, c] into the
+/// row its index names (a scatter, which linalg cannot express), skipping
+/// indices outside [0, vocab) as the op specifies. Columns outermost: each
+/// column's iterations touch that column alone, so a GPU runs the columns
+/// in parallel (--of-lower-cuda-kernels proves it from the accesses).
 struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1016,39 +1018,38 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     Value init = filledTensor(rewriter, loc, type,
                               scalarConstant(rewriter, loc, et, 0));
     auto outer = scf::ForOp::create(
-        rewriter, loc, zero, numPositions, one, ValueRange{init},
-        [&](OpBuilder &b, Location l, Value p, ValueRange acc) {
-          Value row = indexCast(
-              b, l, tensor::ExtractOp::create(b, l, ids, ValueRange{p}));
-          Value inRange = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, row,
-                                    zero),
-              arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::slt, row,
-                  arith::ConstantIndexOp::create(b, l, vocab)));
-          auto guard = scf::IfOp::create(
-              b, l, inRange,
-              [&](OpBuilder &tb, Location tl) {
-                auto inner = scf::ForOp::create(
-                    tb, tl, zero, numCols, one, ValueRange{acc[0]},
-                    [&](OpBuilder &ib, Location il, Value c,
-                        ValueRange table) {
-                      Value g = tensor::ExtractOp::create(ib, il, grad,
+        rewriter, loc, zero, numCols, one, ValueRange{init},
+        [&](OpBuilder &b, Location l, Value c, ValueRange acc) {
+          auto inner = scf::ForOp::create(
+              b, l, zero, numPositions, one, ValueRange{acc[0]},
+              [&](OpBuilder &ib, Location il, Value p, ValueRange table) {
+                Value row = indexCast(
+                    ib, il, tensor::ExtractOp::create(ib, il, ids, ValueRange{p}));
+                Value inRange = arith::AndIOp::create(
+                    ib, il,
+                    arith::CmpIOp::create(ib, il, arith::CmpIPredicate::sge,
+                                          row, zero),
+                    arith::CmpIOp::create(
+                        ib, il, arith::CmpIPredicate::slt, row,
+                        arith::ConstantIndexOp::create(ib, il, vocab)));
+                auto guard = scf::IfOp::create(
+                    ib, il, inRange,
+                    [&](OpBuilder &tb, Location tl) {
+                      Value g = tensor::ExtractOp::create(tb, tl, grad,
                                                           ValueRange{p, c});
                       Value old = tensor::ExtractOp::create(
-                          ib, il, table[0], ValueRange{row, c});
-                      Value sum = arith::AddFOp::create(ib, il, old, g);
+                          tb, tl, table[0], ValueRange{row, c});
+                      Value sum = arith::AddFOp::create(tb, tl, old, g);
                       Value updated = tensor::InsertOp::create(
-                          ib, il, sum, table[0], ValueRange{row, c});
-                      scf::YieldOp::create(ib, il, updated);
+                          tb, tl, sum, table[0], ValueRange{row, c});
+                      scf::YieldOp::create(tb, tl, updated);
+                    },
+                    [&](OpBuilder &eb, Location el) {
+                      scf::YieldOp::create(eb, el, table[0]);
                     });
-                scf::YieldOp::create(tb, tl, inner.getResult(0));
-              },
-              [&](OpBuilder &eb, Location el) {
-                scf::YieldOp::create(eb, el, acc[0]);
+                scf::YieldOp::create(ib, il, guard.getResult(0));
               });
-          scf::YieldOp::create(b, l, guard.getResult(0));
+          scf::YieldOp::create(b, l, inner.getResult(0));
         });
     rewriter.replaceOp(op, outer.getResult(0));
     return success();

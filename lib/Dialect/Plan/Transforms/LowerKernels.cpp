@@ -525,6 +525,93 @@ LogicalResult launchParallel(scf::ParallelOp parallel, int64_t blockSize) {
   return sinkViews(launch);
 }
 
+/// The buffer (a kernel argument) under `memref`'s views.
+Value rootBuffer(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (!isViewOrConstant(def) || def->getNumOperands() == 0)
+      break;
+    memref = def->getOperand(0);
+  }
+  return memref;
+}
+
+/// Whether the iterations of a top-level `loop` of a kernel are
+/// independent: the loop carries no value, its body only computes, loads
+/// and stores (no other memory effects), and every buffer it stores to is
+/// accessed, loads and stores alike, through one view whose index in one
+/// dimension is the induction variable itself. Each iteration then
+/// touches its own slice of every buffer it writes, and reads buffers that
+/// no iteration writes. (A kernel's arguments are distinct buffers:
+/// --of-build-plan passes each buffer once.)
+bool iterationsAreIndependent(scf::ForOp loop) {
+  if (loop.getNumResults())
+    return false;
+  Value iv = loop.getInductionVar();
+  struct Access {
+    Value memref;
+    ValueRange indices;
+    bool write;
+  };
+  SmallVector<Access> accesses;
+  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      accesses.push_back({load.getMemRef(), load.getIndices(), false});
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      accesses.push_back({store.getMemRef(), store.getIndices(), true});
+    } else if (!isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
+               !isViewOrConstant(op) && !isMemoryEffectFree(op)) {
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return false;
+  llvm::SmallDenseSet<Value> written;
+  for (const Access &a : accesses)
+    if (a.write)
+      written.insert(rootBuffer(a.memref));
+  for (Value root : written) {
+    Value view;
+    std::optional<unsigned> dim;
+    for (const Access &a : accesses) {
+      if (rootBuffer(a.memref) != root)
+        continue;
+      if (view && a.memref != view)
+        return false;
+      view = a.memref;
+      std::optional<unsigned> d;
+      for (auto [i, index] : llvm::enumerate(a.indices))
+        if (index == iv)
+          d = i;
+      if (!d || (dim && *d != *dim))
+        return false;
+      dim = d;
+    }
+  }
+  return !written.empty();
+}
+
+/// Makes every top-level scf.for of `kernel` whose iterations are
+/// independent an scf.parallel, which buildLaunches spreads over threads
+/// (the columns of an embedding gradient's scatter-add, say).
+void parallelizeIndependentLoops(func::FuncOp kernel) {
+  for (auto loop :
+       llvm::make_early_inc_range(kernel.getBody().front().getOps<scf::ForOp>())) {
+    if (!iterationsAreIndependent(loop))
+      continue;
+    OpBuilder b(loop);
+    auto parallel = scf::ParallelOp::create(
+        b, loop.getLoc(), ValueRange{loop.getLowerBound()},
+        ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+    IRMapping map;
+    map.map(loop.getInductionVar(), parallel.getInductionVars()[0]);
+    OpBuilder pb = OpBuilder::atBlockBegin(parallel.getBody());
+    for (Operation &op : loop.getBody()->without_terminator())
+      pb.clone(op, map);
+    loop.erase();
+  }
+}
+
 /// Turns the body of `kernel` into gpu.launches: each top-level
 /// scf.parallel its own launch over all its iterations; each run of other
 /// code between them (sequential loop nests, a rank-0 result) one
@@ -532,6 +619,7 @@ LogicalResult launchParallel(scf::ParallelOp parallel, int64_t blockSize) {
 /// it, the whole kernel runs as one single-thread launch instead (correct,
 /// and rare: every kernel writes its results to buffers).
 LogicalResult buildLaunches(func::FuncOp kernel, int64_t blockSize) {
+  parallelizeIndependentLoops(kernel);
   Block &body = kernel.getBody().front();
   SmallVector<SmallVector<Operation *>> runs(1);
   SmallVector<scf::ParallelOp> parallels;
