@@ -90,6 +90,7 @@ namespace {
   X(cublasCreate_v2)                                                           \
   X(cublasDestroy_v2)                                                          \
   X(cublasSetStream_v2)                                                        \
+  X(cublasSetWorkspace_v2)                                                     \
   X(cublasGetStatusName)                                                       \
   X(cublasSgemmStridedBatched_64)                                              \
   X(cublasDgemmStridedBatched_64)                                              \
@@ -275,6 +276,10 @@ private:
   CUcontext context_ = nullptr;
   cublasHandle_t handle_ = nullptr;
   std::vector<CUstream> streams_;
+  // cuBLAS's workspace, one per stream that has gemm steps (steps on two
+  // streams may overlap), as large as cuBLAS advises for Hopper.
+  static constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
+  std::vector<void *> workspaces_;
   std::vector<CUevent> events_;
   std::vector<CUdeviceptr> allocations_;
   std::vector<CUmodule> modules_;
@@ -408,6 +413,15 @@ Status CudaExecutor::check(const PreparedStep &step) {
         return fail(step.name, ": cublasCreate failed: ",
                     blas_->cublasGetStatusName(result));
     }
+    if (workspaces_.size() <= step.stream)
+      workspaces_.resize(step.stream + 1, nullptr);
+    if (!workspaces_[step.stream])
+      if (Status status = allocate(kCublasWorkspaceBytes,
+                                   formatMessage("cuBLAS's workspace for stream ",
+                                                 step.stream),
+                                   workspaces_[step.stream]);
+          status.failed())
+        return fail(step.name, ": ", status.message());
     return Status::success();
   }
   case StepKind::Collective:
@@ -450,6 +464,9 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
     return Status::success();
   }
   cublasStatus_t result = blas_->cublasSetStream_v2(handle_, stream);
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = blas_->cublasSetWorkspace_v2(handle_, workspaces_[step.stream],
+                                          kCublasWorkspaceBytes);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
   // same buffers with the operands swapped and m and n exchanged.
   cublasOperation_t opA = g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
