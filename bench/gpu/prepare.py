@@ -183,12 +183,16 @@ def add_gpt_training(bundle, rng):
     out = bundle.out / "cpu-out"
     stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args + ["--output-dir", out],
                  cwd=bundle.out).decode()
+    # The trained parameters (and optimizer state) the GPU must reach too.
+    trained = {f.stem: bundle.save(case, "trained_" + f.stem, np.load(f))
+               for f in sorted(out.glob("*.npy")) if f.stem != "loss"}
     shutil.rmtree(out)
     (bundle.out / cpu_plan).unlink()
     losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
     assert len(losses) == GPT_STEPS, stdout
     bundle.cases.append({"name": case, "kind": "train", "plan": cuda_plan, "args": args,
-                         "profile_args": profile, "losses": losses, "tol": 1e-4})
+                         "profile_args": profile, "losses": losses, "tol": 1e-4,
+                         "trained": trained})
 
 
 # The GPT of the training-step benchmark (examples/gpt.py's model), with

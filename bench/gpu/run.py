@@ -89,7 +89,9 @@ class Runner:
                           + ("; " + "; ".join(failures[:6]) if failures else "")}
 
     def run_train(self, case):
-        proc, seconds = self.of_run_cmd(case["plan"], case["args"], self.work / case["name"])
+        state = self.work / (case["name"] + ".safetensors")
+        proc, seconds = self.of_run_cmd(case["plan"], case["args"] + ["--save-state", str(state)],
+                                        self.work / case["name"])
         if proc.returncode != 0:
             return {"status": "ERROR", "detail": proc.stderr.decode(errors="replace")[-1500:]}
         text = proc.stdout.decode()
@@ -103,6 +105,29 @@ class Runner:
         detail = (f"loss {losses[0]:.4f} -> {losses[-1]:.4f} (CPU plan {ref[-1]:.4f}), "
                   f"worst step error {worst:.1e} of the first loss, "
                   f"median step {ms[len(ms) // 2]:.2f} ms")
+        # The trained state: written outputs and the saved checkpoint both
+        # match the CPU plan's.
+        try:
+            from safetensors.numpy import load_file
+            saved = load_file(str(state))
+        except Exception as e:
+            saved = None
+            detail += f"; checkpoint unreadable: {type(e).__name__}: {e}"
+            worst = math.inf
+        state_err = 0.0
+        for name, path in case["trained"].items():
+            ref_value = np.load(self.bundle / path)
+            got = np.load(self.work / case["name"] / f"{name}.npy")
+            state_err = max(state_err, rel_err(got, ref_value))
+            if saved is not None:
+                if name not in saved:
+                    detail += f"; {name} is not in the checkpoint"
+                    worst = math.inf
+                    continue
+                state_err = max(state_err, rel_err(saved[name], ref_value))
+        detail += f"; trained state ({len(case['trained'])} tensors, outputs and checkpoint) error {state_err:.1e}"
+        if state_err > 1e-4:
+            worst = math.inf
         detail += self.profile(case["plan"], case["profile_args"], case["name"])
         return {"status": "PASS" if worst <= case["tol"] else "FAIL", "detail": detail}
 

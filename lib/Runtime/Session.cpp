@@ -176,6 +176,7 @@ Status Session::prepare(const char *requestedEntry, int rank,
   inputSet_.assign(numInputs, false);
   inputData_.assign(numInputs, nullptr);
   inputStale_.assign(numInputs, false);
+  inputOnHost_.assign(numInputs, true);
   for (uint32_t i = 0; i < numInputs; ++i) {
     uint32_t index = program.inputs()->Get(i);
     const Buffer &buffer = *program.buffers()->Get(index);
@@ -206,6 +207,7 @@ Status Session::prepare(const char *requestedEntry, int rank,
       return fail(label_, " step ", s, " (", status.message(), ")");
   }
   stepSeconds_.assign(steps_.size(), 0.0);
+  outputOnHost_.assign(outputs_.size(), true);
   planDirectUpdates();
   return Status::success();
 }
@@ -232,6 +234,34 @@ void Session::planDirectUpdates() {
     steps_[outputStep_[o]].dst = inputStorage_[outputs_[o].updates].data();
     outputStorage_[o] = AlignedBytes(); // not needed
   }
+}
+
+Status Session::outputToHost(size_t index) const {
+  if (outputOnHost_[index])
+    return Status::success();
+  const TensorInfo &info = outputs_[index];
+  if (Status status = executor_->download(
+          const_cast<uint8_t *>(outputData(index)),
+          steps_[outputStep_[index]].src, info.bytes);
+      status.failed())
+    return fail(label_, ": output '", info.name, "': ", status.message());
+  outputOnHost_[index] = true;
+  if (directUpdate_[index]) // that storage is the updated input's
+    inputOnHost_[info.updates] = true;
+  return Status::success();
+}
+
+Status Session::inputToHost(size_t index) const {
+  if (inputOnHost_[index])
+    return Status::success();
+  if (Status status = executor_->download(
+          const_cast<uint8_t *>(inputStorage_[index].data()),
+          inputData_[index], inputs_[index].bytes);
+      status.failed())
+    return fail(label_, ": input '", inputs_[index].name, "': ",
+                status.message());
+  inputOnHost_[index] = true;
+  return Status::success();
 }
 
 const uint8_t *Session::outputData(size_t index) const {
@@ -511,6 +541,8 @@ Status Session::getInput(size_t index, void *data, size_t bytes) const {
   if (!inputSet_[index])
     return fail("input '", inputs_[index].name,
                 "' has no value: it was never set");
+  if (Status status = inputToHost(index); status.failed())
+    return status;
   if (bytes)
     std::memcpy(data, inputStorage_[index].data(), bytes);
   return Status::success();
@@ -520,6 +552,7 @@ void Session::inputWasSet(size_t input) {
   inputSet_[input] = true;
   // A device reads its own copy, uploaded before the next run.
   inputStale_[input] = onDevice_;
+  inputOnHost_[input] = true;
   // An output written straight into this input no longer holds the last
   // run's value.
   for (size_t o = 0; o < outputs_.size(); ++o)
@@ -545,6 +578,8 @@ Status Session::run() {
     return status;
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (onDevice_ && steps_[i].isOutput)
+      continue; // copied to the host when read (outputToHost)
     Clock::time_point start;
     if (profiling_)
       start = Clock::now();
@@ -565,10 +600,22 @@ Status Session::run() {
     ++profiledRuns_;
   // A training step's parameters and optimizer state: the next run starts
   // from this run's results, on this rank its own part.
-  for (size_t i = 0; i < outputs_.size(); ++i)
-    if (outputs_[i].updates >= 0 && !directUpdate_[i])
-      std::memcpy(inputStorage_[outputs_[i].updates].data(),
-                  outputStorage_[i].data(), outputs_[i].bytes);
+  if (onDevice_) {
+    outputOnHost_.assign(outputs_.size(), false);
+    // An output that is an updated input's device copy is downloaded
+    // before updateDeviceInputs overwrites that copy.
+    for (size_t o = 0; o < outputs_.size(); ++o)
+      for (const TensorInfo &output : outputs_)
+        if (output.updates >= 0 &&
+            steps_[outputStep_[o]].src == inputData_[output.updates])
+          if (Status status = outputToHost(o); status.failed())
+            return status;
+  } else {
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      if (outputs_[i].updates >= 0 && !directUpdate_[i])
+        std::memcpy(inputStorage_[outputs_[i].updates].data(),
+                    outputStorage_[i].data(), outputs_[i].bytes);
+  }
   if (Status status = updateDeviceInputs(); status.failed())
     return status;
   outputsValid_ = true;
@@ -592,10 +639,11 @@ Status Session::uploadStaleInputs() {
 Status Session::updateDeviceInputs() {
   if (!onDevice_)
     return Status::success();
-  // Each updated input takes its output's value on the device, unless
-  // that value is itself an input's copy which this loop may overwrite
-  // first: such an input is uploaded from its (already updated) host
-  // storage before the next run instead.
+  // Each updated input takes its output's value on the device, and its
+  // host storage is out of date until read. Unless that value is itself an
+  // input's copy, which this loop may overwrite first: such an output is
+  // downloaded now, and its input uploaded from the host before the next
+  // run.
   std::vector<bool> updated(inputs_.size(), false);
   for (const TensorInfo &output : outputs_)
     if (output.updates >= 0)
@@ -611,6 +659,12 @@ Status Session::updateDeviceInputs() {
       fromUpdatedInput |= updated[i] && value == inputData_[i] &&
                           static_cast<int64_t>(i) != input;
     if (fromUpdatedInput) {
+      if (Status status = outputToHost(o); status.failed())
+        return status;
+      if (!directUpdate_[o])
+        std::memcpy(inputStorage_[input].data(), outputStorage_[o].data(),
+                    outputs_[o].bytes);
+      inputOnHost_[input] = true;
       inputStale_[input] = true;
       continue;
     }
@@ -619,6 +673,7 @@ Status Session::updateDeviceInputs() {
         status.failed())
       return fail(label_, ": updating input '", inputs_[input].name,
                   "': ", status.message());
+    inputOnHost_[input] = false;
     copied = true;
   }
   return copied ? executor_->synchronize() : Status::success();
@@ -657,6 +712,8 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
   if (!outputsValid_)
     return fail("output '", info.name,
                 "' has no value: no run has completed successfully");
+  if (Status status = outputToHost(index); status.failed())
+    return status;
   return gather(info, "output", outputData(index), data, bytes, isRoot);
 }
 
@@ -669,6 +726,8 @@ Status Session::gatherInput(size_t index, void *data, size_t bytes,
   const TensorInfo &info = inputs_[index];
   if (!inputSet_[index])
     return fail("input '", info.name, "' has no value: it was never set");
+  if (Status status = inputToHost(index); status.failed())
+    return status;
   return gather(info, "input", inputStorage_[index].data(), data, bytes,
                 isRoot);
 }
@@ -752,6 +811,8 @@ Status Session::getOutput(size_t index, void *data, size_t bytes) const {
                 bytes);
   if (!data && bytes)
     return fail("output '", info.name, "': the data pointer is NULL");
+  if (Status status = outputToHost(index); status.failed())
+    return status;
   if (bytes)
     std::memcpy(data, outputData(index), bytes);
   return Status::success();

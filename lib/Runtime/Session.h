@@ -173,6 +173,14 @@ private:
   std::vector<size_t> outputStep_;
   std::vector<bool> directUpdate_;
   bool outputsValid_ = false;
+  /// On a device, host copies are made when the host reads them: a run
+  /// copies no output to the host, and a training step's state stays on
+  /// the device. Whether each output's (each input's) host storage holds
+  /// its current value, and the downloads that make it so.
+  mutable std::vector<bool> outputOnHost_;
+  mutable std::vector<bool> inputOnHost_;
+  Status outputToHost(size_t index) const;
+  Status inputToHost(size_t index) const;
   /// The data pointer of every buffer of the program, by index.
   std::vector<void *> bufferData_;
 
