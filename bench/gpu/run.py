@@ -172,16 +172,26 @@ class Runner:
             args += ["--batch", f"{name}={folder / f'{name}.npy'}"]
             np.save(folder / f"{name}0.npy", value)
             profile_args += ["--input", f"{name}={folder / f'{name}0.npy'}"]
-        proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"], timeout=600)
-        if proc.returncode != 0:
-            return {"status": "ERROR", "detail": proc.stderr.decode(errors="replace")[-1500:]}
-        lines = re.findall(r"^step \d+/\d+  loss (\S+)  (\S+) ms", proc.stdout.decode(), re.M)
-        losses = [float(l) for l, _ in lines]
-        ms = sorted(float(t) for _, t in lines[5:])
-        of_ms = ms[len(ms) // 2]
+        timed = {}
+        for graphs in ("1", "0"):  # with CUDA graphs (the default) and without
+            proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"],
+                                      env={"OF_CUDA_GRAPHS": graphs}, timeout=600)
+            if proc.returncode != 0:
+                return {"status": "ERROR",
+                        "detail": proc.stderr.decode(errors="replace")[-1500:]}
+            lines = re.findall(r"^step \d+/\d+  loss (\S+)  (\S+) ms", proc.stdout.decode(),
+                               re.M)
+            ms = sorted(float(t) for _, t in lines[5:])
+            timed[graphs] = ([float(l) for l, _ in lines], ms[len(ms) // 2])
+        losses, of_ms = timed["1"]
+        if timed["0"][0] != losses:
+            return {"status": "FAIL", "detail": f"the losses with and without CUDA graphs "
+                                                f"differ: {losses[:3]} vs {timed['0'][0][:3]}"}
         tokens = cfg.batch * cfg.block
-        result = {"of_ms": of_ms, "of_tokens_per_s": tokens / of_ms * 1e3}
-        detail = f"OF {of_ms:.2f} ms/step ({tokens / of_ms * 1e3:,.0f} tokens/s)"
+        result = {"of_ms": of_ms, "of_tokens_per_s": tokens / of_ms * 1e3,
+                  "of_ms_no_graphs": timed["0"][1]}
+        detail = (f"OF {of_ms:.2f} ms/step ({tokens / of_ms * 1e3:,.0f} tokens/s; "
+                  f"without CUDA graphs {timed['0'][1]:.2f} ms)")
         status = "PASS"
         for mode in ("eager", "compile"):
             try:

@@ -152,6 +152,12 @@ Status Executor::loadGpuModule(const void *, size_t, bool,
 Status Executor::getGpuFunction(void *, const std::string &name, void *&) {
   return fail("GPU function '", name, "': this executor runs no GPU modules");
 }
+Status Executor::record(const PreparedStep *const *, size_t, size_t &) {
+  return fail("this executor records no step graphs");
+}
+Status Executor::replay(size_t) {
+  return fail("this executor records no step graphs");
+}
 
 std::unique_ptr<Executor> createCpuExecutor() {
   return std::make_unique<CpuExecutor>();

@@ -84,7 +84,13 @@ namespace {
   X(cuEventCreate)                                                             \
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
-  X(cuStreamWaitEvent)
+  X(cuStreamWaitEvent)                                                         \
+  X(cuStreamBeginCapture_v2)                                                   \
+  X(cuStreamEndCapture)                                                        \
+  X(cuGraphInstantiateWithFlags)                                               \
+  X(cuGraphLaunch)                                                             \
+  X(cuGraphExecDestroy)                                                        \
+  X(cuGraphDestroy)
 
 #define OF_CUBLAS_FUNCTIONS(X)                                                 \
   X(cublasCreate_v2)                                                           \
@@ -253,6 +259,10 @@ public:
                        const std::string &what, void *&module) override;
   Status getGpuFunction(void *module, const std::string &name,
                         void *&function) override;
+  bool canRecord(const PreparedStep &step) const override;
+  Status record(const PreparedStep *const *steps, size_t count,
+                size_t &graph) override;
+  Status replay(size_t graph) override;
 
 private:
   /// The message of a driver error: its name and description.
@@ -283,6 +293,9 @@ private:
   std::vector<CUevent> events_;
   std::vector<CUdeviceptr> allocations_;
   std::vector<CUmodule> modules_;
+  // Recorded step graphs, each with the stream it replays on.
+  std::vector<std::pair<CUgraphExec, CUstream>> graphs_;
+  bool useGraphs_ = true; // $OF_CUDA_GRAPHS=0 turns them off
   std::vector<void *> params_;      // a launch's kernel parameters
   std::vector<unsigned char> host_; // indices read back for checks
   bool syncEachStep_ = false;
@@ -340,6 +353,11 @@ Status CudaExecutor::init(int rank) {
     return status;
   if (const char *text = std::getenv("OF_CUDA_SYNC"))
     syncEachStep_ = *text && std::strcmp(text, "0") != 0;
+  if (const char *text = std::getenv("OF_CUDA_GRAPHS"))
+    useGraphs_ = std::strcmp(text, "0") != 0;
+  // Synchronizing after every step, to find a failing one, rules out
+  // replaying many steps at once.
+  useGraphs_ = useGraphs_ && !syncEachStep_;
   return Status::success();
 }
 
@@ -350,6 +368,8 @@ CudaExecutor::~CudaExecutor() {
   for (CUstream stream : streams_)
     if (stream)
       cu_->cuStreamSynchronize(stream);
+  for (auto &[graph, stream] : graphs_)
+    cu_->cuGraphExecDestroy(graph);
   if (handle_)
     blas_->cublasDestroy_v2(handle_);
   for (CUevent event : events_)
@@ -669,6 +689,75 @@ Status CudaExecutor::getGpuFunction(void *module, const std::string &name,
     return status;
   function = found;
   return Status::success();
+}
+
+bool CudaExecutor::canRecord(const PreparedStep &step) const {
+  if (!useGraphs_)
+    return false;
+  switch (step.kind) {
+  case StepKind::Launch:
+  case StepKind::Gemm:
+    return true;
+  case StepKind::Copy: // a device-to-device copy; outputs go to the host
+    return !step.isOutput;
+  case StepKind::IndexRangeCheck: // reads the indices back
+  case StepKind::Collective:
+  case StepKind::EventRecord: // orders streams: stays outside graphs
+  case StepKind::EventWait:
+    return false;
+  }
+  return false;
+}
+
+Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
+                            size_t &graph) {
+  CUstream stream = streams_[steps[0]->stream];
+  std::string what =
+      formatMessage("recording steps ", steps[0]->name, " .. ",
+                    steps[count - 1]->name, " into a CUDA graph on ",
+                    deviceLabel_);
+  if (Status status = check(
+          cu_->cuStreamBeginCapture_v2(stream,
+                                       CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+          what);
+      status.failed())
+    return status;
+  Status recorded = Status::success();
+  for (size_t i = 0; i < count && recorded.succeeded(); ++i) {
+    if (steps[i]->stream != steps[0]->stream)
+      recorded = fail(steps[i]->name, ": a graph's steps share one stream");
+    else
+      recorded = run(*steps[i], stream);
+    if (recorded.failed())
+      recorded = fail(steps[i]->name, " on ", deviceLabel_, ": ",
+                      recorded.message());
+  }
+  CUgraph captured = nullptr;
+  CUresult ended = cu_->cuStreamEndCapture(stream, &captured);
+  if (recorded.failed()) {
+    if (captured)
+      cu_->cuGraphDestroy(captured);
+    return recorded;
+  }
+  if (Status status = check(ended, what); status.failed())
+    return status;
+  CUgraphExec exec = nullptr;
+  CUresult made = cu_->cuGraphInstantiateWithFlags(&exec, captured, 0);
+  cu_->cuGraphDestroy(captured);
+  if (Status status = check(made, what + ": cuGraphInstantiate");
+      status.failed())
+    return fail(status.message(), " ($OF_CUDA_GRAPHS=0 runs the steps one "
+                                  "by one)");
+  graphs_.push_back({exec, stream});
+  graph = graphs_.size() - 1;
+  return replay(graph);
+}
+
+Status CudaExecutor::replay(size_t graph) {
+  auto [exec, stream] = graphs_[graph];
+  return check(cu_->cuGraphLaunch(exec, stream),
+               formatMessage("replaying CUDA graph ", graph, " on ",
+                             deviceLabel_));
 }
 
 } // namespace

@@ -117,6 +117,18 @@ public:
                                const std::string &what, void *&module);
   virtual Status getGpuFunction(void *module, const std::string &name,
                                 void *&function);
+
+  /// Step graphs (CUDA graphs): consecutive steps on one stream recorded
+  /// once and then replayed by one call, which saves a launch per step.
+  /// Whether `step` can be recorded (it needs nothing from the host while
+  /// it runs); false everywhere when this executor records no graphs.
+  virtual bool canRecord(const PreparedStep &step) const { return false; }
+  /// Records `count` recordable steps, all on one stream, into a graph and
+  /// runs it (asynchronously); `graph` then names it for `replay`.
+  virtual Status record(const PreparedStep *const *steps, size_t count,
+                        size_t &graph);
+  /// Runs a recorded graph again (complete at synchronize).
+  virtual Status replay(size_t graph);
 };
 
 /// The CPU executor: every step runs to completion on the calling thread;

@@ -209,6 +209,7 @@ Status Session::prepare(const char *requestedEntry, int rank,
   stepSeconds_.assign(steps_.size(), 0.0);
   outputOnHost_.assign(outputs_.size(), true);
   planDirectUpdates();
+  planStepGraphs();
   return Status::success();
 }
 
@@ -262,6 +263,77 @@ Status Session::inputToHost(size_t index) const {
                 status.message());
   inputOnHost_[index] = true;
   return Status::success();
+}
+
+void Session::planStepGraphs() {
+  graphs_.clear();
+  auto skipped = [&](const PreparedStep &step) {
+    return onDevice_ && step.isOutput;
+  };
+  size_t i = 0;
+  while (i < steps_.size()) {
+    if (skipped(steps_[i]) || !executor_->canRecord(steps_[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i, recordable = 0;
+    while (end < steps_.size() &&
+           (skipped(steps_[end]) ||
+            (executor_->canRecord(steps_[end]) &&
+             steps_[end].stream == steps_[i].stream))) {
+      recordable += !skipped(steps_[end]);
+      ++end;
+    }
+    if (recordable >= 2)
+      graphs_.push_back({i, end, std::nullopt});
+    i = end;
+  }
+}
+
+Status Session::runSteps() {
+  using Clock = std::chrono::steady_clock;
+  size_t next = 0; // the next graph of graphs_
+  std::vector<const PreparedStep *> recorded;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (onDevice_ && steps_[i].isOutput)
+      continue; // copied to the host when read (outputToHost)
+    if (!profiling_ && next < graphs_.size() && graphs_[next].begin == i) {
+      StepGraph &g = graphs_[next++];
+      if (g.graph) {
+        if (Status status = executor_->replay(*g.graph); status.failed())
+          return status;
+      } else {
+        recorded.clear();
+        for (size_t s = g.begin; s < g.end; ++s)
+          if (!(onDevice_ && steps_[s].isOutput))
+            recorded.push_back(&steps_[s]);
+        size_t graph = 0;
+        if (Status status =
+                executor_->record(recorded.data(), recorded.size(), graph);
+            status.failed())
+          return status;
+        g.graph = graph;
+      }
+      i = g.end - 1;
+      continue;
+    }
+    while (next < graphs_.size() && graphs_[next].begin < i)
+      ++next;
+    Clock::time_point start;
+    if (profiling_)
+      start = Clock::now();
+    if (Status status = executor_->execute(steps_[i]); status.failed())
+      return status;
+    if (profiling_) {
+      // On a device a step's time is its completion, not its enqueueing.
+      if (onDevice_)
+        if (Status status = executor_->synchronize(); status.failed())
+          return status;
+      stepSeconds_[i] +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  }
+  return executor_->synchronize();
 }
 
 const uint8_t *Session::outputData(size_t index) const {
@@ -576,25 +648,7 @@ Status Session::run() {
   outputsValid_ = false;
   if (Status status = uploadStaleInputs(); status.failed())
     return status;
-  using Clock = std::chrono::steady_clock;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    if (onDevice_ && steps_[i].isOutput)
-      continue; // copied to the host when read (outputToHost)
-    Clock::time_point start;
-    if (profiling_)
-      start = Clock::now();
-    if (Status status = executor_->execute(steps_[i]); status.failed())
-      return status;
-    if (profiling_) {
-      // On a device a step's time is its completion, not its enqueueing.
-      if (onDevice_)
-        if (Status status = executor_->synchronize(); status.failed())
-          return status;
-      stepSeconds_[i] +=
-          std::chrono::duration<double>(Clock::now() - start).count();
-    }
-  }
-  if (Status status = executor_->synchronize(); status.failed())
+  if (Status status = runSteps(); status.failed())
     return status;
   if (profiling_)
     ++profiledRuns_;

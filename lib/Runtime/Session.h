@@ -40,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
 
 namespace of::rt {
@@ -177,6 +178,17 @@ private:
   /// copies no output to the host, and a training step's state stays on
   /// the device. Whether each output's (each input's) host storage holds
   /// its current value, and the downloads that make it so.
+  /// Step graphs: on an executor that records them, each maximal run of
+  /// recordable steps on one stream (at least two) is recorded at its
+  /// first run and replayed after. Not while profiling, which times steps
+  /// one by one.
+  struct StepGraph {
+    size_t begin = 0, end = 0; // steps_[begin, end), output steps skipped
+    std::optional<size_t> graph;
+  };
+  std::vector<StepGraph> graphs_;
+  void planStepGraphs();
+  Status runSteps();
   mutable std::vector<bool> outputOnHost_;
   mutable std::vector<bool> inputOnHost_;
   Status outputToHost(size_t index) const;
