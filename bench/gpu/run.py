@@ -2,7 +2,7 @@
 """Runs the bundle of bench/gpu/prepare.py on a CUDA GPU: every plan with
 of-run, compared with its reference, then the benchmarks against PyTorch
 on the same GPU in the same run. Prints one table; writes results.json to
-$OUT (or the current folder).
+$OUT (or the temporary folder of the outputs).
 
     python3 bench/gpu/run.py BUNDLE [--only SUBSTRING] [--no-bench]
 
@@ -367,8 +367,8 @@ def main():
     parser.add_argument("--no-bench", action="store_true")
     args = parser.parse_args()
     manifest = json.loads((Path(args.bundle) / "manifest.json").read_text())
-    out = Path(os.environ.get("OUT", "."))
     work = Path(tempfile.mkdtemp(prefix="of-gpu-"))
+    out = Path(os.environ.get("OUT") or work)  # results.json: $OUT, else beside the outputs
     runner = Runner(args.bundle, work)
     try:
         smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
@@ -396,6 +396,7 @@ def main():
     print(f"\n{counts['PASS']} passed, {counts['FAIL']} failed, {counts['ERROR']} errors "
           f"({time.time() - start:.0f} s)")
     (out / "results.json").write_text(json.dumps(results, indent=1))
+    print(f"results: {out / 'results.json'}")
     return 0 if counts["PASS"] == len(results) else 1
 
 

@@ -295,7 +295,7 @@ private:
   std::vector<CUmodule> modules_;
   // Recorded step graphs, each with the stream it replays on.
   std::vector<std::pair<CUgraphExec, CUstream>> graphs_;
-  bool useGraphs_ = true; // $OF_CUDA_GRAPHS=0 turns them off
+  bool useGraphs_ = true;           // $OF_CUDA_GRAPHS=0 turns them off
   std::vector<void *> params_;      // a launch's kernel parameters
   std::vector<unsigned char> host_; // indices read back for checks
   bool syncEachStep_ = false;
@@ -436,10 +436,10 @@ Status CudaExecutor::check(const PreparedStep &step) {
     if (workspaces_.size() <= step.stream)
       workspaces_.resize(step.stream + 1, nullptr);
     if (!workspaces_[step.stream])
-      if (Status status = allocate(kCublasWorkspaceBytes,
-                                   formatMessage("cuBLAS's workspace for stream ",
-                                                 step.stream),
-                                   workspaces_[step.stream]);
+      if (Status status = allocate(
+              kCublasWorkspaceBytes,
+              formatMessage("cuBLAS's workspace for stream ", step.stream),
+              workspaces_[step.stream]);
           status.failed())
         return fail(step.name, ": ", status.message());
     return Status::success();
@@ -501,14 +501,13 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
     if (step.gemmType == DType::BF16 || step.gemmType == DType::F16) {
       // Tensor-core products of 16-bit operands, accumulated in f32 and
       // rounded once into C's type.
-      cudaDataType in =
-          step.gemmType == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+      cudaDataType in = step.gemmType == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
       cudaDataType out = step.gemmOutType == DType::F32 ? CUDA_R_32F : in;
       float one = 1.0f, zero = 0.0f;
       result = blas_->cublasGemmStridedBatchedEx_64(
           handle_, opB, opA, g.n, g.m, g.k, &one, batchB, in, g.ldb,
-          g.bBatchStride, batchA, in, g.lda, g.aBatchStride, &zero, batchC,
-          out, g.ldc, g.cBatchStride, g.batch, CUBLAS_COMPUTE_32F,
+          g.bBatchStride, batchA, in, g.lda, g.aBatchStride, &zero, batchC, out,
+          g.ldc, g.cBatchStride, g.batch, CUBLAS_COMPUTE_32F,
           CUBLAS_GEMM_DEFAULT);
     } else if (step.gemmType == DType::F32) {
       float one = 1.0f, zero = 0.0f;
@@ -712,14 +711,12 @@ bool CudaExecutor::canRecord(const PreparedStep &step) const {
 Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
                             size_t &graph) {
   CUstream stream = streams_[steps[0]->stream];
-  std::string what =
-      formatMessage("recording steps ", steps[0]->name, " .. ",
-                    steps[count - 1]->name, " into a CUDA graph on ",
-                    deviceLabel_);
-  if (Status status = check(
-          cu_->cuStreamBeginCapture_v2(stream,
-                                       CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-          what);
+  std::string what = formatMessage("recording steps ", steps[0]->name, " .. ",
+                                   steps[count - 1]->name,
+                                   " into a CUDA graph on ", deviceLabel_);
+  if (Status status = check(cu_->cuStreamBeginCapture_v2(
+                                stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                            what);
       status.failed())
     return status;
   Status recorded = Status::success();
@@ -729,8 +726,8 @@ Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
     else
       recorded = run(*steps[i], stream);
     if (recorded.failed())
-      recorded = fail(steps[i]->name, " on ", deviceLabel_, ": ",
-                      recorded.message());
+      recorded =
+          fail(steps[i]->name, " on ", deviceLabel_, ": ", recorded.message());
   }
   CUgraph captured = nullptr;
   CUresult ended = cu_->cuStreamEndCapture(stream, &captured);
@@ -755,9 +752,9 @@ Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
 
 Status CudaExecutor::replay(size_t graph) {
   auto [exec, stream] = graphs_[graph];
-  return check(cu_->cuGraphLaunch(exec, stream),
-               formatMessage("replaying CUDA graph ", graph, " on ",
-                             deviceLabel_));
+  return check(
+      cu_->cuGraphLaunch(exec, stream),
+      formatMessage("replaying CUDA graph ", graph, " on ", deviceLabel_));
 }
 
 } // namespace

@@ -241,9 +241,9 @@ Status Session::outputToHost(size_t index) const {
   if (outputOnHost_[index])
     return Status::success();
   const TensorInfo &info = outputs_[index];
-  if (Status status = executor_->download(
-          const_cast<uint8_t *>(outputData(index)),
-          steps_[outputStep_[index]].src, info.bytes);
+  if (Status status =
+          executor_->download(const_cast<uint8_t *>(outputData(index)),
+                              steps_[outputStep_[index]].src, info.bytes);
       status.failed())
     return fail(label_, ": output '", info.name, "': ", status.message());
   outputOnHost_[index] = true;
@@ -256,11 +256,11 @@ Status Session::inputToHost(size_t index) const {
   if (inputOnHost_[index])
     return Status::success();
   if (Status status = executor_->download(
-          const_cast<uint8_t *>(inputStorage_[index].data()),
-          inputData_[index], inputs_[index].bytes);
+          const_cast<uint8_t *>(inputStorage_[index].data()), inputData_[index],
+          inputs_[index].bytes);
       status.failed())
-    return fail(label_, ": input '", inputs_[index].name, "': ",
-                status.message());
+    return fail(label_, ": input '", inputs_[index].name,
+                "': ", status.message());
   inputOnHost_[index] = true;
   return Status::success();
 }
@@ -278,9 +278,8 @@ void Session::planStepGraphs() {
     }
     size_t end = i, recordable = 0;
     while (end < steps_.size() &&
-           (skipped(steps_[end]) ||
-            (executor_->canRecord(steps_[end]) &&
-             steps_[end].stream == steps_[i].stream))) {
+           (skipped(steps_[end]) || (executor_->canRecord(steps_[end]) &&
+                                     steps_[end].stream == steps_[i].stream))) {
       recordable += !skipped(steps_[end]);
       ++end;
     }

@@ -1024,7 +1024,8 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
               b, l, zero, numPositions, one, ValueRange{acc[0]},
               [&](OpBuilder &ib, Location il, Value p, ValueRange table) {
                 Value row = indexCast(
-                    ib, il, tensor::ExtractOp::create(ib, il, ids, ValueRange{p}));
+                    ib, il,
+                    tensor::ExtractOp::create(ib, il, ids, ValueRange{p}));
                 Value inRange = arith::AndIOp::create(
                     ib, il,
                     arith::CmpIOp::create(ib, il, arith::CmpIPredicate::sge,
@@ -1037,8 +1038,8 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
                     [&](OpBuilder &tb, Location tl) {
                       Value g = tensor::ExtractOp::create(tb, tl, grad,
                                                           ValueRange{p, c});
-                      Value old = tensor::ExtractOp::create(
-                          tb, tl, table[0], ValueRange{row, c});
+                      Value old = tensor::ExtractOp::create(tb, tl, table[0],
+                                                            ValueRange{row, c});
                       Value sum = arith::AddFOp::create(tb, tl, old, g);
                       Value updated = tensor::InsertOp::create(
                           tb, tl, sum, table[0], ValueRange{row, c});

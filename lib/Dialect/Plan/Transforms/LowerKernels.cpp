@@ -255,8 +255,8 @@ LogicalResult parallelLoopsFirst(ModuleOp kernels) {
   for (linalg::LinalgOp op : ops) {
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     SmallVector<unsigned> order;
-    for (auto kind : {utils::IteratorType::parallel,
-                      utils::IteratorType::reduction})
+    for (auto kind :
+         {utils::IteratorType::parallel, utils::IteratorType::reduction})
       for (auto [i, it] : llvm::enumerate(iterators))
         if (it == kind)
           order.push_back(i);
@@ -285,7 +285,7 @@ LogicalResult parallelLoopsFirst(ModuleOp kernels) {
 /// with `out` used there alone: then each thread can fold its share of
 /// the elements into a private accumulator and the block combine them.
 struct Combiner {
-  Operation *op;      // in the body
+  Operation *op;       // in the body
   unsigned outOperand; // which operand of `op` is the block's `out`
   gpu::AllReduceOperation kind;
   TypedAttr identity;
@@ -348,8 +348,8 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
   }
   IRRewriter rewriter(kernels.getContext());
   for (linalg::LinalgOp linalgOp : ops) {
-    if (linalgOp.getNumReductionLoops() == 0 || linalgOp.getNumDpsInits() != 1 ||
-        !linalgOp.hasPureBufferSemantics())
+    if (linalgOp.getNumReductionLoops() == 0 ||
+        linalgOp.getNumDpsInits() != 1 || !linalgOp.hasPureBufferSemantics())
       continue;
     SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
     if (llvm::any_of(ranges, ShapedType::isDynamic))
@@ -385,8 +385,8 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
     auto cst = [&](OpBuilder &at, int64_t v) {
       return arith::ConstantIndexOp::create(at, loc, v).getResult();
     };
-    int64_t threads = std::min<int64_t>(outputs == 1 ? 1024 : 256,
-                                        llvm::alignTo(length, 32));
+    int64_t threads =
+        std::min<int64_t>(outputs == 1 ? 1024 : 256, llvm::alignTo(length, 32));
     Value one = cst(b, 1);
     auto launch = gpu::LaunchOp::create(b, loc, cst(b, outputs), one, one,
                                         cst(b, threads), one, one);
@@ -419,9 +419,9 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
     };
     Value identity =
         arith::ConstantOp::create(ib, loc, combiner->identity).getResult();
-    auto loop = scf::ForOp::create(ib, loc, launch.getThreadIds().x,
-                                   cst(ib, length), cst(ib, threads),
-                                   ValueRange{identity});
+    auto loop =
+        scf::ForOp::create(ib, loc, launch.getThreadIds().x, cst(ib, length),
+                           cst(ib, threads), ValueRange{identity});
     {
       OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
       delinearize(lb, loop.getInductionVar(), reductionDims);
@@ -436,13 +436,13 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
         else
           lb.clone(op, map);
       }
-      scf::YieldOp::create(
-          lb, loc, map.lookup(body.getTerminator()->getOperand(0)));
+      scf::YieldOp::create(lb, loc,
+                           map.lookup(body.getTerminator()->getOperand(0)));
     }
-    Value total = gpu::AllReduceOp::create(ib, loc, loop.getResult(0),
-                                           gpu::AllReduceOperationAttr::get(
-                                               ib.getContext(), combiner->kind),
-                                           /*uniform=*/true);
+    Value total = gpu::AllReduceOp::create(
+        ib, loc, loop.getResult(0),
+        gpu::AllReduceOperationAttr::get(ib.getContext(), combiner->kind),
+        /*uniform=*/true);
     Value first = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::eq,
                                         launch.getThreadIds().x, cst(ib, 0));
     auto guard = scf::IfOp::create(ib, loc, first, /*withElse=*/false);
@@ -595,8 +595,8 @@ bool iterationsAreIndependent(scf::ForOp loop) {
 /// independent an scf.parallel, which buildLaunches spreads over threads
 /// (the columns of an embedding gradient's scatter-add, say).
 void parallelizeIndependentLoops(func::FuncOp kernel) {
-  for (auto loop :
-       llvm::make_early_inc_range(kernel.getBody().front().getOps<scf::ForOp>())) {
+  for (auto loop : llvm::make_early_inc_range(
+           kernel.getBody().front().getOps<scf::ForOp>())) {
     if (!iterationsAreIndependent(loop))
       continue;
     OpBuilder b(loop);
