@@ -163,4 +163,46 @@ std::unique_ptr<Executor> createCpuExecutor() {
   return std::make_unique<CpuExecutor>();
 }
 
+namespace {
+class DescribingExecutor final : public Executor {
+public:
+  bool hostMemory() const override { return false; }
+  Status execute(const PreparedStep &step) override {
+    return fail(step.name, ": this session only describes its program");
+  }
+  Status synchronize() override { return Status::success(); }
+  Status allocate(uint64_t, const std::string &, void *&out) override {
+    // Distinct addresses that are never dereferenced.
+    out = reinterpret_cast<void *>(++allocations_ * 256);
+    return Status::success();
+  }
+  Status upload(void *, const void *, uint64_t) override {
+    return Status::success();
+  }
+  Status download(void *, const void *, uint64_t) override {
+    return fail("this session only describes its program");
+  }
+  Status copyOnDevice(void *, const void *, uint64_t) override {
+    return fail("this session only describes its program");
+  }
+  Status loadGpuModule(const void *, size_t, bool, const std::string &,
+                       void *&module) override {
+    module = this;
+    return Status::success();
+  }
+  Status getGpuFunction(void *, const std::string &,
+                        void *&function) override {
+    function = this;
+    return Status::success();
+  }
+
+private:
+  uintptr_t allocations_ = 0;
+};
+} // namespace
+
+std::unique_ptr<Executor> createDescribingExecutor() {
+  return std::make_unique<DescribingExecutor>();
+}
+
 } // namespace of::rt

@@ -135,6 +135,11 @@ public:
 /// gemm calls OpenBLAS.
 std::unique_ptr<Executor> createCpuExecutor();
 
+/// An executor for sessions that only describe a device program (of-run
+/// --list on a machine without the device): its "device memory" is never
+/// touched, and running a step fails.
+std::unique_ptr<Executor> createDescribingExecutor();
+
 /// The CUDA executor for world rank `rank` (CudaExecutor.cpp): loads the
 /// CUDA driver (libcuda.so.1, or $OF_CUDA_DRIVER) with dlopen and takes
 /// the device $OF_CUDA_DEVICE, else the rank's local rank modulo the

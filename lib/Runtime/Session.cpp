@@ -61,11 +61,12 @@ Session::~Session() = default;
 
 Status Session::create(std::shared_ptr<const PlanFile> plan, const char *entry,
                        int rank, Communicator *comm,
-                       std::unique_ptr<Session> &out) {
+                       std::unique_ptr<Session> &out, bool describeOnly) {
   if (!plan)
     return fail("no plan");
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
+  session->describeOnly_ = describeOnly;
   if (Status status = session->prepare(entry, rank, comm); status.failed())
     return status;
   out = std::move(session);
@@ -121,7 +122,9 @@ Status Session::prepare(const char *requestedEntry, int rank,
   label_ = formatMessage("program '", entry, "'");
 
   std::string_view device = text(program.device());
-  if (device == "cuda") {
+  if (device == "cuda" && describeOnly_) {
+    executor_ = createDescribingExecutor();
+  } else if (device == "cuda") {
     if (Status status = createCudaExecutor(rank, executor_); status.failed())
       return fail(label_, " runs on cuda: ", status.message());
   } else if (device == "cpu") {

@@ -67,9 +67,13 @@ public:
   /// `rank`. With a communicator `comm` (not owned; it outlives the
   /// session), `rank` must be its world rank and its size the plan's world
   /// size.
+  /// With `describeOnly`, a session of a device program is made without
+  /// the device (an executor that touches no memory): it describes the
+  /// entry's inputs and outputs, and cannot run.
   static Status create(std::shared_ptr<const PlanFile> plan, const char *entry,
                        int rank, Communicator *comm,
-                       std::unique_ptr<Session> &out);
+                       std::unique_ptr<Session> &out,
+                       bool describeOnly = false);
   ~Session();
 
   /// The entry function this session runs.
@@ -129,6 +133,7 @@ public:
 
 private:
   Session() = default;
+  bool describeOnly_ = false;
   Status prepare(const char *entry, int rank, Communicator *comm);
   Status loadKernels();
   /// Lets outputs that update inputs be copied straight into them where

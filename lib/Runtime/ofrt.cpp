@@ -150,6 +150,23 @@ ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
   return *out ? nullptr : makeError("out of memory");
 }
 
+ofrt_error *ofrt_session_create_description(ofrt_plan *plan, const char *entry,
+                                            int rank, ofrt_session **out) {
+  if (!out)
+    return makeError(
+        "ofrt_session_create_description: the output pointer is NULL");
+  *out = nullptr;
+  if (!plan)
+    return makeError("ofrt_session_create_description: the plan is NULL");
+  std::unique_ptr<Session> session;
+  if (Status status = Session::create(plan->file, entry, rank, nullptr,
+                                      session, /*describeOnly=*/true);
+      status.failed())
+    return toError(status);
+  *out = new (std::nothrow) ofrt_session{std::move(session)};
+  return *out ? nullptr : makeError("out of memory");
+}
+
 ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
                                           ofrt_comm *comm, ofrt_session **out) {
   if (!out)

@@ -779,8 +779,9 @@ TEST(PlanErrors, GemmLayoutAndTypes) {
   mainProgram(sample).buffers[4]->size = 128;
   mainProgram(sample).arena_size = 256;
   EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 3 (library blas.gemm): blas.gemm needs A, B "
-            "and C all f32 or all f64, got f32, f32, f64");
+            "program 'main' step 3 (library blas.gemm): blas.gemm needs A and "
+            "B of one type (f32, f64, bf16 or f16) and C of that type or, for "
+            "bf16 and f16, f32; got f32, f32, f64");
 }
 
 TEST(PlanErrors, KernelNotInExecutable) {

@@ -8,6 +8,11 @@
 // RUN: env OF_CUDA_DRIVER=%t.d/no-libcuda.so not of-run %t.d/gelu.ofp --input x=%t.d/x.npy --output-dir %t.d/o 2>&1 | FileCheck %s --check-prefix=NODRIVER
 // NODRIVER: of-run: error: program 'f' runs on cuda: cannot load the CUDA driver (libcuda.so.1, installed with the NVIDIA driver; $OF_CUDA_DRIVER names another):
 // NODRIVER-NEXT: no-libcuda.so: {{.*}}No such file or directory
+// Listing the plan needs no driver.
+// RUN: env OF_CUDA_DRIVER=%t.d/no-libcuda.so of-run %t.d/gelu.ofp --list | FileCheck %s --check-prefix=LIST
+// LIST: entry f (rank 0)
+// LIST-NEXT: input  x: f32 [64, 64]
+// LIST-NEXT: output y: f32 [64, 64]
 // The toolkit's link stub is not a driver: cuInit fails, and of-run says why.
 // RUN: %if cuda-stub %{ env OF_CUDA_DRIVER=%cuda_stub not of-run %t.d/gelu.ofp --input x=%t.d/x.npy --output-dir %t.d/o 2>&1 | FileCheck %s --check-prefix=STUB %}
 // STUB: of-run: error: program 'f' runs on cuda: the loaded libcuda is the CUDA toolkit's link stub, not a driver: no NVIDIA driver is installed

@@ -405,8 +405,8 @@ int listPlan(ofrt_plan *plan, const Options &options) {
       entries.push_back(ofrt_plan_entry_name(plan, e));
   for (const char *entry : entries) {
     ofrt_session *session;
-    if (ofrt_error *err =
-            ofrt_session_create(plan, entry, options.rank, &session))
+    if (ofrt_error *err = ofrt_session_create_description(plan, entry,
+                                                          options.rank, &session))
       return error(err);
     std::printf("entry %s (rank %d)\n", entry, options.rank);
     for (size_t i = 0; i < ofrt_session_num_inputs(session); ++i) {

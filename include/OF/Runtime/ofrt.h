@@ -130,6 +130,12 @@ ofrt_error *ofrt_session_create(ofrt_plan *plan, const char *entry, int rank,
  * outlive the session. */
 ofrt_error *ofrt_session_create_with_comm(ofrt_plan *plan, const char *entry,
                                           ofrt_comm *comm, ofrt_session **out);
+/* A session that only describes an entry as `rank` sees it (its inputs and
+ * outputs, with their distributions): a device program's session is made
+ * without the device (no driver needed, no memory taken), and any session
+ * made so fails to run. */
+ofrt_error *ofrt_session_create_description(ofrt_plan *plan, const char *entry,
+                                            int rank, ofrt_session **out);
 void ofrt_session_destroy(ofrt_session *session);
 
 size_t ofrt_session_num_inputs(const ofrt_session *session);
