@@ -173,6 +173,7 @@ private:
   unsigned rootOf(Value value);
   LogicalResult outline(Operation *op, Step &step);
   std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
+  bool foldRoundingIntoGemm(linalg::GenericOp op);
   /// Records that a step reads `root`.
   void read(unsigned root) {
     auto it = pendingZero.find(root);
@@ -557,6 +558,10 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     }
   }
 
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    if (foldRoundingIntoGemm(generic))
+      return success();
+
   Step step{Step::Launch};
   if (failed(outline(op, step)))
     return failure();
@@ -598,6 +603,53 @@ void ProgramBuilder::access(Operation *op, const Step &step) {
   for (Value init : dps.getDpsInits())
     if (isa<MemRefType>(init.getType()))
       write(rootOf(init));
+}
+
+/// On a GPU, the rounding of a 16-bit product from its f32 accumulator
+/// (the kernel right after its gemm step, `y = truncf(c)` over the whole
+/// buffer) is left to cuBLAS: the gemm writes y in the 16-bit type, rounded
+/// once from its f32 compute, which is the same result. Only when nothing
+/// else uses the accumulator.
+bool ProgramBuilder::foldRoundingIntoGemm(linalg::GenericOp op) {
+  if (device != "cuda" || steps.empty())
+    return false;
+  Step &gemm = steps.back();
+  if (gemm.kind != Step::Library || gemm.name != "blas.gemm" || gemm.dead ||
+      op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1)
+    return false;
+  Value in = op.getDpsInputOperand(0)->get();
+  Value out = op.getDpsInitOperand(0)->get();
+  auto inType = dyn_cast<MemRefType>(in.getType());
+  auto outType = dyn_cast<MemRefType>(out.getType());
+  if (!inType || !outType || traceRoot(in) != in || traceRoot(out) != out ||
+      rootOf(in) != gemm.buffers[2] || !inType.getElementType().isF32() ||
+      inType.getShape() != outType.getShape())
+    return false;
+  Type low = roots[gemm.buffers[0]].type.getElementType();
+  if (!(low.isBF16() || low.isF16()) || outType.getElementType() != low ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = op.getRegion().front();
+  auto trunc = dyn_cast<arith::TruncFOp>(&body.front());
+  if (!trunc || body.getOperations().size() != 2 ||
+      trunc.getIn() != body.getArgument(0) ||
+      body.getTerminator()->getOperand(0) != trunc.getResult())
+    return false;
+  // The accumulator's other users only fill it, write it (the gemm) or
+  // free it.
+  for (Operation *user : in.getUsers()) {
+    if (user == op || isa<memref::DeallocOp>(user))
+      continue;
+    auto writer = dyn_cast<DestinationStyleOpInterface>(user);
+    if (!writer || !isa<linalg::ContractOp, linalg::FillOp>(user) ||
+        writer.getNumDpsInits() != 1 || writer.getDpsInits()[0] != in ||
+        llvm::is_contained(writer.getDpsInputs(), in))
+      return false;
+  }
+  gemm.buffers[2] = rootOf(out);
+  write(gemm.buffers[2]);
+  return true;
 }
 
 /// BLAS parameters of a contraction, when it is C[b] = A[b] x B[b] over
