@@ -268,22 +268,24 @@ Status Session::inputToHost(size_t index) const {
   return Status::success();
 }
 
+bool Session::deferred(const PreparedStep &step) const {
+  return onDevice_ && step.isOutput;
+}
+
 void Session::planStepGraphs() {
   graphs_.clear();
-  auto skipped = [&](const PreparedStep &step) {
-    return onDevice_ && step.isOutput;
-  };
   size_t i = 0;
   while (i < steps_.size()) {
-    if (skipped(steps_[i]) || !executor_->canRecord(steps_[i])) {
+    if (deferred(steps_[i]) || !executor_->canRecord(steps_[i])) {
       ++i;
       continue;
     }
     size_t end = i, recordable = 0;
     while (end < steps_.size() &&
-           (skipped(steps_[end]) || (executor_->canRecord(steps_[end]) &&
-                                     steps_[end].stream == steps_[i].stream))) {
-      recordable += !skipped(steps_[end]);
+           (deferred(steps_[end]) ||
+            (executor_->canRecord(steps_[end]) &&
+             steps_[end].stream == steps_[i].stream))) {
+      recordable += !deferred(steps_[end]);
       ++end;
     }
     if (recordable >= 2)
@@ -297,8 +299,8 @@ Status Session::runSteps() {
   size_t next = 0; // the next graph of graphs_
   std::vector<const PreparedStep *> recorded;
   for (size_t i = 0; i < steps_.size(); ++i) {
-    if (onDevice_ && steps_[i].isOutput)
-      continue; // copied to the host when read (outputToHost)
+    if (deferred(steps_[i]))
+      continue;
     if (!profiling_ && next < graphs_.size() && graphs_[next].begin == i) {
       StepGraph &g = graphs_[next++];
       if (g.graph) {
@@ -307,7 +309,7 @@ Status Session::runSteps() {
       } else {
         recorded.clear();
         for (size_t s = g.begin; s < g.end; ++s)
-          if (!(onDevice_ && steps_[s].isOutput))
+          if (!deferred(steps_[s]))
             recorded.push_back(&steps_[s]);
         size_t graph = 0;
         if (Status status =

@@ -193,6 +193,9 @@ private:
   };
   std::vector<StepGraph> graphs_;
   void planStepGraphs();
+  /// Whether a run leaves `step` out: an output step on a device (the
+  /// output is copied to the host when read, outputToHost).
+  bool deferred(const PreparedStep &step) const;
   Status runSteps();
   mutable std::vector<bool> outputOnHost_;
   mutable std::vector<bool> inputOnHost_;
