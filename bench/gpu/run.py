@@ -23,16 +23,10 @@ from pathlib import Path
 import numpy as np
 
 
-def rel_err(y, ref):
-    y = np.asarray(y, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
-    num = np.linalg.norm((y - ref).ravel())
-    den = np.linalg.norm(ref.ravel())
-    return num / den if den > 0 else num
-
-
-def bf16_bits_to_f32(bits):
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+# The end-to-end tests' measures of error (the repository travels with the
+# bundle; ofrun needs NumPy alone).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "E2E"))
+from ofrun import bf16_bits_to_f32, rel_err  # noqa: E402
 
 
 class Runner:

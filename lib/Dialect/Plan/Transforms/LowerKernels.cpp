@@ -243,6 +243,15 @@ LogicalResult launchSequentially(ArrayRef<Operation *> ops) {
   return sinkViews(launch);
 }
 
+/// `op` as a linalg.generic: itself, or its generalization in its place.
+FailureOr<linalg::GenericOp> asGeneric(IRRewriter &rewriter,
+                                       linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    return generic;
+  rewriter.setInsertionPoint(op);
+  return linalg::generalizeNamedOp(rewriter, op);
+}
+
 /// Puts every linalg op's parallel loops outside its reduction loops.
 /// convert-linalg-to-parallel-loops makes an scf.parallel of the leading
 /// parallel loops only, so a reduction over an outer dimension (a gradient
@@ -265,17 +274,11 @@ LogicalResult parallelLoopsFirst(ModuleOp kernels) {
                             "reduction");
     if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
       continue;
-    rewriter.setInsertionPoint(op);
-    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    if (!generic) {
-      FailureOr<linalg::GenericOp> generalized =
-          linalg::generalizeNamedOp(rewriter, op);
-      if (failed(generalized))
-        return op.emitOpError("cannot be generalized to reorder its loops");
-      generic = *generalized;
-    }
-    if (failed(linalg::interchangeGenericOp(rewriter, generic, order)))
-      return generic.emitOpError("cannot have its loops reordered");
+    FailureOr<linalg::GenericOp> generic = asGeneric(rewriter, op);
+    if (failed(generic))
+      return op.emitOpError("cannot be generalized to reorder its loops");
+    if (failed(linalg::interchangeGenericOp(rewriter, *generic, order)))
+      return generic->emitOpError("cannot have its loops reordered");
   }
   return success();
 }
@@ -367,15 +370,10 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
     // reductions are short.
     if (length < kBlockReduceMinLength || outputs > length || outputs == 0)
       continue;
-    rewriter.setInsertionPoint(linalgOp);
-    auto generic = dyn_cast<linalg::GenericOp>(linalgOp.getOperation());
-    if (!generic) {
-      FailureOr<linalg::GenericOp> generalized =
-          linalg::generalizeNamedOp(rewriter, linalgOp);
-      if (failed(generalized))
-        continue;
-      generic = *generalized;
-    }
+    FailureOr<linalg::GenericOp> generalized = asGeneric(rewriter, linalgOp);
+    if (failed(generalized))
+      continue;
+    linalg::GenericOp generic = *generalized;
     std::optional<Combiner> combiner = matchCombiner(generic);
     if (!combiner)
       continue;
