@@ -226,6 +226,18 @@ int parseOptions(int argc, char **argv, Options &options) {
     auto needsValue = [&]() {
       return usageError("option '" + arg + "' needs a value (see --help)");
     };
+    // The integer value (at least `minimum`) of an option: -1 when taken,
+    // else the exit code.
+    auto takeInteger = [&](long minimum, long &out) {
+      std::string text;
+      if (!takeValue(text))
+        return needsValue();
+      if (!parseInteger(text, minimum, out))
+        return usageError(arg + " expects a " +
+                          (minimum > 0 ? "positive" : "non-negative") +
+                          " integer, got '" + text + "'");
+      return -1;
+    };
 
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -262,12 +274,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!takeValue(path) || path.empty())
         return needsValue();
     } else if (arg == "--save-every") {
-      std::string text;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 1, options.saveEvery))
-        return usageError("--save-every expects a positive integer, got '" +
-                          text + "'");
+      if (int status = takeInteger(1, options.saveEvery); status >= 0)
+        return status;
     } else if (arg == "--output-dir") {
       if (!takeValue(options.outputDir) || options.outputDir.empty())
         return needsValue();
@@ -276,21 +284,13 @@ int parseOptions(int argc, char **argv, Options &options) {
         return needsValue();
       options.entry = options.entryStorage.c_str();
     } else if (arg == "--rank") {
-      std::string text;
       long rank;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 0, rank))
-        return usageError("--rank expects a non-negative integer, got '" +
-                          text + "'");
+      if (int status = takeInteger(0, rank); status >= 0)
+        return status;
       options.rank = static_cast<int>(rank);
     } else if (arg == "-n" || arg == "--nproc") {
-      std::string text;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 1, options.nproc))
-        return usageError(arg + " expects a positive integer, got '" + text +
-                          "'");
+      if (int status = takeInteger(1, options.nproc); status >= 0)
+        return status;
       continue; // not passed on to the re-executed of-run
     } else if (arg == "--timeout") {
       std::string text;
@@ -314,27 +314,12 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!end || *end || !std::isfinite(value))
         return usageError("--set expects NAME=NUMBER, got '" + binding + "'");
       options.scalars.emplace_back(name, value);
-    } else if (arg == "--steps") {
-      std::string text;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 1, options.steps))
-        return usageError("--steps expects a positive integer, got '" + text +
-                          "'");
-    } else if (arg == "--repeat") {
-      std::string text;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 1, options.repeat))
-        return usageError("--repeat expects a positive integer, got '" + text +
-                          "'");
-    } else if (arg == "--warmup") {
-      std::string text;
-      if (!takeValue(text))
-        return needsValue();
-      if (!parseInteger(text, 0, options.warmup))
-        return usageError("--warmup expects a non-negative integer, got '" +
-                          text + "'");
+    } else if (arg == "--steps" || arg == "--repeat" || arg == "--warmup") {
+      long &out = arg == "--steps"    ? options.steps
+                  : arg == "--repeat" ? options.repeat
+                                      : options.warmup;
+      if (int status = takeInteger(arg == "--warmup" ? 0 : 1, out); status >= 0)
+        return status;
     } else if (arg.size() > 1 && arg[0] == '-') {
       return usageError("unknown option '" + arg + "' (see --help)");
     } else if (options.planPath.empty()) {
