@@ -84,16 +84,23 @@ def LowerCudaKernelsPass : Pass<"of-lower-cuda-kernels", "ModuleOp"> {
     `nvptx64-nvidia-cuda` (as `--of-build-plan{device=cuda}` makes it) for
     an NVIDIA GPU:
 
+    - every linalg op's parallel loops are put outside its reductions;
+    - a reduction of at least 256 elements per output, with no more outputs
+      than that, becomes a block per output (1024 threads for a full
+      reduction): strided partial folds, then `gpu.all_reduce`;
     - linalg becomes loops: parallel dimensions `scf.parallel`, reduction
-      dimensions `scf.for` inside;
+      dimensions `scf.for` inside; a top-level `scf.for` whose iterations
+      provably touch disjoint slices of what they write (the embedding
+      gradient's columns) becomes an `scf.parallel`;
     - every top-level loop nest of a kernel becomes one `gpu.launch`: an
       `scf.parallel`'s iterations are spread over 256-thread blocks by a
       linear index, delinearised row-major (so consecutive threads touch
-      consecutive elements of the innermost dimension); a sequential nest
-      (a full reduction) runs on one thread. The views a loop reads (reshape,
+      consecutive elements of the innermost dimension); any other
+      sequential nest runs on one thread. The views a loop reads (reshape,
       subview) are rebuilt inside the launch, so every kernel argument is a
       whole plan buffer passed as a bare pointer;
-    - `gpu-kernel-outlining`, `nvvm-attach-target{chip}`,
+    - `gpu-kernel-outlining`, `gpu.all_reduce` lowered to shuffles and
+      workgroup memory, `nvvm-attach-target{chip}`,
       `convert-gpu-to-nvvm` (bare pointers) and `gpu-module-to-binary`:
       a cubin per launch (`format=bin`, with the CUDA toolkit's ptxas), or
       PTX (`format=isa`) that the driver compiles when it loads it.
