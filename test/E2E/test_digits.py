@@ -1,7 +1,7 @@
 """Training on a real data set: scikit-learn's bundled handwritten digits
 (1797 8x8 images, 10 classes; sklearn/datasets/data/digits.csv.gz, no
 download). An MLP 64-128-10, and a small convolutional network (3x3
-convolution to 8 channels, ReLU, 2x2 max pooling, linear), trained by the
+convolution to 16 channels, ReLU, 2x2 max pooling, linear), trained by the
 compiled AdamW step for 1000 steps of 64 images (about 45 epochs) (`of-run --steps --batch`,
 1 rank and 2 ranks data parallel), then the plan's evaluation entry,
 which loads only the parameters from the checkpoint, classifies the 360
@@ -10,7 +10,11 @@ held-out images.
 Stated target: test accuracy >= 0.95 (a logistic regression on these
 pixels gets about 0.95-0.96). Measured over 12 runs with fresh seeds:
 0.967-0.992 for both models on 1 and 2 ranks (with 400 steps it was
-0.953-0.983, too close to the target).
+0.953-0.983, too close to the target). The CNN had 8 channels until a CI
+run drew a seed (OF_TEST_SEED=16750647300380959) on which it reached
+0.944; over 20 seeds it ranged 0.944-0.992. With 16 channels that seed
+gives 0.975, and 6 runs of all six cases plus 10 of the 1-rank CNN
+ranged 0.967-0.994.
 """
 
 import math
@@ -24,6 +28,8 @@ from ofrun import _run, compile_program, tool
 datasets = pytest.importorskip("sklearn.datasets")
 
 HIDDEN, CLASSES, BATCH, STEPS, TEST = 128, 10, 64, 1000, 360
+CHANNELS = 16  # the CNN's convolution channels, each pooled to 4x4 features
+FEATURES = CHANNELS * 16
 TARGET = 0.95
 
 
@@ -76,17 +82,18 @@ def mlp_program(data_parallel):
 
 
 def cnn_program(data_parallel):
-    """conv 1->8 3x3 (padding 1) + bias, relu, 2x2 max pool, linear 128->10."""
-    params = [("k", "conv.weight", (8, 1, 3, 3)), ("kb", "conv.bias", (8,)),
-              ("w", "fc.weight", (128, CLASSES)), ("b", "fc.bias", (CLASSES,))]
+    """conv 1->16 3x3 (padding 1) + bias, relu, 2x2 max pool, linear 256->10."""
+    c, f = CHANNELS, FEATURES
+    params = [("k", "conv.weight", (c, 1, 3, 3)), ("kb", "conv.bias", (c,)),
+              ("w", "fc.weight", (f, CLASSES)), ("b", "fc.bias", (CLASSES,))]
 
     def body(n, enc):
         return f"""  %img = of.reshape %x : ({t((n, 64), enc=enc)}) -> {t((n, 1, 8, 8), enc=enc)}
-  %c = of.conv2d %img, %k, %kb {{padding = array<i64: 1, 1, 1, 1>}} : ({t((n, 1, 8, 8), enc=enc)}, {t((8, 1, 3, 3))}, {t((8,))}) -> {t((n, 8, 8, 8), enc=enc)}
-  %r = of.relu %c : ({t((n, 8, 8, 8), enc=enc)}) -> {t((n, 8, 8, 8), enc=enc)}
-  %m = of.max_pool2d %r {{kernel_size = array<i64: 2, 2>}} : ({t((n, 8, 8, 8), enc=enc)}) -> {t((n, 8, 4, 4), enc=enc)}
-  %f = of.reshape %m : ({t((n, 8, 4, 4), enc=enc)}) -> {t((n, 128), enc=enc)}
-  %mm = of.matmul %f, %w : ({t((n, 128), enc=enc)}, {t((128, CLASSES))}) -> {t((n, CLASSES), enc=enc)}
+  %c = of.conv2d %img, %k, %kb {{padding = array<i64: 1, 1, 1, 1>}} : ({t((n, 1, 8, 8), enc=enc)}, {t((c, 1, 3, 3))}, {t((c,))}) -> {t((n, c, 8, 8), enc=enc)}
+  %r = of.relu %c : ({t((n, c, 8, 8), enc=enc)}) -> {t((n, c, 8, 8), enc=enc)}
+  %m = of.max_pool2d %r {{kernel_size = array<i64: 2, 2>}} : ({t((n, c, 8, 8), enc=enc)}) -> {t((n, c, 4, 4), enc=enc)}
+  %f = of.reshape %m : ({t((n, c, 4, 4), enc=enc)}) -> {t((n, f), enc=enc)}
+  %mm = of.matmul %f, %w : ({t((n, f), enc=enc)}, {t((f, CLASSES))}) -> {t((n, CLASSES), enc=enc)}
   %z = of.add %mm, %b : ({t((n, CLASSES), enc=enc)}, {t((CLASSES,))}) -> {t((n, CLASSES), enc=enc)}
 """
     return digits_program(data_parallel, params, body)
@@ -99,8 +106,9 @@ def mlp_init(rng):
 
 
 def cnn_init(rng):
-    return {"conv.weight": rng.normal(size=(8, 1, 3, 3)) / 3.0, "conv.bias": np.zeros(8),
-            "fc.weight": rng.normal(size=(128, CLASSES)) / math.sqrt(128),
+    return {"conv.weight": rng.normal(size=(CHANNELS, 1, 3, 3)) / 3.0,
+            "conv.bias": np.zeros(CHANNELS),
+            "fc.weight": rng.normal(size=(FEATURES, CLASSES)) / math.sqrt(FEATURES),
             "fc.bias": np.zeros(CLASSES)}
 
 
