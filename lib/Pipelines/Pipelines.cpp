@@ -26,6 +26,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::of;
 
@@ -97,11 +99,22 @@ LogicalResult mlir::of::parsePipelineOptions(
                             "integer, not '" +
                             value + "'");
     } else if (key == "amp") {
-      if (value != "bf16")
-        return errorHandler("--of-pipeline: amp takes bf16, not '" + value +
-                            "' (fp16 needs dynamic loss scaling, which is "
-                            "not implemented)");
+      if (value != "bf16" && value != "f16")
+        return errorHandler("--of-pipeline: amp takes bf16 or f16, not '" +
+                            value + "'");
       options.amp = value.str();
+    } else if (key == "loss-scale-log2") {
+      if (value.getAsInteger(10, options.lossScaleLog2) ||
+          std::abs(options.lossScaleLog2) > 100)
+        return errorHandler("--of-pipeline: loss-scale-log2 takes an integer "
+                            "in [-100, 100], not '" +
+                            value + "'");
+    } else if (key == "loss-scale-window") {
+      if (value.getAsInteger(10, options.lossScaleWindow) ||
+          options.lossScaleWindow < 1)
+        return errorHandler("--of-pipeline: loss-scale-window takes a "
+                            "positive integer, not '" +
+                            value + "'");
     } else if (key == "chip") {
       if (!value.starts_with("sm_"))
         return errorHandler("--of-pipeline: chip names an NVIDIA GPU "
@@ -122,7 +135,7 @@ LogicalResult mlir::of::parsePipelineOptions(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
           "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
-          "zero, amp, chip, format)");
+          "zero, amp, loss-scale-log2, loss-scale-window, chip, format)");
     }
   }
   return success();
@@ -138,7 +151,11 @@ void mlir::of::buildPipeline(OpPassManager &pm,
     pm.addPass(createAmpPass(amp));
   }
   if (options.autodiff) {
-    pm.addPass(createAutodiffPass());
+    // f16 training scales the loss (the backward pass seeded by the scale).
+    bool lossScaling = options.amp == "f16" && !options.train.empty();
+    AutodiffPassOptions autodiff;
+    autodiff.seedArgument = lossScaling;
+    pm.addPass(createAutodiffPass(autodiff));
     if (!options.train.empty()) {
       TrainingStepPassOptions train;
       train.optimizer = options.train;
@@ -150,6 +167,9 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.epsilon = options.epsilon;
       train.accumulate = options.accumulate;
       train.zero = options.zero;
+      train.lossScaling = lossScaling;
+      train.lossScaleLog2 = options.lossScaleLog2;
+      train.lossScaleWindow = options.lossScaleWindow;
       pm.addPass(createTrainingStepPass(train));
       pm.addPass(createInlinerPass());
     }
@@ -213,7 +233,8 @@ void mlir::of::registerOFPipelines() {
       "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
       "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
       "[,accumulate=K][,zero=true]"
-      "[,amp=bf16]; --of-pipeline=cuda[,chip=sm_90a][,format=bin|isa] and "
+      "[,amp=bf16|f16][,loss-scale-log2=16][,loss-scale-window=2000]; "
+      "--of-pipeline=cuda[,chip=sm_90a][,format=bin|isa] and "
       "the same options compiles kernels for an NVIDIA GPU",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {

@@ -1,9 +1,10 @@
 //===- Amp.cpp - Automatic mixed precision --------------------------------===//
 //
-// --of-amp: every f32 of.matmul and of.conv2d becomes cast(f32 -> bf16) of
-// its operands, the bf16 op (lowered with f32 accumulation), and
-// cast(bf16 -> f32). The rest of the program, and so the parameters, the
-// losses and the optimizer, stay f32.
+// --of-amp: every f32 of.matmul and of.conv2d becomes cast(f32 -> bf16 or
+// f16) of its operands, the 16-bit op (lowered with f32 accumulation), and
+// a cast back to f32. The rest of the program, and so the parameters, the
+// losses and the optimizer, stay f32. (f16 training needs the training
+// step's dynamic loss scaling; see --of-training-step.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,18 +28,16 @@ struct AmpPass : of::impl::AmpPassBase<AmpPass> {
   using AmpPassBase::AmpPassBase;
 
   void runOnOperation() override {
-    if (dtype == "f16") {
-      getOperation().emitError(
-          "--of-amp: dtype f16 needs dynamic loss scaling, which is not "
-          "implemented yet; use dtype=bf16 (the same exponent range as f32)");
-      return signalPassFailure();
-    }
-    if (dtype != "bf16") {
+    Type low;
+    if (dtype == "bf16")
+      low = BFloat16Type::get(&getContext());
+    else if (dtype == "f16")
+      low = Float16Type::get(&getContext());
+    if (!low) {
       getOperation().emitError("--of-amp: unknown dtype '")
-          << dtype << "' (bf16)";
+          << dtype << "' (bf16, f16)";
       return signalPassFailure();
     }
-    Type low = BFloat16Type::get(&getContext());
     auto isF32 = [](Value v) {
       return v && getElementTypeOrSelf(v.getType()).isF32();
     };

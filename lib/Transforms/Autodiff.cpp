@@ -54,7 +54,8 @@ std::string gradientName(func::FuncOp func, unsigned arg) {
 /// function.
 class GradientBuilder {
 public:
-  explicit GradientBuilder(func::FuncOp grad) : grad(grad) {}
+  GradientBuilder(func::FuncOp grad, bool seedArgument)
+      : grad(grad), seedArgument(seedArgument) {}
 
   LogicalResult build() {
     Block &body = grad.front();
@@ -63,12 +64,24 @@ public:
     findActiveValues(body, loss);
 
     OpBuilder b(ret);
-    Type lossType = stripSbp(loss.getType());
-    cotangents[loss] = ConstantOp::create(
-        b, ret.getLoc(),
-        DenseElementsAttr::get(
-            cast<ShapedType>(lossType),
-            b.getFloatAttr(getElementTypeOrSelf(lossType), 1.0)));
+    // The loss's cotangent: the argument loss_seed, or 1.
+    if (seedArgument) {
+      Type type = grad.getResultTypes()[0];
+      if (failed(
+              grad.insertArgument(grad.getNumArguments(), type,
+                                  b.getDictionaryAttr(b.getNamedAttr(
+                                      "of.name", b.getStringAttr("loss_seed"))),
+                                  grad.getLoc())))
+        return grad.emitError("--of-autodiff: cannot add loss_seed");
+      cotangents[loss] = grad.getArguments().back();
+    } else {
+      Type lossType = stripSbp(loss.getType());
+      cotangents[loss] = ConstantOp::create(
+          b, ret.getLoc(),
+          DenseElementsAttr::get(
+              cast<ShapedType>(lossType),
+              b.getFloatAttr(getElementTypeOrSelf(lossType), 1.0)));
+    }
 
     // The forward ops, before the backward ones go in after them.
     SmallVector<Operation *> forward = llvm::map_to_vector(
@@ -177,11 +190,14 @@ private:
   }
 
   func::FuncOp grad;
+  bool seedArgument;
   llvm::DenseSet<Value> active;
   DenseMap<Value, Value> cotangents;
 };
 
 struct AutodiffPass : of::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -223,7 +239,7 @@ struct AutodiffPass : of::impl::AutodiffPassBase<AutodiffPass> {
     auto grad = cast<func::FuncOp>(primal->clone());
     grad.setSymName(name);
     symbols.insert(grad, std::next(Block::iterator(primal)));
-    if (failed(GradientBuilder(grad).build())) {
+    if (failed(GradientBuilder(grad, seedArgument).build())) {
       grad.erase();
       return failure();
     }

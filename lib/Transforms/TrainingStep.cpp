@@ -67,6 +67,17 @@ struct UpdateBuilder {
   Value as(Value v, Type type) {
     return v.getType() == type ? v : BoxingOp::create(b, loc, type, v);
   }
+  /// `condition ? onTrue : onFalse`, of `onFalse`'s shape and element type
+  /// (`condition` a scalar).
+  Value select(Value condition, Value onTrue, Value onFalse) {
+    return SelectOp::create(b, loc, stripSbp(onFalse.getType()), condition,
+                            onTrue, onFalse);
+  }
+  /// The scalar i1 `x dir y`.
+  Value compare(CompareDirection dir, Value x, Value y) {
+    return CompareOp::create(b, loc, RankedTensorType::get({}, b.getI1Type()),
+                             dir, x, y);
+  }
   /// The sum of the squares of every element of `v`, a scalar.
   Value sumOfSquares(Value v) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -194,8 +205,26 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
             {zero ? zeroSharded(primal.getArgumentTypes()[p], *placement)
                   : primal.getArgumentTypes()[p],
              kind.str() + paramName(p)});
-    if (adam)
+    // Scalars of the state, each at its index in `state`.
+    std::optional<unsigned> adamStepState, scaleLog2State, goodStepsState;
+    if (adam) {
+      adamStepState = state.size();
       state.push_back({scalarType, "adam_step"});
+    }
+    // Dynamic loss scaling: the backward pass takes the loss's cotangent as
+    // the argument loss_seed.
+    bool seeded = grad.getNumArguments() == primal.getNumArguments() + 1;
+    if (lossScaling && !seeded)
+      return primal.emitError("--of-training-step: loss-scaling needs @")
+             << grad.getSymName()
+             << " to take the loss's cotangent (--of-autodiff="
+                "seed-argument=true)";
+    if (lossScaling) {
+      scaleLog2State = state.size();
+      state.push_back({scalarType, "loss_scale_log2"});
+      goodStepsState = state.size();
+      state.push_back({scalarType, "loss_scale_good_steps"});
+    }
 
     // Signature: primal arguments (data ones stacked with accumulation),
     // state, lr.
@@ -254,6 +283,29 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     Location loc = primal.getLoc();
     UpdateBuilder u{b, loc};
 
+    auto stateArgAt = [&](unsigned index) {
+      return body->getArgument(numPrimal + index);
+    };
+    Value lr = body->getArgument(argTypes.size() - 1);
+    // The loss's cotangent: the loss scale 2^(loss-scale-log2 +
+    // loss_scale_log2) when scaling, else 1.
+    Value seed, scale;
+    if (seeded) {
+      Type seedType = grad.getArgumentTypes().back();
+      if (lossScaling) {
+        Value exponent =
+            u.add(stateArgAt(*scaleLog2State), u.scalarLike(lr, lossScaleLog2));
+        scale = PowOp::create(b, loc, u.scalarLike(lr, 2.0), exponent);
+        seed = scale;
+        if (Type et = getElementTypeOrSelf(seedType);
+            et != getElementTypeOrSelf(scale.getType()))
+          seed = CastOp::create(b, loc, RankedTensorType::get({}, et), scale);
+      } else {
+        seed = u.scalar(getElementTypeOrSelf(seedType), 1.0);
+      }
+      seed = u.as(seed, seedType);
+    }
+
     // The gradients, averaged over the micro-batches: micro-batch i of a
     // data argument is its slice [i] along the stacking axis.
     // Micro-batches update the state in turn: each call reads the state
@@ -288,6 +340,8 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
                               slice);
         callArgs.push_back(u.as(piece, original));
       }
+      if (seed)
+        callArgs.push_back(seed);
       auto call = func::CallOp::create(b, loc, grad, callArgs);
       loss = micro ? u.add(loss, call.getResult(0)) : call.getResult(0);
       ValueRange callGrads =
@@ -309,18 +363,31 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
         g = u.scale(g, 1.0 / accumulate);
     }
     auto stateArg = [&](unsigned kindIndex, unsigned paramIndex) {
-      return body->getArgument(numPrimal + kindIndex * params.size() +
-                               paramIndex);
+      return stateArgAt(kindIndex * params.size() + paramIndex);
     };
-    Value lr = body->getArgument(argTypes.size() - 1);
+    // Scaled gradients back to their true size.
+    if (scale) {
+      Value inverse = u.div(u.scalarLike(lr, 1.0), scale);
+      for (Value &g : grads)
+        g = u.mul(g, u.castLike(inverse, g));
+    }
 
-    // Clipping by the global norm over every parameter's gradient.
-    if (maxGradNorm > 0.0) {
-      Value total;
+    // The sum of the squares of every gradient: for clipping, and with loss
+    // scaling to tell whether all are finite (x * 0 == 0 fails for inf and
+    // NaN, and a non-finite element makes the sum non-finite).
+    Value total, finite;
+    if (maxGradNorm > 0.0 || lossScaling)
       for (Value g : grads) {
         Value sq = u.castLike(u.sumOfSquares(g), lr);
         total = total ? u.add(total, sq) : sq;
       }
+    if (lossScaling)
+      finite = u.compare(CompareDirection::eq,
+                         u.mul(total, u.scalarLike(total, 0.0)),
+                         u.scalarLike(total, 0.0));
+
+    // Clipping by the global norm over every parameter's gradient.
+    if (maxGradNorm > 0.0) {
       Value norm = SqrtOp::create(b, loc, total);
       Value factor =
           MinimumOp::create(b, loc, u.scalarLike(norm, 1.0),
@@ -344,8 +411,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
 
     Value adamStep, bias1, bias2;
     if (adam) {
-      unsigned stepIndex = numPrimal + state.size() - 1;
-      adamStep = u.add(body->getArgument(stepIndex), u.scalarLike(lr, 1.0));
+      adamStep = u.add(stateArgAt(*adamStepState), u.scalarLike(lr, 1.0));
       // 1 - beta^t.
       auto correction = [&](double beta) {
         Value power = PowOp::create(b, loc, u.scalarLike(lr, beta), adamStep);
@@ -355,6 +421,11 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
       bias2 = correction(beta2);
     }
 
+    // With loss scaling, a step whose gradients are not finite keeps the
+    // old parameters and optimizer state.
+    auto keep = [&](Value next, Value old) {
+      return finite ? u.select(finite, next, old) : next;
+    };
     SmallVector<Value> newState(state.size());
     for (auto [k, p] : llvm::enumerate(params)) {
       Value param = body->getArgument(p);
@@ -390,10 +461,26 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
         }
         next = u.sub(param, u.mul(lrp, g));
       }
-      update(next, p, paramName(p));
+      update(keep(next, param), p, paramName(p));
     }
     if (adam)
-      newState.back() = adamStep;
+      newState[*adamStepState] = adamStep;
+    for (auto [i, s] : llvm::enumerate(state))
+      if (newState[i])
+        newState[i] = keep(newState[i], stateArgAt(i));
+    if (lossScaling) {
+      // After a step with non-finite gradients the scale halves; after
+      // loss-scale-window good steps in a row it doubles.
+      Value log2 = stateArgAt(*scaleLog2State);
+      Value good = u.add(stateArgAt(*goodStepsState), u.scalarLike(lr, 1.0));
+      Value grow = u.compare(CompareDirection::ge, good,
+                             u.scalarLike(lr, lossScaleWindow));
+      Value zero = u.scalarLike(lr, 0.0), one = u.scalarLike(lr, 1.0);
+      newState[*scaleLog2State] = u.select(
+          finite, u.select(grow, u.add(log2, one), log2), u.sub(log2, one));
+      newState[*goodStepsState] =
+          u.select(finite, u.select(grow, zero, good), zero);
+    }
     for (auto [i, s] : llvm::enumerate(state))
       update(newState[i], numPrimal + i, s.name);
     for (auto [j, aux] : llvm::enumerate(auxUpdates))

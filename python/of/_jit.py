@@ -93,10 +93,12 @@ class _Executable:
             r.set(index, t._value())
             r.versions[index] = (id(t), t._version)
         if self.train and not self.initialised:
-            # optimizer state starts at zero (AdamW's step count too)
+            # optimizer state starts at zero (AdamW's step count too, and
+            # f16's loss scale, 2^(16 + loss_scale_log2), and its count)
             for index, info in enumerate(r.inputs):
                 name = info["name"]
-                if name.startswith(("adam_m_", "adam_v_", "momentum_")) or name == "adam_step":
+                if name.startswith(("adam_m_", "adam_v_", "momentum_", "loss_scale_")) or \
+                        name == "adam_step":
                     r.set(index, np.zeros(info["shape"], dt.from_mlir(info["dtype"]).np))
             self.initialised = True
 
@@ -351,7 +353,11 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
     when the model itself returns the loss (or a tuple ending with it).
     Compiles once per input signature (shapes, dtypes, placements, SBP);
     `dump_dir` keeps the IR after every pass; `amp="bf16"` computes matmuls
-    in bfloat16; `zero=True` splits the optimizer state (ZeRO)."""
+    and convolutions in bfloat16, `amp="f16"` in float16 with dynamic loss
+    scaling in the training step (torch.amp.GradScaler's defaults: 2^16 to
+    start, halved and the step skipped when a gradient is inf or NaN,
+    doubled after 2000 good steps); `zero=True` splits the optimizer state
+    (ZeRO)."""
     from .nn.modules import Module
     modules = [("", model)] if isinstance(model, Module) else []
     name = type(model).__name__.lower() if isinstance(model, Module) else getattr(

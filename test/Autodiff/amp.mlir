@@ -3,8 +3,9 @@
 // through the cast's gradient.
 // RUN: of-opt %s --of-amp | FileCheck %s
 // RUN: of-opt %s --of-amp --of-autodiff | FileCheck %s --check-prefix=GRAD
-// RUN: not of-opt %s --of-amp=dtype=f16 2>&1 | FileCheck %s --check-prefix=F16
-// RUN: not of-opt %s --of-pipeline=cpu,amp=f16 2>&1 | FileCheck %s --check-prefix=PIPE
+// RUN: of-opt %s --of-amp=dtype=f16 | FileCheck %s --check-prefix=F16
+// RUN: not of-opt %s --of-amp=dtype=f8 2>&1 | FileCheck %s --check-prefix=BADTYPE
+// RUN: not of-opt %s --of-pipeline=cpu,amp=f32 2>&1 | FileCheck %s --check-prefix=PIPE
 
 // CHECK-LABEL: func.func @loss
 // CHECK: %[[X:.*]] = of.cast %arg0 : tensor<4x8xf32> to tensor<4x8xbf16>
@@ -18,8 +19,10 @@
 // GRAD: of.cast {{.*}} : tensor<8x3xbf16> to tensor<8x3xf32>
 // GRAD: return {{.*}} : tensor<f32>, tensor<8x3xf32>
 
-// F16: error: --of-amp: dtype f16 needs dynamic loss scaling, which is not implemented yet; use dtype=bf16
-// PIPE: --of-pipeline: amp takes bf16, not 'f16'
+// F16-LABEL: func.func @loss
+// F16: of.matmul {{.*}} : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf16>
+// BADTYPE: error: --of-amp: unknown dtype 'f8' (bf16, f16)
+// PIPE: --of-pipeline: amp takes bf16 or f16, not 'f32'
 
 func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.name = "w", of.param}) -> tensor<f32> {
   %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>

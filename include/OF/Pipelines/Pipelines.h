@@ -34,8 +34,13 @@ struct PipelineOptions {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8; // AdamW
   unsigned accumulate = 1;
   bool zero = false;
-  /// "bf16": run --of-amp before autodiff; "" for none.
+  /// "bf16" or "f16": run --of-amp before autodiff; "" for none. With
+  /// train, f16 also turns on dynamic loss scaling.
   std::string amp;
+  /// Dynamic loss scaling (amp=f16 with train): log2 of the initial scale
+  /// and the good steps after which it doubles.
+  int lossScaleLog2 = 16;
+  unsigned lossScaleWindow = 2000;
   /// target=cuda: the GPU architecture and the kernels' format (bin: cubin
   /// through ptxas; isa: PTX).
   std::string chip = "sm_90a";

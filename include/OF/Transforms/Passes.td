@@ -52,6 +52,12 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
     parameter's `B` is an all-reduce. Fails, naming the op, when an op on
     such a path has no gradient.
 
+    `seed-argument = true` gives `@<name>_grad` one more argument, last,
+    named `loss_seed` and of the loss's type: the loss's cotangent (the
+    seed of the backward pass, otherwise the constant 1). The gradients
+    then come out multiplied by it; `--of-training-step`'s dynamic loss
+    scaling passes its loss scale there.
+
     ```mlir
     func.func @loss(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {of.param})
         -> tensor<f32> {
@@ -70,22 +76,32 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"seedArgument", "seed-argument", "bool", "false",
+           "Take the loss's cotangent as a last argument, loss_seed">,
+  ];
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
 
 def AmpPass : Pass<"of-amp", "::mlir::ModuleOp"> {
-  let summary = "Automatic mixed precision: matrix products and convolutions in bf16";
+  let summary = "Automatic mixed precision: matrix products and convolutions in bf16 or f16";
   let description = [{
     Rewrites every `of.matmul` and `of.conv2d` of f32 operands into one of
-    bf16 operands (cast in; a convolution's bias too), computed with f32
-    accumulation and rounded to bf16 once (the lowering's mixed-precision
-    contraction, convolution and convolution gradients), and cast back to
-    f32, so
-    everything around it (softmax, normalisations, reductions, losses,
-    the optimizer) stays f32 and parameters stay f32 master weights. Run
-    before `--of-autodiff`: the backward products then run in bf16 too,
-    and each parameter's gradient is cast back to f32 by the casts' own
-    gradients. This is PyTorch autocast's treatment of matmul and conv.
+    `dtype` operands (bf16 or f16; cast in, a convolution's bias too),
+    computed with f32 accumulation and rounded to `dtype` once (the
+    lowering's mixed-precision contraction, convolution and convolution
+    gradients), and cast back to f32, so everything around it (softmax,
+    normalisations, reductions, losses, the optimizer) stays f32 and
+    parameters stay f32 master weights. Run before `--of-autodiff`: the
+    backward products then run in `dtype` too, and each parameter's
+    gradient is cast back to f32 by the casts' own gradients. This is
+    PyTorch autocast's treatment of matmul and conv.
+
+    f16 has 5 exponent bits: gradients below 6e-8 flush to zero and above
+    65504 overflow. Training in f16 therefore needs dynamic loss scaling
+    (`--of-training-step` with `loss-scaling = true`, which
+    `--of-pipeline=...,train=...,amp=f16` turns on); bf16 has f32's
+    exponent range and needs none.
 
     ```mlir
     %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
@@ -95,14 +111,10 @@ def AmpPass : Pass<"of-amp", "::mlir::ModuleOp"> {
     %p = of.matmul %xb, %wb : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xbf16>
     %y = of.cast %p : tensor<4x3xbf16> to tensor<4x3xf32>
     ```
-
-    Not yet: convolutions (their lowerings accumulate in the operand type),
-    and fp16, which needs dynamic loss scaling (`dtype=f16` is rejected
-    with a message).
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", "\"bf16\"",
-           "The reduced precision: bf16">,
+           "The reduced precision: bf16 or f16">,
   ];
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
@@ -146,6 +158,20 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     meets its state as a reduce-scatter instead of an all-reduce, and the
     updated shard is all-gathered back to the parameter's `B`.
 
+    `loss-scaling = true` (dynamic loss scaling, for f16 mixed precision;
+    needs `@<name>_grad` built with `--of-autodiff=seed-argument=true`)
+    follows PyTorch's `GradScaler`. Two more scalar state arguments,
+    `loss_scale_log2` and `loss_scale_good_steps`, both starting at 0, give
+    the scale `2^(loss-scale-log2 + loss_scale_log2)`. The step seeds the
+    backward pass with the scale and divides the gradients by it. If any
+    gradient is then not finite (its global sum of squares is inf or NaN),
+    the step leaves every parameter and optimizer state (AdamW's step
+    count too) as it was, halves the scale and restarts the count of good
+    steps. Otherwise it updates as usual and counts the step; after
+    `loss-scale-window` good steps in a row the scale doubles. A primal's
+    own state updates (batch norm's statistics) apply either way, as
+    PyTorch's forward pass applies them.
+
     ```mlir
     // @loss(%x, %w {of.param}) -> tensor<f32> and its @loss_grad give
     func.func @loss_train_step(%x: ..., %w: ... {of.param},
@@ -174,6 +200,13 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "bool", "false",
            "ZeRO: split the optimizer state over every mesh axis where its "
            "parameter is broadcast">,
+    Option<"lossScaling", "loss-scaling", "bool", "false",
+           "Dynamic loss scaling (f16 mixed precision): skip steps whose "
+           "gradients are not finite and adapt the scale">,
+    Option<"lossScaleLog2", "loss-scale-log2", "int", "16",
+           "log2 of the initial loss scale (PyTorch's GradScaler: 2^16)">,
+    Option<"lossScaleWindow", "loss-scale-window", "unsigned", "2000",
+           "Good steps in a row after which the loss scale doubles">,
   ];
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
