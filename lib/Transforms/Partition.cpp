@@ -94,7 +94,7 @@ LogicalResult checkSignatures(func::FuncOp func, const Mesh &mesh) {
 /// The local shapes a rank at `coord` sees: every value and every boxing
 /// step. Ranks with equal keys run the same program.
 SmallVector<int64_t> roleKey(func::FuncOp func, const Mesh &mesh,
-                             ArrayRef<int64_t> coord) {
+                             const CostModel &model, ArrayRef<int64_t> coord) {
   SmallVector<int64_t> key;
   auto addType = [&](Type t) {
     if (auto rt = dyn_cast<RankedTensorType>(t))
@@ -108,9 +108,9 @@ SmallVector<int64_t> roleKey(func::FuncOp func, const Mesh &mesh,
     if (auto boxing = dyn_cast<BoxingOp>(op)) {
       auto from = cast<RankedTensorType>(boxing.getInput().getType());
       auto to = cast<RankedTensorType>(boxing.getType());
-      for (const BoxingStep &step :
-           planBoxing(getSbp(from).getEntries(), getSbp(to).getEntries(),
-                      mesh.grid))
+      for (const BoxingStep &step : cheapestBoxing(
+               getSbp(from).getEntries(), getSbp(to).getEntries(), mesh.grid,
+               from.getShape(), elementBytes(from), model))
         llvm::append_range(key, localShape(from.getShape(), step.after,
                                            mesh.grid, coord));
     }
@@ -345,7 +345,7 @@ void vocabParallelCrossEntropy(CrossEntropyOp ce, RankedTensorType logitsGlobal,
 /// Rewrites `func` (global, with encodings) into the program of the rank at
 /// `coord`.
 LogicalResult localize(func::FuncOp func, const Mesh &mesh,
-                       ArrayRef<int64_t> coord) {
+                       const CostModel &model, ArrayRef<int64_t> coord) {
   MLIRContext *ctx = func.getContext();
   OpBuilder b(ctx);
   Block &body = func.getBody().front();
@@ -376,9 +376,9 @@ LogicalResult localize(func::FuncOp func, const Mesh &mesh,
                                 "distributions cannot be partitioned");
       Value cur = boxing.getInput();
       b.setInsertionPoint(boxing);
-      for (const BoxingStep &step :
-           planBoxing(getSbp(from).getEntries(), getSbp(to).getEntries(),
-                      mesh.grid)) {
+      for (const BoxingStep &step : cheapestBoxing(
+               getSbp(from).getEntries(), getSbp(to).getEntries(), mesh.grid,
+               from.getShape(), elementBytes(from), model)) {
         auto outType = RankedTensorType::get(
             localShape(from.getShape(), step.after, mesh.grid, coord),
             from.getElementType());
@@ -562,8 +562,14 @@ LogicalResult localize(func::FuncOp func, const Mesh &mesh,
 }
 
 struct PartitionPass : of::impl::PartitionPassBase<PartitionPass> {
+  using PartitionPassBase::PartitionPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    bool ok;
+    CostModel model = makeCostModel(interconnect, machineFile, module, ok);
+    if (!ok)
+      return signalPassFailure();
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs) {
       if (func.isExternal())
@@ -581,8 +587,8 @@ struct PartitionPass : of::impl::PartitionPassBase<PartitionPass> {
       int64_t n = mesh.ranks.size();
       llvm::MapVector<SmallVector<int64_t>, SmallVector<int64_t>> roles;
       for (int64_t pos = 0; pos < n; ++pos)
-        roles[roleKey(func, mesh, gridCoordinate(mesh.grid, pos))].push_back(
-            pos);
+        roles[roleKey(func, mesh, model, gridCoordinate(mesh.grid, pos))]
+            .push_back(pos);
 
       OpBuilder b(func);
       b.setInsertionPointAfter(func);
@@ -606,7 +612,8 @@ struct PartitionPass : of::impl::PartitionPassBase<PartitionPass> {
       }
       // Clones first (they copy the global form), then the original.
       for (auto &[program, pos] : llvm::reverse(programs))
-        if (failed(localize(program, mesh, gridCoordinate(mesh.grid, pos))))
+        if (failed(
+                localize(program, mesh, model, gridCoordinate(mesh.grid, pos))))
           return signalPassFailure();
     }
   }

@@ -95,13 +95,10 @@ std::optional<NdSbp> distOf(Type type) {
   return NdSbp(sbp.getEntries().begin(), sbp.getEntries().end());
 }
 
-int64_t elementBytes(Type type) {
-  Type e = cast<ShapedType>(type).getElementType();
-  return std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
-}
+} // namespace
 
-CostModel makeCostModel(StringRef interconnect, StringRef machineFile,
-                        Operation *anchor, bool &ok) {
+CostModel mlir::of::makeCostModel(StringRef interconnect, StringRef machineFile,
+                                  Operation *anchor, bool &ok) {
   CostModel model;
   std::string error;
   ok = CostModel::preset(interconnect, model, error) &&
@@ -111,6 +108,8 @@ CostModel makeCostModel(StringRef interconnect, StringRef machineFile,
     anchor->emitError(error);
   return model;
 }
+
+namespace {
 
 /// An nd signature: for each operand and result its nd-SBP, and the 1-D
 /// signature of every axis it came from.

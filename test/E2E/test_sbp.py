@@ -75,6 +75,14 @@ TRANSITIONS_2D = [
     (["B", "B"], ["S(1)", "P"]),
     (["S(1)", "B"], ["P(max)", "S(0)"]),
     (["P(max)", "S(0)"], ["S(0)", "S(1)"]),
+    # Paths that the search over single-axis steps (cheapestBoxing) finds:
+    # gather then reduce-scatter, hierarchical all-reduces, nested splits.
+    (["P", "S(0)"], ["S(0)", "B"]),
+    (["S(1)", "P"], ["S(0)", "S(1)"]),
+    (["P", "P"], ["S(1)", "B"]),
+    (["P(max)", "P(max)"], ["B", "B"]),
+    (["S(0)", "S(1)"], ["B", "S(0)"]),
+    (["P", "S(1)"], ["S(1)", "S(0)"]),
 ]
 
 

@@ -43,15 +43,52 @@ func.func @one_axis(%x: tensor<8x8xf32, #of.sbp<@m, [P, S(1)]>>) -> tensor<8x8xf
   return %y : tensor<8x8xf32, #of.sbp<@m, [B, S(1)]>>
 }
 
-// Two axes change: back to B from the last axis to the first, then to the
-// targets from the first to the last.
+// Two axes change: the cheapest sequence of single-axis steps (a search
+// over the distributions in between). Here a reduce-scatter on axis 1 then
+// an all-gather on axis 0, where planBoxing's fixed order (back to B from
+// the last axis to the first, then to the targets) would all-reduce,
+// all-gather and slice.
 // CHECK-LABEL: func.func @two_axes(
-// CHECK: %[[R:.*]] = of.all_reduce %arg0 into %{{.*}} {axis = 1 : i64, placement = @m} : tensor<4x8xf32> into tensor<4x8xf32>
-// CHECK: %[[G:.*]] = of.all_gather %[[R]] into %{{.*}} {axis = 0 : i64, dim = 0 : i64, placement = @m} : tensor<4x8xf32> into tensor<8x8xf32>
-// CHECK: of.shard_slice %[[G]] into %{{.*}} {axis = 1 : i64, dim = 1 : i64, placement = @m} : tensor<8x8xf32> into tensor<8x4xf32>
+// CHECK: %[[RS:.*]] = of.reduce_scatter %arg0 into %{{.*}} {axis = 1 : i64, dim = 1 : i64, placement = @m} : tensor<4x8xf32> into tensor<4x4xf32>
+// CHECK: of.all_gather %[[RS]] into %{{.*}} {axis = 0 : i64, dim = 0 : i64, placement = @m} : tensor<4x4xf32> into tensor<8x4xf32>
+// CHECK-NEXT: return
 func.func @two_axes(%x: tensor<8x8xf32, #of.sbp<@m, [S(0), P]>>) -> tensor<8x8xf32, #of.sbp<@m, [B, S(1)]>> {
   %y = of.boxing %x : tensor<8x8xf32, #of.sbp<@m, [S(0), P]>> -> tensor<8x8xf32, #of.sbp<@m, [B, S(1)]>>
   return %y : tensor<8x8xf32, #of.sbp<@m, [B, S(1)]>>
+}
+
+// [P, P] -> [B, B] is the hierarchical all-reduce: reduce-scatter on the
+// inner axis, all-reduce of the shard on the outer one, all-gather on the
+// inner one (1.5 tensor sizes per link on 2x2, not 2).
+// CHECK-LABEL: func.func @hierarchical_all_reduce(
+// CHECK: %[[A:.*]] = of.reduce_scatter %arg0 into %{{.*}} {axis = 1 : i64, dim = 0 : i64, placement = @m} : tensor<8x8xf32> into tensor<4x8xf32>
+// CHECK: %[[B:.*]] = of.all_reduce %[[A]] into %{{.*}} {axis = 0 : i64, placement = @m} : tensor<4x8xf32> into tensor<4x8xf32>
+// CHECK: of.all_gather %[[B]] into %{{.*}} {axis = 1 : i64, dim = 0 : i64, placement = @m} : tensor<4x8xf32> into tensor<8x8xf32>
+// CHECK-NEXT: return
+func.func @hierarchical_all_reduce(%x: tensor<8x8xf32, #of.sbp<@m, [P, P]>>) -> tensor<8x8xf32, #of.sbp<@m, [B, B]>> {
+  %y = of.boxing %x : tensor<8x8xf32, #of.sbp<@m, [P, P]>> -> tensor<8x8xf32, #of.sbp<@m, [B, B]>>
+  return %y : tensor<8x8xf32, #of.sbp<@m, [B, B]>>
+}
+
+// [P, S(0)] -> [S(0), B]: gather the inner axis first, so that the outer
+// partial sum is reduce-scattered instead of all-reduced whole and sliced.
+// CHECK-LABEL: func.func @gather_then_reduce_scatter(
+// CHECK: %[[G:.*]] = of.all_gather %arg0 into %{{.*}} {axis = 1 : i64, dim = 0 : i64, placement = @m} : tensor<4x8xf32> into tensor<8x8xf32>
+// CHECK: of.reduce_scatter %[[G]] into %{{.*}} {axis = 0 : i64, dim = 0 : i64, placement = @m} : tensor<8x8xf32> into tensor<4x8xf32>
+// CHECK-NEXT: return
+func.func @gather_then_reduce_scatter(%x: tensor<8x8xf32, #of.sbp<@m, [P, S(0)]>>) -> tensor<8x8xf32, #of.sbp<@m, [S(0), B]>> {
+  %y = of.boxing %x : tensor<8x8xf32, #of.sbp<@m, [P, S(0)]>> -> tensor<8x8xf32, #of.sbp<@m, [S(0), B]>>
+  return %y : tensor<8x8xf32, #of.sbp<@m, [S(0), B]>>
+}
+
+// Nothing is cheaper than planBoxing's two gathers (ties keep its plan).
+// CHECK-LABEL: func.func @nested_gathers(
+// CHECK: %[[I:.*]] = of.all_gather %arg0 into %{{.*}} {axis = 1 : i64, dim = 0 : i64, placement = @m} : tensor<2x8xf32> into tensor<4x8xf32>
+// CHECK: of.all_gather %[[I]] into %{{.*}} {axis = 0 : i64, dim = 0 : i64, placement = @m} : tensor<4x8xf32> into tensor<8x8xf32>
+// CHECK-NEXT: return
+func.func @nested_gathers(%x: tensor<8x8xf32, #of.sbp<@m, [S(0), S(0)]>>) -> tensor<8x8xf32, #of.sbp<@m, [B, B]>> {
+  %y = of.boxing %x : tensor<8x8xf32, #of.sbp<@m, [S(0), S(0)]>> -> tensor<8x8xf32, #of.sbp<@m, [B, B]>>
+  return %y : tensor<8x8xf32, #of.sbp<@m, [B, B]>>
 }
 
 // A 2-D tiled matmul: [S(0), B] x [B, S(1)] -> [S(0), S(1)] runs locally.

@@ -285,8 +285,12 @@ def PartitionPass : Pass<"of-partition", "::mlir::ModuleOp"> {
     global count). A role's function carries `of.ranks` (its world ranks)
     and `of.entry` (the original name); its arguments and results carry
     `of.global`, the global type with its distribution, so the runtime can
-    shard inputs and gather outputs.
+    shard inputs and gather outputs. A boxing's collectives are its
+    cheapest plan under the cost model options (the same as
+    `--of-propagate-sbp`'s): on a hierarchy, a shortest-path search over
+    single-axis steps (see `cheapestBoxing` in `Sbp.h`).
   }];
+  let options = OF_CostModelOptions;
   let dependentDialects = ["::mlir::of::OFDialect",
                            "::mlir::tensor::TensorDialect"];
 }

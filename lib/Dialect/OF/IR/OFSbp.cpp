@@ -17,6 +17,11 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::of;
 
@@ -734,39 +739,180 @@ static int64_t product(ArrayRef<int64_t> shape) {
   return n;
 }
 
+double CostModel::stepCost(const BoxingStep &step, ArrayRef<int64_t> shape,
+                           int64_t elementBytes, ArrayRef<int64_t> grid) const {
+  SmallVector<int64_t> zero(grid.size(), 0);
+  double p = grid[step.axis];
+  double before =
+      product(localShape(shape, step.before, grid, zero)) * elementBytes;
+  double after =
+      product(localShape(shape, step.after, grid, zero)) * elementBytes;
+  LinkCost link = axis(step.axis);
+  switch (step.kind) {
+  case BoxingStep::AllReduce: // ring: reduce-scatter + all-gather
+    return 2 * (p - 1) * link.latency +
+           2 * (p - 1) / p * before / link.bandwidth;
+  case BoxingStep::AllGather:
+    return (p - 1) * link.latency + (p - 1) / p * after / link.bandwidth;
+  case BoxingStep::ReduceScatter:
+  case BoxingStep::AllToAll:
+    return (p - 1) * link.latency + (p - 1) / p * before / link.bandwidth;
+  case BoxingStep::Slice:
+    return after / memoryBandwidth;
+  case BoxingStep::ToPartial:
+    return before / memoryBandwidth;
+  }
+  llvm_unreachable("unknown boxing step");
+}
+
 double CostModel::boxingCost(ArrayRef<int64_t> shape, int64_t elementBytes,
                              ArrayRef<SbpEntry> from, ArrayRef<SbpEntry> to,
                              ArrayRef<int64_t> grid) const {
-  SmallVector<int64_t> zero(grid.size(), 0);
   double seconds = 0;
-  for (const BoxingStep &step : planBoxing(from, to, grid)) {
-    double p = grid[step.axis];
-    double before =
-        product(localShape(shape, step.before, grid, zero)) * elementBytes;
-    double after =
-        product(localShape(shape, step.after, grid, zero)) * elementBytes;
-    LinkCost link = axis(step.axis);
-    switch (step.kind) {
-    case BoxingStep::AllReduce: // ring: reduce-scatter + all-gather
-      seconds += 2 * (p - 1) * link.latency + 2 * (p - 1) / p * before /
-                                                   link.bandwidth;
-      break;
-    case BoxingStep::AllGather:
-      seconds += (p - 1) * link.latency + (p - 1) / p * after / link.bandwidth;
-      break;
-    case BoxingStep::ReduceScatter:
-    case BoxingStep::AllToAll:
-      seconds += (p - 1) * link.latency + (p - 1) / p * before / link.bandwidth;
-      break;
-    case BoxingStep::Slice:
-      seconds += after / memoryBandwidth;
-      break;
-    case BoxingStep::ToPartial:
-      seconds += before / memoryBandwidth;
-      break;
-    }
-  }
+  for (const BoxingStep &step :
+       cheapestBoxing(from, to, grid, shape, elementBytes, *this))
+    seconds += stepCost(step, shape, elementBytes, grid);
   return seconds;
+}
+
+SmallVector<BoxingStep>
+of::cheapestBoxing(ArrayRef<SbpEntry> from, ArrayRef<SbpEntry> to,
+                   ArrayRef<int64_t> grid, ArrayRef<int64_t> shape,
+                   int64_t elementBytes, const CostModel &model) {
+  SmallVector<BoxingStep> fixed = planBoxing(from, to, grid);
+  size_t n = grid.size();
+  // One step is already direct; the search is for hierarchies (and small
+  // ones: (rank + 3)^axes states).
+  if (fixed.size() < 2 || n > 3)
+    return fixed;
+  auto total = [&](ArrayRef<BoxingStep> steps) {
+    double seconds = 0;
+    for (const BoxingStep &step : steps)
+      seconds += model.stepCost(step, shape, elementBytes, grid);
+    return seconds;
+  };
+
+  // The entries each axis may pass through: B, every split, and the
+  // partial kinds it starts or ends with. An axis of size 1 moves nothing
+  // and takes its target at once.
+  int64_t rank = shape.size();
+  SmallVector<SmallVector<SbpEntry>> options(n);
+  NdSbp start(from.begin(), from.end());
+  for (size_t a = 0; a < n; ++a) {
+    if (grid[a] == 1) {
+      start[a] = to[a];
+      options[a] = {to[a]};
+      continue;
+    }
+    options[a].push_back(kB);
+    for (int64_t d = 0; d < rank; ++d)
+      options[a].push_back(SbpEntry::split(d));
+    for (SbpEntry e : {from[a], to[a]})
+      if (e.isPartial() && !llvm::is_contained(options[a], e))
+        options[a].push_back(e);
+  }
+  // Every valid combination is a state; index = mixed-radix digits.
+  SmallVector<NdSbp> states;
+  std::string why;
+  std::function<void(NdSbp &, size_t)> enumerate = [&](NdSbp &cur, size_t a) {
+    if (a == n) {
+      if (isValidSbp(cur, rank, n, why))
+        states.push_back(cur);
+      return;
+    }
+    for (SbpEntry e : options[a]) {
+      cur[a] = e;
+      enumerate(cur, a + 1);
+    }
+  };
+  NdSbp scratch(n, kB);
+  enumerate(scratch, 0);
+  auto indexOf = [&](ArrayRef<SbpEntry> sbp) -> int64_t {
+    auto it = llvm::find_if(
+        states, [&](const NdSbp &s) { return ArrayRef<SbpEntry>(s) == sbp; });
+    return it == states.end() ? -1 : it - states.begin();
+  };
+  int64_t source = indexOf(start), target = indexOf(to);
+  if (source < 0 || target < 0)
+    return fixed;
+
+  // The single-axis step from `cur` that sets axis `a` to `e`, if legal.
+  auto edge = [&](const NdSbp &cur, unsigned a,
+                  SbpEntry e) -> std::optional<BoxingStep> {
+    SbpEntry f = cur[a];
+    for (size_t b = a + 1; b < n; ++b)
+      if (grid[b] > 1 && cur[b].isSplit() &&
+          ((f.isSplit() && f.dim == cur[b].dim) ||
+           (e.isSplit() && e.dim == cur[b].dim)))
+        return std::nullopt;
+    BoxingStep step{BoxingStep::AllReduce, a, 0, 0, false, cur, cur};
+    step.after[a] = e;
+    if (f.isPartial() && e.isBroadcast()) {
+      step.max = f.kind == SbpKind::PartialMax;
+    } else if (f.isPartial() && e.isSplit()) {
+      step.kind = BoxingStep::ReduceScatter;
+      step.dim = e.dim;
+      step.max = f.kind == SbpKind::PartialMax;
+    } else if (f.isSplit() && e.isBroadcast()) {
+      step.kind = BoxingStep::AllGather;
+      step.dim = f.dim;
+    } else if (f.isSplit() && e.isSplit()) {
+      step.kind = BoxingStep::AllToAll;
+      step.dim = f.dim;
+      step.dim2 = e.dim;
+    } else if (f.isBroadcast() && e.isSplit()) {
+      step.kind = BoxingStep::Slice;
+      step.dim = e.dim;
+    } else if (f.isBroadcast() && e.kind == SbpKind::PartialSum) {
+      step.kind = BoxingStep::ToPartial;
+    } else {
+      return std::nullopt; // through B (B -> P(max) is planBoxing's)
+    }
+    return step;
+  };
+
+  // Dijkstra over the states (a few dozen): O(V^2) with edges on demand.
+  size_t v = states.size();
+  SmallVector<double> dist(v, std::numeric_limits<double>::infinity());
+  SmallVector<int64_t> prev(v, -1);
+  SmallVector<std::optional<BoxingStep>> via(v);
+  SmallVector<bool> done(v, false);
+  dist[source] = 0;
+  for (size_t round = 0; round < v; ++round) {
+    int64_t u = -1;
+    for (size_t i = 0; i < v; ++i)
+      if (!done[i] && (u < 0 || dist[i] < dist[u]))
+        u = i;
+    if (u < 0 || std::isinf(dist[u]) || u == target)
+      break;
+    done[u] = true;
+    for (unsigned a = 0; a < n; ++a)
+      for (SbpEntry e : options[a]) {
+        if (e == states[u][a])
+          continue;
+        std::optional<BoxingStep> step = edge(states[u], a, e);
+        if (!step)
+          continue;
+        int64_t w = indexOf(step->after);
+        if (w < 0 || done[w])
+          continue;
+        double d = dist[u] + model.stepCost(*step, shape, elementBytes, grid);
+        if (d < dist[w]) {
+          dist[w] = d;
+          prev[w] = u;
+          via[w] = step;
+        }
+      }
+  }
+  // Keep planBoxing's plan unless the search's is cheaper by more than
+  // rounding.
+  if (std::isinf(dist[target]) || !(dist[target] < total(fixed) * (1 - 1e-9)))
+    return fixed;
+  SmallVector<BoxingStep> steps;
+  for (int64_t w = target; w != source; w = prev[w])
+    steps.push_back(*via[w]);
+  std::reverse(steps.begin(), steps.end());
+  return steps;
 }
 
 double CostModel::computeCost(Operation *op, ArrayRef<SbpSignature> perAxis,

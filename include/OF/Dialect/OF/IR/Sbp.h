@@ -138,16 +138,35 @@ struct CostModel {
                         : axes[std::min<size_t>(a, axes.size() - 1)];
   }
   /// Seconds to box a tensor of global `shape` (`elementBytes` each) from
-  /// `from` to `to`, following planBoxing (chunk sizes of coordinate 0).
+  /// `from` to `to`, following cheapestBoxing (chunk sizes of coordinate 0).
   double boxingCost(llvm::ArrayRef<int64_t> shape, int64_t elementBytes,
                     llvm::ArrayRef<SbpEntry> from, llvm::ArrayRef<SbpEntry> to,
                     llvm::ArrayRef<int64_t> grid) const;
+  /// Seconds of one boxing step (chunk sizes of coordinate 0).
+  double stepCost(const BoxingStep &step, llvm::ArrayRef<int64_t> shape,
+                  int64_t elementBytes, llvm::ArrayRef<int64_t> grid) const;
   /// Seconds of one rank's compute of `op` under an nd signature (one 1-D
   /// signature per grid axis): flops and bytes divided on every axis whose
   /// signature splits something.
   double computeCost(Operation *op, llvm::ArrayRef<SbpSignature> perAxis,
                      llvm::ArrayRef<int64_t> grid) const;
 };
+
+/// The boxing plan that --of-partition emits and the cost model charges:
+/// planBoxing's, unless a sequence of single-axis steps is cheaper under
+/// `model`. When several axes change, a shortest-path search over the
+/// distributions in between finds it, e.g. [P, P] -> [B, B] as a
+/// reduce-scatter on axis 1, an all-reduce of the shard on axis 0 and an
+/// all-gather on axis 1 (the hierarchical all-reduce), or [P, S(0)] ->
+/// [S(0), B] as an all-gather on axis 1 and a reduce-scatter on axis 0
+/// instead of a whole-tensor all-reduce. A step on axis `a` may gather,
+/// scatter or exchange dimension `d` only while no later axis splits `d`
+/// (a later axis's shards are cut from axis `a`'s). Ties keep planBoxing's
+/// plan, so the result is deterministic.
+llvm::SmallVector<BoxingStep>
+cheapestBoxing(llvm::ArrayRef<SbpEntry> from, llvm::ArrayRef<SbpEntry> to,
+               llvm::ArrayRef<int64_t> grid, llvm::ArrayRef<int64_t> shape,
+               int64_t elementBytes, const CostModel &model);
 
 } // namespace of
 } // namespace mlir
