@@ -16,8 +16,11 @@ gradients are finite sums squares over sharded gradients across ranks).
   scale three times and leave one good step counted.
 - Accuracy: the f16 curve tracks the float64 JAX reference of the same
   AdamW loop within F16_TOL of the initial loss (f16 has an 11-bit
-  significand: 4.9e-4 relative rounding per element). Measured over seven
-  seeds: 1.0e-4 to 2.4e-4; the tolerance is 2e-3.
+  significand: 4.9e-4 relative rounding per element). Measured over eleven
+  seeds: 1.0e-4 to 2.7e-4; the tolerance is 2e-3. A step skipped for
+  overflow (large initial logits can overflow f16 at 2^16) delays the
+  curve by a step: the reference is compared delayed by the skipped steps,
+  whose number the final state must confirm.
 """
 
 import re
