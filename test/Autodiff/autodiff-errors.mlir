@@ -26,15 +26,6 @@ func.func @second_order(%x: tensor<1x1x4x4xf32>, %g: tensor<1x1x3x3xf32> {of.par
 
 // -----
 
-func.func @strided(%x: tensor<6xf32> {of.param}) -> tensor<f32> {
-  // expected-error@+1 {{'of.slice' op has no gradient yet: a strided slice's gradient scatters into every stride-th element}}
-  %s = of.slice %x {starts = array<i64: 0>, limits = array<i64: 6>, strides = array<i64: 2>} : (tensor<6xf32>) -> tensor<3xf32>
-  %l = of.reduce_sum %s {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
 // expected-error@+1 {{--of-autodiff: @taken_grad exists already}}
 func.func @taken(%x: tensor<f32> {of.param}) -> tensor<f32> {
   return %x : tensor<f32>

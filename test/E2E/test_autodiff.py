@@ -160,6 +160,11 @@ def cases(rng):
         "%y = of.slice %x {starts = array<i64: 1, 2>, limits = array<i64: 3, 6>} "
         ": ({T_x}) -> tensor<2x4xf64>",
         lambda v: v["x"][1:3, 2:6])
+    c["slice_strided"] = Case(
+        {"x": nonzero(rng, (6, 7))},
+        "%y = of.slice %x {starts = array<i64: 1, 0>, limits = array<i64: 6, 6>, "
+        "strides = array<i64: 2, 4>} : ({T_x}) -> tensor<3x2xf64>",
+        lambda v: v["x"][1:6:2, 0:6:4])
     c["concat"] = Case(
         {"a": nonzero(rng, (3, 2)), "b": nonzero(rng, (3, 4))},
         "%y = of.concat %a, %b {axis = 1 : i64} : ({T_a}, {T_b}) -> tensor<3x6xf64>",

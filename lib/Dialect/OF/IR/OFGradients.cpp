@@ -382,16 +382,38 @@ LogicalResult SliceOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value g = resultGrads[0];
   if (!g || !isFloatTensor(getInput()))
     return noGradients(*this, grads);
-  if (auto strides = getStrides();
-      strides && llvm::any_of(*strides, [](int64_t s) { return s != 1; }))
-    return emitOpError("has no gradient yet: a strided slice's gradient "
-                       "scatters into every stride-th element");
-  // Pad the gradient with zeros back to the input's shape, one dimension
-  // at a time, by concatenating zero blocks before and after it.
   Location loc = getLoc();
   RankedTensorType in = plainType(getInput());
   Type et = in.getElementType();
   Value padded = g;
+  // A strided dimension first spreads its n elements stride apart, with
+  // zeros between: [n] -> [n, 1] ++ zeros [n, s - 1] -> [n, s] -> [n s],
+  // cut to the (n - 1) s + 1 elements from the first to the last.
+  if (std::optional<ArrayRef<int64_t>> strides = getStrides()) {
+    for (auto [d, stride] : llvm::enumerate(*strides)) {
+      SmallVector<int64_t> shape(plainType(padded).getShape());
+      int64_t n = shape[d];
+      if (stride == 1 || n == 0)
+        continue;
+      SmallVector<int64_t> column(shape);
+      column.insert(column.begin() + d + 1, 1);
+      Value expanded =
+          ReshapeOp::create(b, loc, RankedTensorType::get(column, et), padded);
+      column[d + 1] = stride - 1;
+      Value spread = ConcatOp::create(
+          b, loc, ValueRange{expanded, splat(b, loc, et, 0, column)},
+          static_cast<uint64_t>(d + 1));
+      SmallVector<int64_t> flat(shape);
+      flat[d] = n * stride;
+      Value dilated =
+          ReshapeOp::create(b, loc, RankedTensorType::get(flat, et), spread);
+      SmallVector<int64_t> starts(flat.size(), 0), limits(flat);
+      limits[d] = (n - 1) * stride + 1;
+      padded = SliceOp::create(b, loc, dilated, starts, limits, nullptr);
+    }
+  }
+  // Pad the gradient with zeros back to the input's shape, one dimension
+  // at a time, by concatenating zero blocks before and after it.
   for (int64_t d = 0; d < in.getRank(); ++d) {
     SmallVector<int64_t> shape(plainType(padded).getShape());
     int64_t before = getStarts()[d];
