@@ -107,7 +107,8 @@ public:
     case StepKind::IndexRangeCheck:
       return checkIndexRange(step, step.indices);
     case StepKind::Copy:
-      if (step.bytes)
+      // An output whose buffer is the storage it updates copies nothing.
+      if (step.bytes && step.dst != step.src)
         std::memmove(step.dst, step.src, static_cast<size_t>(step.bytes));
       return Status::success();
     case StepKind::Collective:

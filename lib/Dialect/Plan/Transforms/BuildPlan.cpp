@@ -213,9 +213,147 @@ unsigned ProgramBuilder::rootOf(Value value) {
   return rootIndex.lookup(traceRoot(value));
 }
 
+/// `root` and every view of it.
+SmallVector<Value> aliasesOf(Value root) {
+  SmallVector<Value> aliases = {root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == aliases[i])
+        llvm::append_range(aliases, user->getResults());
+  return aliases;
+}
+
+/// A training step's update of its state written straight into the state's
+/// input buffer: for a result marked `of.update = a` whose buffer is last
+/// written by an elementwise kernel K (its whole init, identity indexing),
+/// K writes argument `a` instead when that is safe, after moving K past
+/// later readers of `a` where nothing between depends on it. Safe means nothing
+/// after K uses argument `a` and K reads it only at the index it writes,
+/// nothing after K but the return uses the old buffer, and nothing after K
+/// can fail (no collective, no index check): a run that fails then stops
+/// before any state has changed. The output step then copies nothing
+/// (its source is the input's storage), saving a copy of every updated
+/// parameter and optimizer state per step. Bufferization keeps the
+/// caller's arguments read-only (`bufferization.writable = false`) because
+/// its analysis cannot see the runtime's state; this is that one case,
+/// decided on the bufferized program.
+void writeUpdatesInPlace(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  auto canFail = [](Operation &op) {
+    return op.hasAttr("of.index_range") ||
+           isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
+               of::AllToAllOp>(op);
+  };
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    auto target = func.getResultAttrOfType<IntegerAttr>(i, "of.update");
+    if (!target)
+      continue;
+    Value result = ret.getOperand(i);
+    BlockArgument arg = body.getArgument(target.getInt());
+    if (result.getType() != arg.getType() ||
+        !result.getDefiningOp<memref::AllocOp>() ||
+        llvm::count(ret.getOperands(), result) != 1)
+      continue;
+    // K: the last op that uses the result's buffer, not counting views
+    // and the return.
+    Operation *last = nullptr;
+    bool ok = true;
+    for (Value alias : aliasesOf(result))
+      for (Operation *user : alias.getUsers()) {
+        if (user->getBlock() != &body) {
+          ok = false;
+          continue;
+        }
+        if (user == ret.getOperation()) {
+          ok &= alias == result;
+          continue;
+        }
+        if (isa<ViewLikeOpInterface>(user))
+          continue;
+        if (!last || last->isBeforeInBlock(user))
+          last = user;
+      }
+    auto kernel = dyn_cast_or_null<linalg::GenericOp>(last);
+    if (!ok || !kernel || kernel.getNumDpsInits() != 1 ||
+        kernel.getNumLoops() != kernel.getNumParallelLoops() ||
+        kernel.getDpsInitOperand(0)->get() != result ||
+        !kernel.getMatchingIndexingMap(kernel.getDpsInitOperand(0))
+             .isIdentity())
+      continue;
+    // Ops after K that read the argument (SGD's parameter kernel reads
+    // the old momentum when fusion recomputes the new one in it): K moves
+    // after the last of them when nothing in between touches K's output or
+    // writes what K reads.
+    Operation *lastReader = nullptr;
+    for (Value alias : aliasesOf(arg))
+      for (Operation *user : alias.getUsers())
+        if (user->getBlock() == &body && !isa<ViewLikeOpInterface>(user) &&
+            kernel->isBeforeInBlock(user) && user != ret.getOperation() &&
+            (!lastReader || lastReader->isBeforeInBlock(user)))
+          lastReader = user;
+    if (lastReader) {
+      SmallVector<Value> kernelReads;
+      for (OpOperand *input : kernel.getDpsInputOperands())
+        kernelReads.push_back(traceRoot(input->get()));
+      for (Operation *op = kernel->getNextNode(); ok; op = op->getNextNode()) {
+        if (isa<ViewLikeOpInterface>(op) || isMemoryEffectFree(op)) {
+          if (op == lastReader)
+            break;
+          continue;
+        }
+        auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+        ok = dps && dps.hasPureBufferSemantics();
+        for (OpOperand &operand : op->getOpOperands()) {
+          if (!ok || !isa<MemRefType>(operand.get().getType()))
+            continue;
+          Value root = traceRoot(operand.get());
+          ok = root != result && !(dps.isDpsInit(&operand) &&
+                                   llvm::is_contained(kernelReads, root));
+        }
+        if (op == lastReader)
+          break;
+      }
+      if (!ok)
+        continue;
+      kernel->moveAfter(lastReader);
+    }
+    // The argument: read before K, or by K at the index K writes.
+    for (Value alias : aliasesOf(arg))
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
+        if (isa<ViewLikeOpInterface>(user) && user->getBlock() == &body)
+          continue;
+        if (user->getBlock() != &body || user == ret.getOperation()) {
+          ok = false;
+          continue;
+        }
+        if (user == kernel.getOperation()) {
+          ok &= alias == arg && kernel.isDpsInput(&use) &&
+                kernel.getMatchingIndexingMap(&use).isIdentity();
+          continue;
+        }
+        ok &= user->isBeforeInBlock(kernel);
+      }
+    for (Operation *op = kernel->getNextNode(); ok && op != ret;
+         op = op->getNextNode())
+      ok = !canFail(*op);
+    if (!ok)
+      continue;
+    kernel.getDpsInitOperand(0)->set(arg);
+    ret.setOperand(i, arg);
+  }
+}
+
 LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   Location loc = func.getLoc();
   Block &body = func.getBody().front();
+  // The CPU session reads a state's new value from its input storage; the
+  // CUDA session's device copies of state would need the same care, not
+  // yet run on a GPU.
+  if (inPlace && device == "cpu")
+    writeUpdatesInPlace(func);
 
   // Inputs, named by of.name or argN.
   for (BlockArgument arg : body.getArguments()) {

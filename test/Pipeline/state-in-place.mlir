@@ -1,0 +1,53 @@
+// A training step's state updates are written straight into the state's
+// input buffers: the update kernel's output is the input, and the output
+// step's source is the input itself (the runtime copies nothing). SGD's
+// momentum kernel moves after the parameter kernel, which (fused) still
+// reads the old momentum. With in-place=false, and where a step that can
+// fail (a collective) follows the update, the update goes to the arena and
+// is copied out as before.
+// RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,zero=true,stop-after=plan | FileCheck %s
+// RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,stop-after=plan,in-place=false | FileCheck %s --check-prefix=COPY
+
+// CHECK-LABEL: ofrt.program "loss_train_step"
+// CHECK: ofrt.buffer @[[W:arg[0-9]+]] input binding "w"
+// CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
+// CHECK: ofrt.library "blas.gemm"
+// CHECK: ofrt.library "blas.gemm" {{.*}}, @[[G:buf[0-9]+]]]
+// The parameter kernel writes w (it reads the old momentum and the
+// gradient), then the momentum kernel writes the momentum.
+// CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[W]], @{{arg[0-9]+}}, @[[M]], @[[G]]]
+// CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @[[G]]]
+// CHECK-NEXT: ofrt.output "loss"
+// CHECK-NEXT: ofrt.output "w" = @[[W]] {updates = "w"}
+// CHECK-NEXT: ofrt.output "momentum_w" = @[[M]] {updates = "momentum_w"}
+
+// COPY-LABEL: ofrt.program "loss_train_step"
+// COPY: ofrt.output "w" = @buf{{[0-9]+}} {updates = "w"}
+// COPY: ofrt.output "momentum_w" = @buf{{[0-9]+}} {updates = "momentum_w"}
+
+func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.name = "w", of.param}) -> tensor<f32> {
+  %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %t = of.tanh %y : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %l = of.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<4x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// ZeRO on 2 ranks: the new momentum shard is followed by the parameter's
+// all-gather, which can fail, so it is written to the arena and copied
+// when the run has succeeded.
+// CHECK-LABEL: ofrt.program "loss_train_step"
+// CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
+// CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @{{buf[0-9]+}}, @[[NEWM:buf[0-9]+]]]
+// CHECK-NEXT: ofrt.collective "all_gather"
+// CHECK: ofrt.output "momentum_w" = @[[NEWM]] {{.*}}updates = "momentum_w"
+
+of.placement @dp {device = "cpu", shape = [2]}
+func.func @loss(%x: tensor<4x8xf32, #of.sbp<@dp, [S(0)]>> {of.name = "x"}, %w: tensor<8x4xf32, #of.sbp<@dp, [B]>> {of.name = "w", of.param}) -> tensor<f32, #of.sbp<@dp, [B]>> {
+  %y = of.matmul %x, %w : (tensor<4x8xf32, #of.sbp<@dp, [S(0)]>>, tensor<8x4xf32, #of.sbp<@dp, [B]>>) -> tensor<4x4xf32, #of.sbp<@dp, [S(0)]>>
+  %t = of.tanh %y : (tensor<4x4xf32, #of.sbp<@dp, [S(0)]>>) -> tensor<4x4xf32, #of.sbp<@dp, [S(0)]>>
+  %l = of.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<4x4xf32, #of.sbp<@dp, [S(0)]>>) -> tensor<f32, #of.sbp<@dp, [P]>>
+  %lb = of.boxing %l : tensor<f32, #of.sbp<@dp, [P]>> -> tensor<f32, #of.sbp<@dp, [B]>>
+  return %lb : tensor<f32, #of.sbp<@dp, [B]>>
+}
