@@ -7,6 +7,7 @@
 // is copied out as before.
 // RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,zero=true,stop-after=plan | FileCheck %s
 // RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,stop-after=plan,in-place=false | FileCheck %s --check-prefix=COPY
+// RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=adamw,stop-after=plan | FileCheck %s --check-prefix=ADAM
 
 // CHECK-LABEL: ofrt.program "loss_train_step"
 // CHECK: ofrt.buffer @[[W:arg[0-9]+]] input binding "w"
@@ -20,6 +21,18 @@
 // CHECK-NEXT: ofrt.output "loss"
 // CHECK-NEXT: ofrt.output "w" = @[[W]] {updates = "w"}
 // CHECK-NEXT: ofrt.output "momentum_w" = @[[M]] {updates = "momentum_w"}
+
+// AdamW: the moments' kernels (and the step count's) move past the
+// parameter's kernel, which reads the old moments.
+// ADAM-LABEL: ofrt.program "loss_train_step"
+// ADAM-DAG: ofrt.buffer @[[AW:arg[0-9]+]] input binding "w"
+// ADAM-DAG: ofrt.buffer @[[AM:arg[0-9]+]] input binding "adam_m_w"
+// ADAM-DAG: ofrt.buffer @[[AV:arg[0-9]+]] input binding "adam_v_w"
+// ADAM-DAG: ofrt.buffer @[[AS:arg[0-9]+]] input binding "adam_step"
+// ADAM: ofrt.output "w" = @[[AW]] {updates = "w"}
+// ADAM-NEXT: ofrt.output "adam_m_w" = @[[AM]] {updates = "adam_m_w"}
+// ADAM-NEXT: ofrt.output "adam_v_w" = @[[AV]] {updates = "adam_v_w"}
+// ADAM-NEXT: ofrt.output "adam_step" = @[[AS]] {updates = "adam_step"}
 
 // COPY-LABEL: ofrt.program "loss_train_step"
 // COPY: ofrt.output "w" = @buf{{[0-9]+}} {updates = "w"}

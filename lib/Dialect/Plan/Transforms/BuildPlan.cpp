@@ -298,7 +298,8 @@ void writeUpdatesInPlace(func::FuncOp func) {
       for (OpOperand *input : kernel.getDpsInputOperands())
         kernelReads.push_back(traceRoot(input->get()));
       for (Operation *op = kernel->getNextNode(); ok; op = op->getNextNode()) {
-        if (isa<ViewLikeOpInterface>(op) || isMemoryEffectFree(op)) {
+        if (isa<ViewLikeOpInterface, memref::AllocOp>(op) ||
+            isMemoryEffectFree(op)) {
           if (op == lastReader)
             break;
           continue;
