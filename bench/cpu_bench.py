@@ -63,9 +63,9 @@ def compile_plan(tools, mlir, workdir, name):
     return ofp, t1 - t0, t2 - t1
 
 
-def of_time(tools, ofp, inputs, workdir, repeat):
-    args = [tools / "of-run", ofp, "--output-dir", workdir / "out",
-            "--repeat", str(repeat), "--print-timing"]
+def of_time(tools, ofp, inputs, workdir, repeat, nproc=1):
+    args = [tools / "of-run"] + (["-n", str(nproc)] if nproc > 1 else []) + [
+        ofp, "--output-dir", workdir / "out", "--repeat", str(repeat), "--print-timing"]
     for k, v in inputs.items():
         path = workdir / f"in_{k.replace('/', '_')}.npy"
         np.save(path, v)
@@ -208,6 +208,35 @@ def main():
 
             rows.append((f"MLP fwd {bsz}x{d}-{h}-{h}-{d}", t_of, "torch", peer_time(torch_mlp, args.repeat), ""))
 
+        # conv2d: a ResNet stage's 3x3 convolution. OF's is generated code
+        # (linalg.conv_2d_nchw_fchw lowered to loops); PyTorch's CPU
+        # convolution is oneDNN's (mkldnn), so this row is the issue's
+        # "oneDNN or generated code, whichever measures faster" comparison.
+        n, c, hw, k = 8, 64, 28, 64
+        xt, wt, bt = f"{n}x{c}x{hw}x{hw}xf32", f"{k}x{c}x3x3xf32", f"{k}xf32"
+        mlir = f"""func.func @main(%x: tensor<{xt}> {{of.name = "x"}}, %w: tensor<{wt}> {{of.name = "w"}}, %b: tensor<{bt}> {{of.name = "b"}}) -> tensor<{xt}> {{
+  %y = of.conv2d %x, %w, %b {{padding = array<i64: 1, 1, 1, 1>}} : (tensor<{xt}>, tensor<{wt}>, tensor<{bt}>) -> tensor<{xt}>
+  return %y : tensor<{xt}>
+}}"""
+        cx = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+        cw = (rng.standard_normal((k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+        cb = rng.standard_normal(k, dtype=np.float32)
+        ofp, _, _ = compile_plan(tools, mlir, work, "conv")
+        t_of, _ = of_time(tools, ofp, {"x": cx, "w": cw, "b": cb}, work, args.repeat)
+        flops = 2 * n * k * hw * hw * c * 9
+        if HAVE_TORCH:
+            import torch
+            tx, tw, tb = (torch.from_numpy(v) for v in (cx, cw, cb))
+
+            def torch_conv():
+                with torch.no_grad():
+                    return torch.nn.functional.conv2d(tx, tw, tb, padding=1)
+
+            t_torch = peer_time(torch_conv, args.repeat)
+            rows.append((f"conv2d {n}x{c}x{hw}x{hw} k3 ->{k}", t_of, "torch(oneDNN)", t_torch,
+                         f"OF {flops / t_of / 1e9:.1f} GFLOP/s, torch {flops / t_torch / 1e9:.1f}; "
+                         f"mkldnn {torch.backends.mkldnn.is_available()}"))
+
         # Transformer block: compile time and plan size, and forward time.
         gpt = (ROOT / "examples" / "gpt_block.mlir").read_text()
         ofp, t_opt, t_translate = compile_plan(tools, gpt, work, "gpt")
@@ -217,8 +246,9 @@ def main():
                             ("attn.proj.weight", (64, 64)), ("ln2.weight", (64,)), ("ln2.bias", (64,)),
                             ("mlp.fc.weight", (64, 256)), ("mlp.proj.weight", (256, 64))]:
             inputs[name] = (rng.standard_normal(shape) * 0.1).astype(np.float32)
-        t_of, _ = of_time(tools, ofp, inputs, work, args.repeat)
-        print(f"transformer block (examples/gpt_block.mlir): of-opt --of-pipeline=cpu {t_opt:.2f} s, "
+        # The example is data parallel over 2 ranks (its placement @dp).
+        t_of, _ = of_time(tools, ofp, inputs, work, args.repeat, nproc=2)
+        print(f"transformer block (examples/gpt_block.mlir, 2 ranks): of-opt --of-pipeline=cpu {t_opt:.2f} s, "
               f"of-translate --of-plan-to-binary {t_translate:.2f} s, plan {ofp.stat().st_size} bytes, "
               f"forward {t_of * 1e3:.3f} ms per run")
 
