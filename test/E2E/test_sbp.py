@@ -14,7 +14,11 @@
 Tolerances: results that involve no partial value (S and B only) must be
 exactly equal to the one-rank run; where a P or P(max) takes part, or a
 two-stage normalisation all-reduces its statistics (a sum split over ranks
-is summed in another order), the relative error must be <= 1e-5 (f32). The models compare with NumPy in float64 at 1e-5.
+is summed in another order), the relative error must be <= 1e-5 (f32).
+So must a convolution split by output channel (result S(1)): it is a BLAS
+gemm whose m is the channels, and OpenBLAS sums a 1-row gemm (4 ranks, 4
+channels) in another order than a 4-row one (179 of 256 elements differed
+in the last digit). The models compare with NumPy in float64 at 1e-5.
 """
 
 import os
@@ -363,7 +367,8 @@ def test_op_signatures(nproc, grid, op_inputs, reference, tmp_path):
     for k, (name, per_axis) in enumerate(cases):
         ref_k = names.index(name)
         partial = involves_partial(*[s[0] + s[1] for s in per_axis]) or any(
-            (name, sigs[name].index(s)) in TWO_STAGE for s in per_axis)
+            (name, sigs[name].index(s)) in TWO_STAGE for s in per_axis) or any(
+            name.startswith("conv2d") and s[1] == ["S(1)"] for s in per_axis)
         for j in range(len(OPS[name][1])):
             label = f"{name} {' x '.join(str(s) for s in per_axis)} result {j}"
             try:

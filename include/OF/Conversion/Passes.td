@@ -14,7 +14,9 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
   let description = [{
     Lowers every compute op of the `of` dialect to `linalg` on tensors (named
     ops where upstream has one: `linalg.matmul`, `linalg.batch_matmul`,
-    convolutions and poolings, `linalg.transpose`, `linalg.reduce`; otherwise
+    poolings, 16-bit and grouped convolutions, `linalg.transpose`,
+    `linalg.reduce`; an f32/f64 convolution becomes an im2col gather and a
+    `linalg.contract` that the plan runs as one batched BLAS gemm; otherwise
     `linalg.generic`), `tensor` shape ops and `arith`/`math` scalar bodies.
     SBP encodings are dropped: the program runs as one rank, so a global
     tensor is the local one and `of.boxing` is the identity. Placements are

@@ -1136,6 +1136,70 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
       getAsIndexOpFoldResult(b.getContext(), high), value);
 }
 
+/// A convolution (NCHW input already padded, FCHW weight, one group) as a
+/// product: the input's patches gathered into columns [N, C KH KW, OH OW]
+/// (im2col, an elementwise gather), then out[n] = weight[F, C KH KW] x
+/// columns[n], a contraction the plan runs as one batched BLAS gemm (the
+/// weight broadcast over the batch). Measured with bench/cpu_bench.py on
+/// 8x64x28x28, 3x3 -> 64: the loop nest of linalg.conv_2d_nchw_fchw ran
+/// at 2.0 GFLOP/s, PyTorch's oneDNN convolution at 105.
+Value im2colConvolution(OpBuilder &b, Location loc, Value input, Value weight,
+                        Value init, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> dilations) {
+  MLIRContext *ctx = b.getContext();
+  auto in = cast<RankedTensorType>(input.getType());
+  auto w = cast<RankedTensorType>(weight.getType());
+  auto out = cast<RankedTensorType>(init.getType());
+  int64_t n = in.getDimSize(0), c = in.getDimSize(1);
+  int64_t f = w.getDimSize(0), kh = w.getDimSize(2), kw = w.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  Type et = in.getElementType();
+  // columns[n, c, i, j, y, x] = input[n, c, y sh + i dh, x sw + j dw].
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto gather =
+      AffineMap::get(6, 0,
+                     {d(0), d(1), d(4) * strides[0] + d(2) * dilations[0],
+                      d(5) * strides[1] + d(3) * dilations[1]},
+                     ctx);
+  auto columnsType = RankedTensorType::get({n, c, kh, kw, oh, ow}, et);
+  Value columns =
+      linalg::GenericOp::create(
+          b, loc, columnsType, ValueRange{input},
+          emptyTensor(b, loc, columnsType),
+          {gather, AffineMap::getMultiDimIdentityMap(6, ctx)},
+          SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          })
+          .getResult(0);
+  Value flatColumns = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({n, c * kh * kw, oh * ow}, et), columns,
+      ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+  Value flatWeight = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({f, c * kh * kw}, et), weight,
+      ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+  auto flatOutType =
+      RankedTensorType::get({n, f, oh * ow}, out.getElementType());
+  Value flatInit = tensor::CollapseShapeOp::create(
+      b, loc, flatOutType, init,
+      ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+  // Loops (n, f, p, r): out[n, f, p] += weight[f, r] columns[n, r, p]: the
+  // weight is the gemm's A (m = the output channels; C is row-major in the
+  // pixels).
+  auto map = [&](ArrayRef<unsigned> dims) {
+    return AffineMap::get(
+        4, 0, llvm::map_to_vector(dims, [&](unsigned i) { return d(i); }), ctx);
+  };
+  Value product = linalg::ContractOp::create(
+                      b, loc, TypeRange{flatOutType},
+                      ValueRange{flatWeight, flatColumns}, ValueRange{flatInit},
+                      b.getAffineMapArrayAttr(
+                          {map({1, 3}), map({0, 3, 2}), map({0, 1, 2})}))
+                      .getResult(0);
+  return tensor::ExpandShapeOp::create(
+      b, loc, out, product, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1159,7 +1223,10 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
         scalarConstant(rewriter, loc, accType.getElementType(), 0));
     int64_t groups = op.getGroups();
     Value result;
-    if (groups == 1) {
+    if (groups == 1 && (et.isF32() || et.isF64())) {
+      result = im2colConvolution(rewriter, loc, input, weight, init,
+                                 op.getStrides(), op.getDilation());
+    } else if (groups == 1) {
       result = linalg::Conv2DNchwFchwOp::create(
                    rewriter, loc, TypeRange{accType}, ValueRange{input, weight},
                    ValueRange{init}, strides, dilations)
