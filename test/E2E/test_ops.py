@@ -423,7 +423,7 @@ def g_long_reduce(rng):
     axis (a thread per output). Tolerance RED: the float32 sums here run
     over up to 10^5 positive terms, in a tree on a GPU and a sum over
     several axes one axis at a time on a CPU (the total of 10^5 terms as one
-    sequential loop reached 1.15e-5 in a CI run; in stages, 1e-8 to 4e-7
+    sequential loop reached 1.15e-5 in a full ctest run; in stages, 1e-8 to 4e-7
     over eight seeds)."""
     p = Program()
     big = p.input("big", positive(rng, (100, 1000)))
