@@ -55,7 +55,10 @@ struct UpdateBuilder {
   Value scale(Value x, double c) { return mul(x, scalarLike(x, c)); }
   /// `v` as the element type of `like` (the learning rate is f32).
   Value castLike(Value v, Value like) {
-    Type et = getElementTypeOrSelf(like.getType());
+    return castTo(v, getElementTypeOrSelf(like.getType()));
+  }
+  /// `v` with element type `et`.
+  Value castTo(Value v, Type et) {
     if (getElementTypeOrSelf(v.getType()) == et)
       return v;
     auto type = cast<RankedTensorType>(stripSbp(v.getType()));
@@ -296,10 +299,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
         Value exponent =
             u.add(stateArgAt(*scaleLog2State), u.scalarLike(lr, lossScaleLog2));
         scale = PowOp::create(b, loc, u.scalarLike(lr, 2.0), exponent);
-        seed = scale;
-        if (Type et = getElementTypeOrSelf(seedType);
-            et != getElementTypeOrSelf(scale.getType()))
-          seed = CastOp::create(b, loc, RankedTensorType::get({}, et), scale);
+        seed = u.castTo(scale, getElementTypeOrSelf(seedType));
       } else {
         seed = u.scalar(getElementTypeOrSelf(seedType), 1.0);
       }

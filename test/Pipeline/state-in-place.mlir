@@ -49,10 +49,12 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
 
 // ZeRO on 2 ranks: the new momentum shard is followed by the parameter's
 // all-gather, which can fail, so it is written to the arena and copied
-// when the run has succeeded.
+// when the run has succeeded; the momentum kernel, not rewritten, also
+// stays before the parameter's kernel (which reads the old momentum).
 // CHECK-LABEL: ofrt.program "loss_train_step"
 // CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
 // CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @{{buf[0-9]+}}, @[[NEWM:buf[0-9]+]]]
+// CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@{{buf[0-9]+}}, @{{arg[0-9]+}}, @[[M]], @{{buf[0-9]+}}]
 // CHECK-NEXT: ofrt.collective "all_gather"
 // CHECK: ofrt.output "momentum_w" = @[[NEWM]] {{.*}}updates = "momentum_w"
 

@@ -811,7 +811,8 @@ of::cheapestBoxing(ArrayRef<SbpEntry> from, ArrayRef<SbpEntry> to,
       if (e.isPartial() && !llvm::is_contained(options[a], e))
         options[a].push_back(e);
   }
-  // Every valid combination is a state; index = mixed-radix digits.
+  // Every valid combination is a state, found by a linear search (there
+  // are a few dozen).
   SmallVector<NdSbp> states;
   std::string why;
   std::function<void(NdSbp &, size_t)> enumerate = [&](NdSbp &cur, size_t a) {

@@ -293,6 +293,9 @@ void writeUpdatesInPlace(func::FuncOp func) {
             kernel->isBeforeInBlock(user) && user != ret.getOperation() &&
             (!lastReader || lastReader->isBeforeInBlock(user)))
           lastReader = user;
+    // K goes after `anchor`: the last later reader of the argument, or
+    // where it is.
+    Operation *anchor = lastReader ? lastReader : kernel.getOperation();
     if (lastReader) {
       SmallVector<Value> kernelReads;
       for (OpOperand *input : kernel.getDpsInputOperands())
@@ -316,11 +319,8 @@ void writeUpdatesInPlace(func::FuncOp func) {
         if (op == lastReader)
           break;
       }
-      if (!ok)
-        continue;
-      kernel->moveAfter(lastReader);
     }
-    // The argument: read before K, or by K at the index K writes.
+    // The argument: read up to the anchor, or by K at the index K writes.
     for (Value alias : aliasesOf(arg))
       for (OpOperand &use : alias.getUses()) {
         Operation *user = use.getOwner();
@@ -335,13 +335,15 @@ void writeUpdatesInPlace(func::FuncOp func) {
                 kernel.getMatchingIndexingMap(&use).isIdentity();
           continue;
         }
-        ok &= user->isBeforeInBlock(kernel);
+        ok &= user == anchor || user->isBeforeInBlock(anchor);
       }
-    for (Operation *op = kernel->getNextNode(); ok && op != ret;
+    for (Operation *op = anchor->getNextNode(); ok && op != ret;
          op = op->getNextNode())
       ok = !canFail(*op);
     if (!ok)
       continue;
+    if (lastReader)
+      kernel->moveAfter(lastReader);
     kernel.getDpsInitOperand(0)->set(arg);
     ret.setOperand(i, arg);
   }
