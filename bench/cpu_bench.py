@@ -51,11 +51,11 @@ def run(cmd, **kw):
     return r
 
 
-def compile_plan(tools, mlir, workdir, name):
+def compile_plan(tools, mlir, workdir, name, pipeline="cpu"):
     src = workdir / f"{name}.mlir"
     src.write_text(mlir)
     t0 = time.perf_counter()
-    plan = run([tools / "of-opt", "--of-pipeline=cpu", src]).stdout
+    plan = run([tools / "of-opt", f"--of-pipeline={pipeline}", src]).stdout
     t1 = time.perf_counter()
     ofp = workdir / f"{name}.ofp"
     run([tools / "of-translate", "--of-plan-to-binary", "-o", ofp], input=plan)
@@ -208,33 +208,62 @@ def main():
 
             rows.append((f"MLP fwd {bsz}x{d}-{h}-{h}-{d}", t_of, "torch", peer_time(torch_mlp, args.repeat), ""))
 
-        # conv2d: a ResNet stage's 3x3 convolution. OF's is an im2col
-        # gather and one batched OpenBLAS gemm; PyTorch's CPU convolution is
-        # oneDNN's (mkldnn), so this row compares OF's lowering with oneDNN.
+        # conv2d: a ResNet stage's 3x3 convolution, forward and both
+        # gradients. OF runs them as oneDNN steps (blocked layouts, with
+        # reorders from and to the plan's NCHW buffers); use-dnn=false
+        # compiles the forward to an im2col gather and one batched OpenBLAS
+        # gemm (the choice this row records). PyTorch's CPU convolution is
+        # oneDNN's too (mkldnn), a newer build than Debian's libdnnl 2.6.
         n, c, hw, k = 8, 64, 28, 64
         xt, wt, bt = f"{n}x{c}x{hw}x{hw}xf32", f"{k}x{c}x3x3xf32", f"{k}xf32"
+        pad = "padding = array<i64: 1, 1, 1, 1>"
         mlir = f"""func.func @main(%x: tensor<{xt}> {{of.name = "x"}}, %w: tensor<{wt}> {{of.name = "w"}}, %b: tensor<{bt}> {{of.name = "b"}}) -> tensor<{xt}> {{
-  %y = of.conv2d %x, %w, %b {{padding = array<i64: 1, 1, 1, 1>}} : (tensor<{xt}>, tensor<{wt}>, tensor<{bt}>) -> tensor<{xt}>
+  %y = of.conv2d %x, %w, %b {{{pad}}} : (tensor<{xt}>, tensor<{wt}>, tensor<{bt}>) -> tensor<{xt}>
   return %y : tensor<{xt}>
+}}"""
+        grad_mlir = f"""func.func @main(%x: tensor<{xt}> {{of.name = "x"}}, %w: tensor<{wt}> {{of.name = "w"}}, %dy: tensor<{xt}> {{of.name = "dy"}}) -> (tensor<{xt}>, tensor<{wt}>) {{
+  %dx = of.conv2d_grad_input %dy, %w {{{pad}}} : (tensor<{xt}>, tensor<{wt}>) -> tensor<{xt}>
+  %dw = of.conv2d_grad_filter %x, %dy {{{pad}}} : (tensor<{xt}>, tensor<{xt}>) -> tensor<{wt}>
+  return %dx, %dw : tensor<{xt}>, tensor<{wt}>
 }}"""
         cx = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
         cw = (rng.standard_normal((k, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
         cb = rng.standard_normal(k, dtype=np.float32)
-        ofp, _, _ = compile_plan(tools, mlir, work, "conv")
-        t_of, _ = of_time(tools, ofp, {"x": cx, "w": cw, "b": cb}, work, args.repeat)
+        cdy = rng.standard_normal((n, k, hw, hw), dtype=np.float32)
         flops = 2 * n * k * hw * hw * c * 9
+        conv_in = {"x": cx, "w": cw, "b": cb}
+        ofp, _, _ = compile_plan(tools, mlir, work, "conv")
+        t_of, _ = of_time(tools, ofp, conv_in, work, args.repeat)
+        ofp, _, _ = compile_plan(tools, mlir, work, "conv_gemm", "cpu,use-dnn=false")
+        t_gemm, _ = of_time(tools, ofp, conv_in, work, args.repeat)
+        ofp, _, _ = compile_plan(tools, grad_mlir, work, "conv_grad")
+        t_grad, _ = of_time(tools, ofp, {"x": cx, "w": cw, "dy": cdy}, work, args.repeat)
+        label = f"conv2d {n}x{c}x{hw}x{hw} k3 ->{k}"
+        rows.append((label, t_of, "OF im2col gemm", t_gemm,
+                     f"oneDNN {flops / t_of / 1e9:.1f} GFLOP/s, im2col {flops / t_gemm / 1e9:.1f}"))
         if HAVE_TORCH:
             import torch
-            tx, tw, tb = (torch.from_numpy(v) for v in (cx, cw, cb))
+            tx, tw, tb, tdy = (torch.from_numpy(v) for v in (cx, cw, cb, cdy))
 
             def torch_conv():
                 with torch.no_grad():
                     return torch.nn.functional.conv2d(tx, tw, tb, padding=1)
 
             t_torch = peer_time(torch_conv, args.repeat)
-            rows.append((f"conv2d {n}x{c}x{hw}x{hw} k3 ->{k}", t_of, "torch(oneDNN)", t_torch,
+            rows.append((label, t_of, "torch(oneDNN)", t_torch,
                          f"OF {flops / t_of / 1e9:.1f} GFLOP/s, torch {flops / t_torch / 1e9:.1f}; "
                          f"mkldnn {torch.backends.mkldnn.is_available()}"))
+
+            def torch_conv_grads():
+                # Both gradients of a bias-free convolution: the op that
+                # PyTorch's autograd calls for a convolution's backward.
+                return torch.ops.aten.convolution_backward(
+                    tdy, tx, tw, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                    [True, True, False])
+
+            t_torch_grad = peer_time(torch_conv_grads, args.repeat)
+            rows.append((label + " dx+dw", t_grad, "torch(oneDNN)", t_torch_grad,
+                         f"OF {2 * flops / t_grad / 1e9:.1f} GFLOP/s, torch {2 * flops / t_torch_grad / 1e9:.1f}"))
 
         # Transformer block: compile time and plan size, and forward time.
         gpt = (ROOT / "examples" / "gpt_block.mlir").read_text()

@@ -9,11 +9,11 @@ DEBIAN_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # build
   cmake ninja-build ccache g++ pkg-config
-  # plan format, runtime collectives, Python bindings, BLAS
+  # plan format, runtime collectives, Python bindings, BLAS, convolutions
   libflatbuffers-dev flatbuffers-compiler
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-dev
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )

@@ -71,6 +71,9 @@ LogicalResult mlir::of::parsePipelineOptions(
     } else if (key == "use-blas") {
       if (failed(parseBool(key, value, options.useBlas)))
         return failure();
+    } else if (key == "use-dnn") {
+      if (failed(parseBool(key, value, options.useDnn)))
+        return failure();
     } else if (key == "autodiff") {
       if (failed(parseBool(key, value, options.autodiff)))
         return failure();
@@ -133,7 +136,8 @@ LogicalResult mlir::of::parsePipelineOptions(
     } else {
       return errorHandler(
           "--of-pipeline: unknown option '" + key +
-          "' (stop-after, fuse, in-place, use-blas, autodiff, train, momentum, "
+          "' (stop-after, fuse, in-place, use-blas, use-dnn, autodiff, train, "
+          "momentum, "
           "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
           "zero, amp, loss-scale-log2, loss-scale-window, chip, format)");
     }
@@ -188,7 +192,11 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "partition")
     return;
-  pm.addPass(createConvertOFToLinalgPass());
+  // CPU convolutions run through oneDNN; the CUDA runtime has no cuDNN
+  // steps yet, so its convolutions stay im2col gemms.
+  ConvertOFToLinalgPassOptions linalg;
+  linalg.convLibrary = options.target == "cpu" && options.useDnn;
+  pm.addPass(createConvertOFToLinalgPass(linalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")
     return;
@@ -230,7 +238,8 @@ void mlir::of::registerOFPipelines() {
       "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
       "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
       "[,in-place=false]"
-      "[,use-blas=false][,autodiff=true][,train=sgd|adamw][,momentum=M]"
+      "[,use-blas=false][,use-dnn=false][,autodiff=true][,train=sgd|adamw][,"
+      "momentum=M]"
       "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
       "[,accumulate=K][,zero=true]"
       "[,amp=bf16|f16][,loss-scale-log2=16][,loss-scale-window=2000]; "

@@ -1,4 +1,4 @@
-//===- CpuExecutor.cpp - Steps on the host, gemm through OpenBLAS ---------===//
+//===- CpuExecutor.cpp - Steps on the host: OpenBLAS gemm, oneDNN conv ----===//
 //
 // Runs each step synchronously on the calling thread. The plan was verified
 // at open, so every pointer and extent is in bounds and every gemm layout is
@@ -11,6 +11,7 @@
 #include "Executor.h"
 
 #include "Collective.h"
+#include "OneDnn.h"
 
 #include <cblas.h>
 #include <cstring>
@@ -84,6 +85,8 @@ public:
                   dtypeName(step.gemmType), " into ",
                   dtypeName(step.gemmOutType),
                   " (only CUDA plans have 16-bit gemm steps)");
+    if (step.kind == StepKind::Conv)
+      return convolutions_.prepare(step);
     return Status::success();
   }
 
@@ -104,6 +107,8 @@ public:
              static_cast<const double *>(step.gemmB),
              static_cast<double *>(step.gemmC));
       return Status::success();
+    case StepKind::Conv:
+      return convolutions_.run(step);
     case StepKind::IndexRangeCheck:
       return checkIndexRange(step, step.indices);
     case StepKind::Copy:
@@ -123,6 +128,9 @@ public:
   }
 
   Status synchronize() override { return Status::success(); }
+
+private:
+  OneDnnConvolutions convolutions_;
 };
 
 } // namespace

@@ -444,6 +444,11 @@ Status CudaExecutor::check(const PreparedStep &step) {
         return fail(step.name, ": ", status.message());
     return Status::success();
   }
+  case StepKind::Conv:
+    return fail(step.name,
+                ": convolution library steps on the GPU need cuDNN, which "
+                "this runtime does not have yet (--of-pipeline=cuda compiles "
+                "convolutions to im2col gemms instead)");
   case StepKind::Collective:
     return fail(step.name,
                 ": collectives on the GPU need the NCCL communicator, which "
@@ -581,6 +586,7 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
   case StepKind::EventWait:
     return check(cu_->cuStreamWaitEvent(stream, events_[step.event], 0),
                  "cuStreamWaitEvent");
+  case StepKind::Conv:
   case StepKind::Collective:
     break;
   }
@@ -700,6 +706,7 @@ bool CudaExecutor::canRecord(const PreparedStep &step) const {
   case StepKind::Copy: // a device-to-device copy; outputs go to the host
     return !step.isOutput;
   case StepKind::IndexRangeCheck: // reads the indices back
+  case StepKind::Conv:
   case StepKind::Collective:
   case StepKind::EventRecord: // orders streams: stays outside graphs
   case StepKind::EventWait:

@@ -30,6 +30,7 @@ namespace of::rt {
 enum class StepKind {
   Launch,
   Gemm,
+  Conv,
   IndexRangeCheck,
   Copy,
   Collective,
@@ -65,6 +66,13 @@ struct PreparedStep {
   const void *gemmA = nullptr;
   const void *gemmB = nullptr;
   void *gemmC = nullptr;
+
+  // Conv: a convolution library call (LibraryCalls.h) named by `function`,
+  // with the checked geometry, on `args` (the data pointers of its buffers,
+  // in the call's order) of type `convType`.
+  std::string function;
+  plan::ConvGeometry conv{};
+  plan::DType convType = plan::DType::F32;
 
   // IndexRangeCheck: every element of `indices` in [lo, hi).
   const void *indices = nullptr;
@@ -132,7 +140,7 @@ public:
 };
 
 /// The CPU executor: every step runs to completion on the calling thread;
-/// gemm calls OpenBLAS.
+/// gemm calls OpenBLAS, convolutions oneDNN.
 std::unique_ptr<Executor> createCpuExecutor();
 
 /// An executor for sessions that only describe a device program (of-run

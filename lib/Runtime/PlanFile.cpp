@@ -687,8 +687,12 @@ private:
       return checkGemm(where, call);
     if (function == kIndexRangeFunction)
       return checkIndexRange(where, call);
+    if (plan::isConvFunction(function))
+      return checkConv(where, call);
     return fail(where, ": unknown library function '", function,
-                "' (this runtime knows blas.gemm and check.index_range)");
+                "' (this runtime knows blas.gemm, check.index_range, "
+                "dnn.conv2d, dnn.conv2d_grad_input and "
+                "dnn.conv2d_grad_filter)");
   }
 
   /// The largest element index that `extents`/`strides` reach, or -1 when an
@@ -780,6 +784,58 @@ private:
                   dtypeName(dtype), " buffer ",
                   bufferLabel(call.buffers()->Get(0)));
     return Status::success();
+  }
+
+  /// A convolution step: its geometry (LibraryCalls.h), and buffers of one
+  /// floating-point type with exactly the element counts it gives, the
+  /// last (the result) writable and none used twice.
+  Status checkConv(const std::string &where, const LibraryCall &call) const {
+    std::string_view function = text(call.function());
+    if (count(call.params()) != plan::kConvParamCount)
+      return fail(where, ": ", function, " takes ", plan::kConvParamCount,
+                  " parameters, got ", count(call.params()));
+    plan::ConvGeometry g = plan::decodeConvGeometry(call.params()->data());
+    if (const char *why = plan::checkConvGeometry(g))
+      return fail(where, ": ", function, " parameters: ", why);
+    int64_t x = plan::convInputElements(g), w = plan::convWeightElements(g),
+            y = plan::convOutputElements(g);
+    std::vector<int64_t> elements;
+    const char *layout;
+    if (function == plan::kConvForwardFunction) {
+      elements = count(call.buffers()) == 4 ? std::vector<int64_t>{x, w, g.f, y}
+                                            : std::vector<int64_t>{x, w, y};
+      layout = "[x, w, y] or [x, w, bias, y]";
+    } else if (function == plan::kConvGradInputFunction) {
+      elements = {y, w, x};
+      layout = "[dy, w, dx]";
+    } else {
+      elements = {x, y, w};
+      layout = "[x, dy, dw]";
+    }
+    if (count(call.buffers()) != elements.size())
+      return fail(where, ": ", function, " takes buffers ", layout, ", got ",
+                  count(call.buffers()));
+    DType dtype = buffer(call.buffers()->Get(0)).dtype();
+    std::set<uint32_t> seen;
+    for (uint32_t i = 0; i < elements.size(); ++i) {
+      uint32_t index = call.buffers()->Get(i);
+      if (!seen.insert(index).second)
+        return fail(where, ": ", function, " uses buffer ", bufferLabel(index),
+                    " twice");
+      if (buffer(index).dtype() != dtype ||
+          (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::BF16 &&
+           dtype != DType::F16))
+        return fail(where, ": ", function,
+                    " needs buffers of one floating-point type, got ",
+                    dtypeName(dtype), " and ",
+                    dtypeName(buffer(index).dtype()));
+      if (elementCount(index) != static_cast<uint64_t>(elements[i]))
+        return fail(where, ": ", function, " buffer ", i, " (",
+                    bufferLabel(index), ") has ", elementCount(index),
+                    " elements, its geometry needs ", elements[i]);
+    }
+    return checkWritable(where, call.buffers()->Get(elements.size() - 1),
+                         "result");
   }
 
   Status checkCopy(const std::string &where, const Copy &copy) const {

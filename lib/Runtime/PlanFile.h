@@ -16,6 +16,7 @@
 #include "AlignedBytes.h"
 #include "Status.h"
 
+#include "OF/Runtime/LibraryCalls.h"
 #include "OF/Runtime/PlanFormat.h"
 #include "OF/Runtime/PlanFormat_generated.h"
 

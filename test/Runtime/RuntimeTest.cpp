@@ -10,6 +10,7 @@
 
 #include "TestPlan.h"
 
+#include "OF/Runtime/LibraryCalls.h"
 #include "OF/Runtime/ofrt.h"
 
 #include <gtest/gtest.h>
@@ -217,6 +218,167 @@ TEST(Runtime, GemmWithEmptyReductionZeroesC) {
       take(ofrt_session_get_output(session.session, 0, result.data(), 24)), "");
   for (float value : result)
     EXPECT_EQ(value, 0.0f);
+}
+
+/// A grouped, strided, dilated, unevenly padded convolution: the forward
+/// step (with bias) and both gradient steps of one geometry in one program.
+struct ConvCase {
+  ConvGeometry g{2, 4, 7, 6, 6, 3, 2, 3, 7, 2, 1, 1, 2, 1, 0, 2, 1, 2};
+  std::vector<int64_t> params() const {
+    return {g.n,       g.c,         g.h,         g.w,      g.f,
+            g.kh,      g.kw,        g.oh,        g.ow,     g.strideH,
+            g.strideW, g.dilationH, g.dilationW, g.padTop, g.padBottom,
+            g.padLeft, g.padRight,  g.groups};
+  }
+  std::vector<int64_t> x() const { return {g.n, g.c, g.h, g.w}; }
+  std::vector<int64_t> w() const { return {g.f, g.c / g.groups, g.kh, g.kw}; }
+  std::vector<int64_t> y() const { return {g.n, g.f, g.oh, g.ow}; }
+
+  SamplePlan plan(DType dtype = DType::F32) const {
+    SamplePlan sample;
+    uint64_t size = elementBytes(dtype);
+    uint64_t ySize = convOutputElements(g) * size,
+             xSize = convInputElements(g) * size,
+             wSize = convWeightElements(g) * size;
+    auto program = makeProgram("main", ySize + xSize + wSize);
+    uint32_t xi = addInput(*program, "x", dtype, x());
+    uint32_t wi = addInput(*program, "w", dtype, w());
+    uint32_t bi = addInput(*program, "b", dtype, {g.f});
+    uint32_t dyi = addInput(*program, "dy", dtype, y());
+    uint32_t yo = addArena(*program, "y", dtype, y(), 0);
+    uint32_t dxo = addArena(*program, "dx", dtype, x(), ySize);
+    uint32_t dwo = addArena(*program, "dw", dtype, w(), ySize + xSize);
+    addLibraryCall(*program, "dnn.conv2d", {xi, wi, bi, yo}, params());
+    addLibraryCall(*program, "dnn.conv2d_grad_input", {dyi, wi, dxo}, params());
+    addLibraryCall(*program, "dnn.conv2d_grad_filter", {xi, dyi, dwo},
+                   params());
+    addOutput(*program, "y", yo);
+    addOutput(*program, "dx", dxo);
+    addOutput(*program, "dw", dwo);
+    sample.plan.programs.push_back(std::move(program));
+    return sample;
+  }
+
+  /// Calls `f(n, f, oh, ow, input channel, weight offset, input offset)`
+  /// for every product of the convolution.
+  template <typename F> void forEachProduct(F f) const {
+    int64_t cg = g.c / g.groups, fg = g.f / g.groups;
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t o = 0; o < g.f; ++o)
+        for (int64_t i = 0; i < g.oh; ++i)
+          for (int64_t j = 0; j < g.ow; ++j)
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t p = 0; p < g.kh; ++p)
+                for (int64_t q = 0; q < g.kw; ++q) {
+                  int64_t h = i * g.strideH + p * g.dilationH - g.padTop;
+                  int64_t v = j * g.strideW + q * g.dilationW - g.padLeft;
+                  if (h < 0 || h >= g.h || v < 0 || v >= g.w)
+                    continue;
+                  int64_t channel = (o / fg) * cg + c;
+                  f(((n * g.f + o) * g.oh + i) * g.ow + j,
+                    ((o * cg + c) * g.kh + p) * g.kw + q,
+                    ((n * g.c + channel) * g.h + h) * g.w + v, o);
+                }
+  }
+};
+
+TEST(Runtime, ConvolutionStepsMatchLoops) {
+  ConvCase conv;
+  Bytes file = conv.plan().write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
+            "");
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  auto randomVector = [&](int64_t count) {
+    std::vector<float> v(count);
+    for (float &value : v)
+      value = uniform(random);
+    return v;
+  };
+  const ConvGeometry &g = conv.g;
+  std::vector<float> x = randomVector(convInputElements(g)),
+                     w = randomVector(convWeightElements(g)),
+                     b = randomVector(g.f),
+                     dy = randomVector(convOutputElements(g));
+  for (auto [index, values] : {std::pair<int, std::vector<float> *>{0, &x},
+                               {1, &w},
+                               {2, &b},
+                               {3, &dy}})
+    ASSERT_EQ(
+        take(ofrt_session_set_input(session.session, index, values->data(),
+                                    values->size() * sizeof(float))),
+        "");
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+  std::vector<double> y(dy.size()), dx(x.size()), dw(w.size());
+  for (int64_t o = 0; o < static_cast<int64_t>(y.size()); ++o)
+    y[o] = b[(o / (g.oh * g.ow)) % g.f];
+  conv.forEachProduct([&](int64_t yi, int64_t wi, int64_t xi, int64_t) {
+    y[yi] += double(x[xi]) * w[wi];
+    dx[xi] += double(dy[yi]) * w[wi];
+    dw[wi] += double(x[xi]) * dy[yi];
+  });
+  auto expectClose = [&](int output, const std::vector<double> &expected) {
+    SCOPED_TRACE(testing::Message() << "output " << output);
+    std::vector<float> actual(expected.size());
+    ASSERT_EQ(
+        take(ofrt_session_get_output(session.session, output, actual.data(),
+                                     actual.size() * sizeof(float))),
+        "");
+    double error = 0, norm = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      error += (actual[i] - expected[i]) * (actual[i] - expected[i]);
+      norm += expected[i] * expected[i];
+    }
+    EXPECT_GT(norm, 0);
+    EXPECT_LE(std::sqrt(error / norm), 1e-5);
+  };
+  expectClose(0, y);
+  expectClose(1, dx);
+  expectClose(2, dw);
+}
+
+TEST(PlanErrors, ConvolutionParameters) {
+  ConvCase conv;
+  SamplePlan sample = conv.plan();
+  auto *forward = mainProgram(sample).steps[0]->detail.AsLibraryCall();
+  forward->params[7] = 4; // OH: the geometry gives 3
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d "
+            "parameters: the output extent does not follow from the input, "
+            "kernel, padding, dilation and stride");
+  forward->params = conv.params();
+  forward->params[17] = 3; // groups 3 divides neither 4 nor 6
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d "
+            "parameters: groups must divide the input and output channels");
+  forward->params.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d takes 18 "
+            "parameters, got 17");
+  forward->params = conv.params();
+  forward->buffers = {0, 1, 2, 5}; // dx (2x4x7x6) as y (2x6x3x7)
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d buffer 3 "
+            "('dx') has 336 elements, its geometry needs 252");
+  forward->buffers = {0, 0, 2, 4};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d uses "
+            "buffer 'x' twice");
+  forward->buffers = {0, 1};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.conv2d): dnn.conv2d takes "
+            "buffers [x, w, y] or [x, w, bias, y], got 2");
+}
+
+TEST(SessionErrors, ConvolutionTypeTheCpuCannotRun) {
+  // oneDNN has no f64 convolution: the session, not a run, says so.
+  EXPECT_EQ(sessionError(ConvCase().plan(DType::F64).write(), "main"),
+            "program 'main' step 0 (library dnn.conv2d: oneDNN has no f64 "
+            "convolution (f32, bf16 and f16 only))");
 }
 
 TEST(Runtime, IndexRangeCheck) {
@@ -859,8 +1021,9 @@ TEST(PlanErrors, UnknownLibraryFunction) {
   mainProgram(sample).steps[3]->detail.AsLibraryCall()->function = "blas.syrk";
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 3 (library blas.syrk): unknown library "
-            "function 'blas.syrk' (this runtime knows blas.gemm and "
-            "check.index_range)");
+            "function 'blas.syrk' (this runtime knows blas.gemm, "
+            "check.index_range, dnn.conv2d, dnn.conv2d_grad_input and "
+            "dnn.conv2d_grad_filter)");
 }
 
 //===----------------------------------------------------------------------===//

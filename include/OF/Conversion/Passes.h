@@ -16,9 +16,11 @@ class TypeConverter;
 namespace of {
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
-/// converter drops SBP encodings.
+/// converter drops SBP encodings. With `convLibrary`, f32 convolutions and
+/// their gradients become of.library_call steps (oneDNN on the CPU).
 void populateOFToLinalgPatterns(const TypeConverter &converter,
-                                RewritePatternSet &patterns);
+                                RewritePatternSet &patterns,
+                                bool convLibrary = false);
 
 #define GEN_PASS_DECL
 #include "OF/Conversion/Passes.h.inc"

@@ -36,11 +36,21 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     } -> tensor<4xf32>
     ```
 
+    With `conv-library`, f32 convolutions and their gradients become
+    `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
+    steps on the unpadded tensors, which the CPU runtime runs through oneDNN
+    (`--of-pipeline=cpu` sets it; the CUDA pipeline does not yet).
+
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
     before the kernel reads the table. Function arguments are marked
     `bufferization.writable = false`: they are the caller's inputs.
   }];
+  let options = [
+    Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
+           "Run f32 convolutions and their gradients as library steps "
+           "(of.library_call) instead of generated code">
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

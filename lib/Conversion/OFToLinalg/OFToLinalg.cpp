@@ -16,6 +16,7 @@
 #include "OF/Conversion/Passes.h"
 #include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Runtime/LibraryCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -1521,6 +1522,61 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
   }
 };
 
+/// A convolution or one of its gradients as an of.library_call that the
+/// plan runs through the runtime's convolution library (oneDNN on the CPU):
+/// added, ahead of the generated forms, when the pass runs with
+/// conv-library. f32 only: oneDNN has no f64 convolution, and 16-bit ones
+/// stay generated until measured. Measured with bench/cpu_bench.py on
+/// 8x64x28x28, 3x3 -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms,
+/// the im2col gemm at 5-12 ms.
+template <typename OpTy>
+struct ConvLibraryLowering : OpConversionPattern<OpTy> {
+  ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = localType(op.getType());
+    if (!type.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "library convolutions are f32");
+    // The operands and result, and which of them are x, w and y.
+    SmallVector<Value> inputs;
+    StringRef callee;
+    RankedTensorType x, w, y;
+    auto typeOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+    if constexpr (std::is_same_v<OpTy, Conv2DOp>) {
+      callee = ::of::plan::kConvForwardFunction;
+      inputs = {adaptor.getInput(), adaptor.getWeight()};
+      if (adaptor.getBias())
+        inputs.push_back(adaptor.getBias());
+      x = typeOf(adaptor.getInput()), w = typeOf(adaptor.getWeight()), y = type;
+    } else if constexpr (std::is_same_v<OpTy, Conv2DGradInputOp>) {
+      callee = ::of::plan::kConvGradInputFunction;
+      inputs = {adaptor.getGrad(), adaptor.getWeight()};
+      x = type, w = typeOf(adaptor.getWeight()), y = typeOf(adaptor.getGrad());
+    } else {
+      callee = ::of::plan::kConvGradFilterFunction;
+      inputs = {adaptor.getInput(), adaptor.getGrad()};
+      x = typeOf(adaptor.getInput()), w = type, y = typeOf(adaptor.getGrad());
+    }
+    ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
+                      dilation = op.getDilation();
+    SmallVector<int64_t> params{
+        x.getDimSize(0), x.getDimSize(1), x.getDimSize(2), x.getDimSize(3),
+        w.getDimSize(0), w.getDimSize(2), w.getDimSize(3), y.getDimSize(2),
+        y.getDimSize(3), strides[0],      strides[1],      dilation[0],
+        dilation[1],     padding[0],      padding[1],      padding[2],
+        padding[3],      op.getGroups()};
+    Location loc = op.getLoc();
+    auto call = LibraryCallOp::create(rewriter, loc, TypeRange{type},
+                                      rewriter.getStringAttr(callee), inputs,
+                                      emptyTensor(rewriter, loc, type),
+                                      rewriter.getDenseI64ArrayAttr(params));
+    rewriter.replaceOp(op, call.getResult());
+    return success();
+  }
+};
+
 /// Pooling gradients as gathers over the windows each input position is in.
 /// Max: a first kernel finds each window's first largest element (its
 /// offset kh * KW + kw); an input position takes the gradient of the
@@ -1783,7 +1839,8 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
 //===----------------------------------------------------------------------===//
 
 struct ConvertOFToLinalgPass
-    : of::impl::ConvertOFToLinalgPassBase<ConvertOFToLinalgPass> {
+    : mlir::of::impl::ConvertOFToLinalgPassBase<ConvertOFToLinalgPass> {
+  using ConvertOFToLinalgPassBase::ConvertOFToLinalgPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -1795,7 +1852,8 @@ struct ConvertOFToLinalgPass
     target.addIllegalDialect<OFDialect>();
     // The local collectives of partitioned programs stay for the plan.
     target.addLegalOp<PlacementOp, ModuleOp, AllReduceOp, AllGatherOp,
-                      ReduceScatterOp, AllToAllOp, ShardSliceOp, ToPartialOp>();
+                      ReduceScatterOp, AllToAllOp, ShardSliceOp, ToPartialOp,
+                      LibraryCallOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect>();
@@ -1806,7 +1864,7 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(converter, patterns);
+    populateOFToLinalgPatterns(converter, patterns, convLibrary);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -1829,8 +1887,13 @@ struct ConvertOFToLinalgPass
 } // namespace
 
 void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
-                                          RewritePatternSet &patterns) {
+                                          RewritePatternSet &patterns,
+                                          bool convLibrary) {
   MLIRContext *ctx = patterns.getContext();
+  if (convLibrary)
+    patterns.add<ConvLibraryLowering<Conv2DOp>,
+                 ConvLibraryLowering<Conv2DGradInputOp>,
+                 ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx);
   patterns.add<
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,

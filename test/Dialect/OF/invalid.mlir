@@ -698,3 +698,43 @@ func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x2x2xf32>) {
   %0 = of.pool2d_grad %x, %dy {kind = "avg", kernel_size = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<2x3x2x2xf32>) -> tensor<2x3x6x6xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %e: tensor<2x8x6x6xf32>) {
+  // expected-error@+1 {{unknown library function 'dnn.conv3d' (known: dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter)}}
+  %0 = of.library_call "dnn.conv3d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %e: tensor<2x8x6x6xf32>) {
+  // expected-error@+1 {{dnn.conv2d parameters: the output extent does not follow from the input, kernel, padding, dilation and stride}}
+  %0 = of.library_call "dnn.conv2d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 2, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %e: tensor<2x8x6x6xf32>) {
+  // expected-error@+1 {{operand 1 has shape [8, 4, 3, 3], the parameters of dnn.conv2d give [8, 2, 3, 3]}}
+  %0 = of.library_call "dnn.conv2d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 2>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8x8xf32>, %e: tensor<2x8x6x6xf32>) {
+  // expected-error@+1 {{dnn.conv2d_grad_filter takes 2 inputs, got 1}}
+  %0 = of.library_call "dnn.conv2d_grad_filter"(%x) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf16>, %e: tensor<2x8x6x6xf32>) {
+  // expected-error@+1 {{operands must share one floating-point type}}
+  %0 = of.library_call "dnn.conv2d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf16>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}

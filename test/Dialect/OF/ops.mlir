@@ -229,3 +229,14 @@ func.func @named(%x: tensor<4xf32> {of.name = "x"}, %w: tensor<4xf32> {of.name =
   %0 = of.mul %x, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// Library calls, on tensors and on memrefs.
+// CHECK-LABEL: func.func @library
+// CHECK: of.library_call "dnn.conv2d"(%{{.*}}, %{{.*}}, %{{.*}}) into %{{.*}} {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+// CHECK: of.library_call "dnn.conv2d_grad_input"(%{{.*}}, %{{.*}}) into %{{.*}} {params = {{.*}}} : (memref<2x8x6x6xf32>, memref<8x4x3x3xf32>) into memref<2x4x8x8xf32>{{$}}
+func.func @library(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<8xf32>, %e: tensor<2x8x6x6xf32>,
+                   %dy: memref<2x8x6x6xf32>, %wm: memref<8x4x3x3xf32>, %dx: memref<2x4x8x8xf32>) -> tensor<2x8x6x6xf32> {
+  %y = of.library_call "dnn.conv2d"(%x, %w, %b) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  of.library_call "dnn.conv2d_grad_input"(%dy, %wm) into %dx {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (memref<2x8x6x6xf32>, memref<8x4x3x3xf32>) into memref<2x4x8x8xf32>
+  return %y : tensor<2x8x6x6xf32>
+}

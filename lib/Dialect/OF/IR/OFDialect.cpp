@@ -385,5 +385,5 @@ void mlir::of::registerOFDialect(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
     func::FuncOp::attachInterface<FuncSbpSymbolUser>(*context);
   });
-  registerCollectiveBufferization(registry);
+  registerStepBufferization(registry);
 }

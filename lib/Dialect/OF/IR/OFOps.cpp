@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Runtime/LibraryCalls.h"
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/Dialect/Traits.h"
@@ -23,6 +24,8 @@
 
 using namespace mlir;
 using namespace mlir::of;
+/// The runtime's definition of the library calls' parameters.
+namespace conv = ::of::plan;
 
 #include "OF/Dialect/OF/IR/OFEnums.cpp.inc"
 
@@ -1203,3 +1206,72 @@ void BoxingOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 
 #define GET_OP_CLASSES
 #include "OF/Dialect/OF/IR/OFOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// of.library_call
+//===----------------------------------------------------------------------===//
+
+LogicalResult LibraryCallOp::verify() {
+  StringRef callee = getCallee();
+  std::string_view name(callee.data(), callee.size());
+  if (!conv::isConvFunction(name))
+    return emitOpError("unknown library function '")
+           << callee << "' (known: " << conv::kConvForwardFunction << ", "
+           << conv::kConvGradInputFunction << ", "
+           << conv::kConvGradFilterFunction << ")";
+  ArrayRef<int64_t> params = getParams();
+  if (params.size() != conv::kConvParamCount)
+    return emitOpError(callee) << " takes " << conv::kConvParamCount
+                               << " parameters, got " << params.size();
+  conv::ConvGeometry g = conv::decodeConvGeometry(params.data());
+  if (const char *why = conv::checkConvGeometry(g))
+    return emitOpError(callee) << " parameters: " << why;
+  // The operands' shapes in order, the init's last.
+  SmallVector<SmallVector<int64_t>> shapes;
+  SmallVector<int64_t> x{g.n, g.c, g.h, g.w},
+      w{g.f, g.c / g.groups, g.kh, g.kw}, y{g.n, g.f, g.oh, g.ow};
+  if (name == conv::kConvForwardFunction) {
+    shapes = {x, w};
+    if (getInputs().size() == 3)
+      shapes.push_back({g.f});
+    shapes.push_back(y);
+  } else if (name == conv::kConvGradInputFunction) {
+    shapes = {y, w, x};
+  } else {
+    shapes = {x, y, w};
+  }
+  if (getNumOperands() != shapes.size())
+    return emitOpError(callee) << " takes " << shapes.size() - 1
+                               << " inputs, got " << getInputs().size();
+  bool tensors = isa<TensorType>(getInit().getType());
+  Type element = cast<ShapedType>(getInit().getType()).getElementType();
+  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+    auto type = cast<ShapedType>(operand.getType());
+    if (isa<TensorType>(type) != tensors)
+      return emitOpError("operands must all be tensors or all memrefs");
+    if (type.getElementType() != element || !isa<FloatType>(element))
+      return emitOpError("operands must share one floating-point type");
+    if (type.getShape() != ArrayRef<int64_t>(shapes[i]))
+      return emitOpError("operand ")
+             << i << " has shape [" << type.getShape() << "], the parameters "
+             << "of " << callee << " give [" << ArrayRef(shapes[i]) << "]";
+  }
+  if (tensors ? getNumResults() != 1 ||
+                    getResult()[0].getType() != getInit().getType()
+              : getNumResults() != 0)
+    return emitOpError(tensors ? "on tensors has one result of init's type"
+                               : "on memrefs has no result");
+  return success();
+}
+
+void LibraryCallOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &input : getInputsMutable())
+    if (isa<MemRefType>(input.get().getType()))
+      effects.emplace_back(MemoryEffects::Read::get(), &input,
+                           SideEffects::DefaultResource::get());
+  if (isa<MemRefType>(getInit().getType()))
+    effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(),
+                         SideEffects::DefaultResource::get());
+}

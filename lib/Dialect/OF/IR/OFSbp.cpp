@@ -1123,13 +1123,17 @@ LogicalResult ToPartialOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 namespace {
-/// One-shot bufferization of the local collectives: the same op on the
-/// buffers of its input and init, which its result then is. The init is
-/// only written, so a tensor.empty init needs no copy.
+/// One-shot bufferization of the destination-style ops that the plan runs as
+/// steps (the local collectives, of.library_call): the same op on the
+/// buffers of its operands, the last of which (the init) its result then
+/// is. The init is only written, so a tensor.empty init needs no copy. A
+/// step reads and writes whole dense buffers, so an operand whose buffer is
+/// a strided view (a slice of a larger buffer) goes through a fresh buffer:
+/// copied in for an input, copied back for the init.
 template <typename Op>
-struct CollectiveBufferization
+struct StepBufferization
     : bufferization::DstBufferizableOpInterfaceExternalModel<
-          CollectiveBufferization<Op>, Op> {
+          StepBufferization<Op>, Op> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const bufferization::AnalysisState &) const {
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
@@ -1137,32 +1141,54 @@ struct CollectiveBufferization
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
-    FailureOr<Value> in =
-        bufferization::getBuffer(rewriter, op->getOperand(0), options, state);
-    FailureOr<Value> out =
-        bufferization::getBuffer(rewriter, op->getOperand(1), options, state);
-    if (failed(in) || failed(out))
-      return failure();
+    SmallVector<Value> buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> buffer =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
     rewriter.setInsertionPoint(op);
-    OperationState bufferized(op->getLoc(), op->getName());
-    bufferized.addOperands({*in, *out});
+    Location loc = op->getLoc();
+    Value init = buffers.back();
+    for (Value &buffer : buffers) {
+      auto type = cast<MemRefType>(buffer.getType());
+      if (type.getLayout().isIdentity())
+        continue;
+      auto dense =
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          MemRefLayoutAttrInterface(), type.getMemorySpace());
+      FailureOr<Value> fresh = options.createAlloc(rewriter, loc, dense, {});
+      if (failed(fresh))
+        return failure();
+      if (&buffer != &buffers.back() &&
+          failed(options.createMemCpy(rewriter, loc, buffer, *fresh)))
+        return failure();
+      buffer = *fresh;
+    }
+    OperationState bufferized(loc, op->getName());
+    bufferized.addOperands(buffers);
     bufferized.addAttributes(op->getAttrs());
     rewriter.create(bufferized);
-    bufferization::replaceOpWithBufferizedValues(rewriter, op, *out);
+    if (buffers.back() != init &&
+        failed(options.createMemCpy(rewriter, loc, buffers.back(), init)))
+      return failure();
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, init);
     return success();
   }
 };
 } // namespace
 
-void of::registerCollectiveBufferization(DialectRegistry &registry) {
+void of::registerStepBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, OFDialect *) {
-    AllReduceOp::attachInterface<CollectiveBufferization<AllReduceOp>>(*ctx);
-    AllGatherOp::attachInterface<CollectiveBufferization<AllGatherOp>>(*ctx);
-    ReduceScatterOp::attachInterface<CollectiveBufferization<ReduceScatterOp>>(
-        *ctx);
-    AllToAllOp::attachInterface<CollectiveBufferization<AllToAllOp>>(*ctx);
-    ShardSliceOp::attachInterface<CollectiveBufferization<ShardSliceOp>>(*ctx);
-    ToPartialOp::attachInterface<CollectiveBufferization<ToPartialOp>>(*ctx);
+    AllReduceOp::attachInterface<StepBufferization<AllReduceOp>>(*ctx);
+    AllGatherOp::attachInterface<StepBufferization<AllGatherOp>>(*ctx);
+    ReduceScatterOp::attachInterface<StepBufferization<ReduceScatterOp>>(*ctx);
+    AllToAllOp::attachInterface<StepBufferization<AllToAllOp>>(*ctx);
+    ShardSliceOp::attachInterface<StepBufferization<ShardSliceOp>>(*ctx);
+    ToPartialOp::attachInterface<StepBufferization<ToPartialOp>>(*ctx);
+    LibraryCallOp::attachInterface<StepBufferization<LibraryCallOp>>(*ctx);
   });
 }
 

@@ -167,6 +167,7 @@ public:
 private:
   LogicalResult visit(Operation *op);
   LogicalResult visitCollective(Operation *op);
+  LogicalResult visitLibraryCall(of::LibraryCallOp op);
   /// The `dist` of a multi-rank program's input or output, from the
   /// `of.global` type that --of-partition put on it (null without one).
   DictionaryAttr distribution(TypeAttr global);
@@ -231,8 +232,8 @@ SmallVector<Value> aliasesOf(Value root) {
 /// later readers of `a` where nothing between depends on it. Safe means nothing
 /// after K uses argument `a` and K reads it only at the index it writes,
 /// nothing after K but the return uses the old buffer, and nothing after K
-/// can fail (no collective, no index check): a run that fails then stops
-/// before any state has changed. The output step then copies nothing
+/// can fail (no collective, no index check, no library call): a run that fails
+/// then stops before any state has changed. The output step then copies nothing
 /// (its source is the input's storage), saving a copy of every updated
 /// parameter and optimizer state per step. Bufferization keeps the
 /// caller's arguments read-only (`bufferization.writable = false`) because
@@ -244,7 +245,7 @@ void writeUpdatesInPlace(func::FuncOp func) {
   auto canFail = [](Operation &op) {
     return op.hasAttr("of.index_range") ||
            isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-               of::AllToAllOp>(op);
+               of::AllToAllOp, of::LibraryCallOp>(op);
   };
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
     auto target = func.getResultAttrOfType<IntegerAttr>(i, "of.update");
@@ -670,6 +671,9 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     }
   }
 
+  if (auto call = dyn_cast<of::LibraryCallOp>(op))
+    return visitLibraryCall(call);
+
   // Local collectives of partitioned programs.
   if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp, of::AllToAllOp,
           of::ShardSliceOp, of::ToPartialOp>(op))
@@ -1016,6 +1020,27 @@ DictionaryAttr ProgramBuilder::distribution(TypeAttr global) {
        b.getNamedAttr("mesh_ranks",
                       b.getDenseI64ArrayAttr(placement.getRankList())),
        b.getNamedAttr("sbp", b.getDenseI64ArrayAttr(entries))});
+}
+
+/// A library computation (a oneDNN convolution) on whole buffers, which
+/// its bufferization guarantees: the step's buffers are its operands'.
+LogicalResult ProgramBuilder::visitLibraryCall(of::LibraryCallOp op) {
+  Step step{Step::Library};
+  step.name = op.getCallee().str();
+  for (Value v : op->getOperands()) {
+    auto type = cast<MemRefType>(v.getType());
+    int64_t offset;
+    if (!isContiguous(type, offset) || offset != 0 ||
+        byteSize(type) != byteSize(roots[rootOf(v)].type))
+      return op.emitError("a library call needs whole contiguous buffers");
+    step.buffers.push_back(rootOf(v));
+  }
+  for (unsigned i = 0; i + 1 < step.buffers.size(); ++i)
+    read(step.buffers[i]);
+  write(step.buffers.back());
+  step.params = llvm::to_vector(op.getParams());
+  steps.push_back(step);
+  return success();
 }
 
 LogicalResult ProgramBuilder::visitCollective(Operation *op) {

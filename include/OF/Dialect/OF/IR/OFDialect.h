@@ -35,9 +35,9 @@ bool areCompatibleIgnoringSbp(TypeRange lhs, TypeRange rhs);
 /// symbol checks on func.func signatures).
 void registerOFDialect(DialectRegistry &registry);
 
-/// Attaches one-shot bufferization to the local collectives (of.all_reduce,
-/// ...); registerOFDialect calls it.
-void registerCollectiveBufferization(DialectRegistry &registry);
+/// Attaches one-shot bufferization to the ops that become plan steps (the
+/// local collectives, of.library_call); registerOFDialect calls it.
+void registerStepBufferization(DialectRegistry &registry);
 
 } // namespace of
 } // namespace mlir

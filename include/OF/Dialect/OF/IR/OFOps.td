@@ -759,4 +759,54 @@ def OF_ToPartialOp : OF_CollectiveOp<"to_partial"> {
   let summary = "The value on the member with coordinate 0, zeros elsewhere (B to P)";
 }
 
+//===----------------------------------------------------------------------===//
+// Library calls (steps the runtime runs through a library)
+//===----------------------------------------------------------------------===//
+
+def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "A computation the runtime runs through a library, in destination style";
+  let description = [{
+    Lowering's form of an op that the plan runs as an `ofrt.library_call`
+    step rather than as a generated kernel: the convolutions on the CPU
+    (oneDNN; `--convert-of-to-linalg=conv-library=true`). `callee` names the
+    library function and `params` its parameters, laid out as
+    `include/OF/Runtime/LibraryCalls.h` says (the runtime checks them with
+    the same code). Like the local collectives it works on tensors (with
+    one result, stored in `init`) and, after one-shot bufferization, on
+    memrefs (no result); `init` is only written. The plan builder turns it
+    into the step on its buffers, in operand order.
+
+    Functions and buffers:
+    - `dnn.conv2d` `(x, w[, bias]) into y`: y = conv(x, w) (+ bias per
+      output channel).
+    - `dnn.conv2d_grad_input` `(dy, w) into dx`.
+    - `dnn.conv2d_grad_filter` `(x, dy) into dw`.
+
+    Parameters: `[N, C, H, W, F, KH, KW, OH, OW, stride_h, stride_w,
+    dilation_h, dilation_w, pad_top, pad_bottom, pad_left, pad_right,
+    groups]`. x is `[N, C, H, W]`, w `[F, C / groups, KH, KW]`, y `[N, F, OH,
+    OW]`, all of one floating-point type.
+
+    ```mlir
+    %e = tensor.empty() : tensor<2x8x6x6xf32>
+    %y = of.library_call "dnn.conv2d"(%x, %w) into %e
+        {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>}
+        : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32>
+        -> tensor<2x8x6x6xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$callee, Variadic<OF_TensorOrMemRef>:$inputs,
+                       OF_TensorOrMemRef:$init, DenseI64ArrayAttr:$params);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` `into` $init attr-dict `:`
+    `(` type($inputs) `)` `into` type($init) (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+}
+
 #endif // OF_DIALECT_OF_IR_OFOPS_TD

@@ -1,0 +1,111 @@
+//===- LibraryCalls.h - Parameters of the plan's convolution steps --------===//
+//
+// A convolution library step (`dnn.conv2d`, `dnn.conv2d_grad_input`,
+// `dnn.conv2d_grad_filter`) carries its geometry as 18 integers. The
+// compiler (the `of.library_call` verifier and the plan builder) and the
+// runtime (the plan loader and the executors) both read them through this
+// header, so the layout and its checks have one definition. Header-only, no
+// MLIR: libofrt includes it.
+//
+// Buffers, all NCHW / OIHW (weights [F, C / groups, KH, KW]), dense:
+//   dnn.conv2d             [x, w, y] or [x, w, bias, y]   y = conv(x, w) + bias
+//   dnn.conv2d_grad_input  [dy, w, dx]                    dx = d conv / dx
+//   dnn.conv2d_grad_filter [x, dy, dw]                    dw = d conv / dw
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_RUNTIME_LIBRARYCALLS_H
+#define OF_RUNTIME_LIBRARYCALLS_H
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+namespace of::plan {
+
+inline constexpr std::string_view kConvForwardFunction = "dnn.conv2d";
+inline constexpr std::string_view kConvGradInputFunction =
+    "dnn.conv2d_grad_input";
+inline constexpr std::string_view kConvGradFilterFunction =
+    "dnn.conv2d_grad_filter";
+
+inline bool isConvFunction(std::string_view name) {
+  return name == kConvForwardFunction || name == kConvGradInputFunction ||
+         name == kConvGradFilterFunction;
+}
+
+/// The geometry of a 2-D convolution: input [n, c, h, w], weight
+/// [f, c / groups, kh, kw], output [n, f, oh, ow].
+struct ConvGeometry {
+  int64_t n, c, h, w, f, kh, kw, oh, ow;
+  int64_t strideH, strideW, dilationH, dilationW;
+  int64_t padTop, padBottom, padLeft, padRight;
+  int64_t groups;
+};
+
+/// The parameter vector is the fields of ConvGeometry in order.
+inline constexpr size_t kConvParamCount = 18;
+
+inline ConvGeometry decodeConvGeometry(const int64_t *p) {
+  return {p[0], p[1],  p[2],  p[3],  p[4],  p[5],  p[6],  p[7],  p[8],
+          p[9], p[10], p[11], p[12], p[13], p[14], p[15], p[16], p[17]};
+}
+
+/// Why `g` is not a convolution, or null when it is one: every extent
+/// positive, strides and dilations positive, paddings non-negative, groups
+/// dividing both channel counts, and the output extent the one the input,
+/// padding, dilation and stride give (floor division, as PyTorch). Bounds
+/// every extent so that element counts stay far from overflow.
+inline const char *checkConvGeometry(const ConvGeometry &g) {
+  constexpr int64_t kMaxExtent = int64_t(1) << 31;
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.kh, g.kw, g.oh, g.ow})
+    if (v <= 0 || v > kMaxExtent)
+      return "every extent must be in [1, 2^31]";
+  for (int64_t v : {g.strideH, g.strideW, g.dilationH, g.dilationW})
+    if (v <= 0 || v > kMaxExtent)
+      return "strides and dilations must be in [1, 2^31]";
+  for (int64_t v : {g.padTop, g.padBottom, g.padLeft, g.padRight})
+    if (v < 0 || v > kMaxExtent)
+      return "paddings must be in [0, 2^31]";
+  if (g.groups <= 0 || g.c % g.groups || g.f % g.groups)
+    return "groups must divide the input and output channels";
+  auto outExtent = [](int64_t in, int64_t lo, int64_t hi, int64_t k,
+                      int64_t dilation, int64_t stride) {
+    int64_t span = in + lo + hi - (k - 1) * dilation - 1;
+    return span < 0 ? int64_t(0) : span / stride + 1;
+  };
+  if (g.oh !=
+          outExtent(g.h, g.padTop, g.padBottom, g.kh, g.dilationH, g.strideH) ||
+      g.ow !=
+          outExtent(g.w, g.padLeft, g.padRight, g.kw, g.dilationW, g.strideW))
+    return "the output extent does not follow from the input, kernel, "
+           "padding, dilation and stride";
+  auto fits = [](std::initializer_list<int64_t> extents) {
+    int64_t product = 1;
+    for (int64_t v : extents)
+      if (__builtin_mul_overflow(product, v, &product) ||
+          product > (int64_t(1) << 48))
+        return false;
+    return true;
+  };
+  if (!fits({g.n, g.c, g.h, g.w}) || !fits({g.f, g.c, g.kh, g.kw}) ||
+      !fits({g.n, g.f, g.oh, g.ow}))
+    return "a tensor of the convolution has more than 2^48 elements";
+  return nullptr;
+}
+
+/// Element counts of the convolution's tensors.
+inline int64_t convInputElements(const ConvGeometry &g) {
+  return g.n * g.c * g.h * g.w;
+}
+inline int64_t convWeightElements(const ConvGeometry &g) {
+  return g.f * (g.c / g.groups) * g.kh * g.kw;
+}
+inline int64_t convOutputElements(const ConvGeometry &g) {
+  return g.n * g.f * g.oh * g.ow;
+}
+
+} // namespace of::plan
+
+#endif // OF_RUNTIME_LIBRARYCALLS_H

@@ -1,0 +1,410 @@
+//===- OneDnn.cpp - Convolution steps through oneDNN ----------------------===//
+//
+// Forward, data-gradient and weight-gradient convolutions (training
+// propagation, so the gradients' primitives take the forward one as their
+// hint). Each operand of a primitive is either used in place, when oneDNN's
+// chosen layout is the plan's dense one, or goes through a reorder and a
+// scratch buffer; scratch is per operand position and shared by every
+// primitive, since the CPU executor runs one step at a time. Measured with
+// bench/cpu_bench.py (see docs/architecture.md): the blocked layouts with
+// reorders beat oneDNN's own dense-layout (gemm) convolution.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OneDnn.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <cstdlib>
+#include <map>
+#include <vector>
+
+using namespace of::plan;
+
+namespace of::rt {
+
+namespace {
+
+/// One operand of a convolution primitive.
+struct Operand {
+  int arg = 0;                   // DNNL_ARG_*
+  unsigned buffer = 0;           // index into the step's args
+  bool output = false;           // written by the primitive
+  dnnl_memory_t user = nullptr;  // the plan's dense buffer
+  dnnl_memory_t inner = nullptr; // oneDNN's layout, in scratch; or null
+  dnnl_primitive_t reorder = nullptr;
+  size_t bytes = 0; // of the inner layout
+};
+
+struct Convolution {
+  dnnl_primitive_t primitive = nullptr;
+  std::vector<Operand> operands;
+};
+
+dnnl_data_type_t dnnlType(DType type) {
+  switch (type) {
+  case DType::F32:
+    return dnnl_f32;
+  case DType::BF16:
+    return dnnl_bf16;
+  case DType::F16:
+    return dnnl_f16;
+  default:
+    return dnnl_data_type_undef;
+  }
+}
+
+} // namespace
+
+struct OneDnnConvolutions::Impl {
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  std::map<std::vector<int64_t>, Convolution> convolutions;
+  /// Scratch per operand position, grown to the largest inner layout.
+  std::vector<void *> scratch;
+  std::vector<size_t> scratchBytes;
+
+  static void destroy(Operand &operand) {
+    if (operand.reorder)
+      dnnl_primitive_destroy(operand.reorder);
+    if (operand.inner)
+      dnnl_memory_destroy(operand.inner);
+    if (operand.user)
+      dnnl_memory_destroy(operand.user);
+  }
+  static void destroy(Convolution &conv) {
+    for (Operand &operand : conv.operands)
+      destroy(operand);
+    if (conv.primitive)
+      dnnl_primitive_destroy(conv.primitive);
+  }
+
+  ~Impl() {
+    for (auto &[key, conv] : convolutions)
+      destroy(conv);
+    for (void *p : scratch)
+      std::free(p);
+    if (stream)
+      dnnl_stream_destroy(stream);
+    if (engine)
+      dnnl_engine_destroy(engine);
+  }
+
+  Status check(const PreparedStep &step, dnnl_status_t status,
+               const char *what) {
+    if (status == dnnl_success)
+      return Status::success();
+    return fail(step.name, ": oneDNN ", what,
+                " failed: ", dnnl_status2str(status));
+  }
+
+  /// Adds an operand: `user` the plan's dense layout, `chosen` the layout
+  /// of the primitive (queried from its descriptor).
+  Status addOperand(const PreparedStep &step, Convolution &conv, int arg,
+                    unsigned buffer, bool output,
+                    const dnnl_memory_desc_t &user,
+                    const dnnl_memory_desc_t *chosen) {
+    if (!chosen)
+      return fail(step.name, ": oneDNN gave no memory layout for an operand");
+    // The operand belongs to `conv` from here on: on a failure below,
+    // destroy(conv) frees what was made.
+    Operand operand;
+    operand.arg = arg;
+    operand.buffer = buffer;
+    operand.output = output;
+    conv.operands.push_back(operand);
+    Operand &added = conv.operands.back();
+    if (Status status = check(
+            step,
+            dnnl_memory_create(&added.user, &user, engine, DNNL_MEMORY_NONE),
+            "memory creation");
+        status.failed())
+      return status;
+    if (!dnnl_memory_desc_equal(&user, chosen)) {
+      added.bytes = dnnl_memory_desc_get_size(chosen);
+      dnnl_primitive_desc_t reorder;
+      const dnnl_memory_desc_t *from = output ? chosen : &user;
+      const dnnl_memory_desc_t *to = output ? &user : chosen;
+      if (Status status =
+              check(step,
+                    dnnl_reorder_primitive_desc_create(&reorder, from, engine,
+                                                       to, engine, nullptr),
+                    "reorder creation");
+          status.failed())
+        return status;
+      dnnl_status_t made = dnnl_primitive_create(&added.reorder, reorder);
+      dnnl_primitive_desc_destroy(reorder);
+      if (Status status = check(step, made, "reorder creation");
+          status.failed())
+        return status;
+      if (Status status = check(step,
+                                dnnl_memory_create(&added.inner, chosen, engine,
+                                                   DNNL_MEMORY_NONE),
+                                "memory creation");
+          status.failed())
+        return status;
+      size_t slot = conv.operands.size() - 1;
+      if (scratch.size() <= slot) {
+        scratch.resize(slot + 1, nullptr);
+        scratchBytes.resize(slot + 1, 0);
+      }
+      if (scratchBytes[slot] < added.bytes) {
+        std::free(scratch[slot]);
+        size_t bytes = (added.bytes + 63) / 64 * 64;
+        scratch[slot] = std::aligned_alloc(64, bytes);
+        if (!scratch[slot]) {
+          scratchBytes[slot] = 0;
+          return fail(step.name, ": out of memory for ", bytes,
+                      " bytes of convolution scratch");
+        }
+        scratchBytes[slot] = bytes;
+      }
+    }
+    return Status::success();
+  }
+
+  Status create(const PreparedStep &step, Convolution &conv) {
+    if (!engine) {
+      if (Status status = check(step, dnnl_engine_create(&engine, dnnl_cpu, 0),
+                                "engine creation");
+          status.failed())
+        return status;
+      if (Status status = check(
+              step,
+              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags),
+              "stream creation");
+          status.failed())
+        return status;
+    }
+    const ConvGeometry &g = step.conv;
+    dnnl_data_type_t type = dnnlType(step.convType);
+    if (type == dnnl_data_type_undef)
+      return fail(step.name, ": oneDNN has no ", dtypeName(step.convType),
+                  " convolution (f32, bf16 and f16 only)");
+    bool grouped = g.groups != 1;
+    dnnl_dims_t x = {g.n, g.c, g.h, g.w}, y = {g.n, g.f, g.oh, g.ow},
+                bias = {g.f};
+    dnnl_dims_t w = {g.f, g.c / g.groups, g.kh, g.kw};
+    if (grouped) {
+      w[0] = g.groups;
+      w[1] = g.f / g.groups;
+      w[2] = g.c / g.groups;
+      w[3] = g.kh;
+      w[4] = g.kw;
+    }
+    int wRank = grouped ? 5 : 4;
+    dnnl_format_tag_t wTag = grouped ? dnnl_goihw : dnnl_oihw;
+    // oneDNN counts dilation from 0 (no gaps).
+    dnnl_dims_t strides = {g.strideH, g.strideW},
+                dilates = {g.dilationH - 1, g.dilationW - 1},
+                padL = {g.padTop, g.padLeft}, padR = {g.padBottom, g.padRight};
+    dnnl_memory_desc_t xUser, wUser, yUser, bUser, xAny, wAny, yAny;
+    dnnl_memory_desc_init_by_tag(&xUser, 4, x, type, dnnl_nchw);
+    dnnl_memory_desc_init_by_tag(&wUser, wRank, w, type, wTag);
+    dnnl_memory_desc_init_by_tag(&yUser, 4, y, type, dnnl_nchw);
+    dnnl_memory_desc_init_by_tag(&bUser, 1, bias, type, dnnl_x);
+    dnnl_memory_desc_init_by_tag(&xAny, 4, x, type, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wAny, wRank, w, type, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&yAny, 4, y, type, dnnl_format_tag_any);
+    bool hasBias =
+        step.function == kConvForwardFunction && step.args.size() == 4;
+
+    // The forward descriptor: the primitive itself, or the gradients' hint.
+    dnnl_convolution_desc_t forwardDesc;
+    if (Status status = check(step,
+                              dnnl_dilated_convolution_forward_desc_init(
+                                  &forwardDesc, dnnl_forward_training,
+                                  dnnl_convolution_direct, &xAny, &wAny,
+                                  hasBias ? &bUser : nullptr, &yAny, strides,
+                                  dilates, padL, padR),
+                              "convolution descriptor");
+        status.failed())
+      return status;
+    dnnl_primitive_desc_t forward;
+    if (Status status =
+            check(step,
+                  dnnl_primitive_desc_create(&forward, &forwardDesc, nullptr,
+                                             engine, nullptr),
+                  "convolution descriptor");
+        status.failed())
+      return status;
+    dnnl_primitive_desc_t chosen = forward;
+    Status status = Status::success();
+    if (step.function == kConvGradInputFunction) {
+      dnnl_convolution_desc_t desc;
+      status = check(step,
+                     dnnl_dilated_convolution_backward_data_desc_init(
+                         &desc, dnnl_convolution_direct, &xAny, &wAny, &yAny,
+                         strides, dilates, padL, padR),
+                     "data-gradient descriptor");
+      if (!status.failed())
+        status = check(step,
+                       dnnl_primitive_desc_create(&chosen, &desc, nullptr,
+                                                  engine, forward),
+                       "data-gradient descriptor");
+    } else if (step.function == kConvGradFilterFunction) {
+      dnnl_convolution_desc_t desc;
+      status = check(step,
+                     dnnl_dilated_convolution_backward_weights_desc_init(
+                         &desc, dnnl_convolution_direct, &xAny, &wAny, nullptr,
+                         &yAny, strides, dilates, padL, padR),
+                     "weight-gradient descriptor");
+      if (!status.failed())
+        status = check(step,
+                       dnnl_primitive_desc_create(&chosen, &desc, nullptr,
+                                                  engine, forward),
+                       "weight-gradient descriptor");
+    }
+    if (!status.failed()) {
+      auto md = [&](dnnl_query_t what) {
+        return dnnl_primitive_desc_query_md(chosen, what, 0);
+      };
+      // The operands in the step's buffer order.
+      if (step.function == kConvForwardFunction) {
+        status = addOperand(step, conv, DNNL_ARG_SRC, 0, false, xUser,
+                            md(dnnl_query_src_md));
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_WEIGHTS, 1, false, wUser,
+                              md(dnnl_query_weights_md));
+        if (!status.failed() && hasBias)
+          status =
+              addOperand(step, conv, DNNL_ARG_BIAS, 2, false, bUser, &bUser);
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_DST, hasBias ? 3 : 2, true,
+                              yUser, md(dnnl_query_dst_md));
+      } else if (step.function == kConvGradInputFunction) {
+        status = addOperand(step, conv, DNNL_ARG_DIFF_DST, 0, false, yUser,
+                            md(dnnl_query_diff_dst_md));
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_WEIGHTS, 1, false, wUser,
+                              md(dnnl_query_weights_md));
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_DIFF_SRC, 2, true, xUser,
+                              md(dnnl_query_diff_src_md));
+      } else {
+        status = addOperand(step, conv, DNNL_ARG_SRC, 0, false, xUser,
+                            md(dnnl_query_src_md));
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_DIFF_DST, 1, false, yUser,
+                              md(dnnl_query_diff_dst_md));
+        if (!status.failed())
+          status = addOperand(step, conv, DNNL_ARG_DIFF_WEIGHTS, 2, true, wUser,
+                              md(dnnl_query_diff_weights_md));
+      }
+    }
+    if (!status.failed())
+      status = check(step, dnnl_primitive_create(&conv.primitive, chosen),
+                     "convolution creation");
+    if (chosen != forward)
+      dnnl_primitive_desc_destroy(chosen);
+    dnnl_primitive_desc_destroy(forward);
+    return status;
+  }
+
+  Status run(const PreparedStep &step, Convolution &conv) {
+    std::vector<dnnl_exec_arg_t> args;
+    for (size_t i = 0; i < conv.operands.size(); ++i) {
+      Operand &operand = conv.operands[i];
+      void *data = step.args[operand.buffer];
+      if (Status status =
+              check(step, dnnl_memory_set_data_handle(operand.user, data),
+                    "memory binding");
+          status.failed())
+        return status;
+      dnnl_memory_t used = operand.user;
+      if (operand.inner) {
+        if (Status status = check(
+                step, dnnl_memory_set_data_handle(operand.inner, scratch[i]),
+                "memory binding");
+            status.failed())
+          return status;
+        used = operand.inner;
+        if (!operand.output) {
+          dnnl_exec_arg_t reorderArgs[] = {{DNNL_ARG_FROM, operand.user},
+                                           {DNNL_ARG_TO, operand.inner}};
+          if (Status status =
+                  check(step,
+                        dnnl_primitive_execute(operand.reorder, stream, 2,
+                                               reorderArgs),
+                        "reorder");
+              status.failed())
+            return status;
+        }
+      }
+      args.push_back({operand.arg, used});
+    }
+    if (Status status = check(
+            step,
+            dnnl_primitive_execute(conv.primitive, stream,
+                                   static_cast<int>(args.size()), args.data()),
+            "convolution");
+        status.failed())
+      return status;
+    for (Operand &operand : conv.operands)
+      if (operand.inner && operand.output) {
+        dnnl_exec_arg_t reorderArgs[] = {{DNNL_ARG_FROM, operand.inner},
+                                         {DNNL_ARG_TO, operand.user}};
+        if (Status status = check(
+                step,
+                dnnl_primitive_execute(operand.reorder, stream, 2, reorderArgs),
+                "reorder");
+            status.failed())
+          return status;
+      }
+    return check(step, dnnl_stream_wait(stream), "stream wait");
+  }
+
+  static std::vector<int64_t> key(const PreparedStep &step) {
+    const ConvGeometry &g = step.conv;
+    int64_t direction = step.function == kConvForwardFunction     ? 0
+                        : step.function == kConvGradInputFunction ? 1
+                                                                  : 2;
+    return {direction,
+            static_cast<int64_t>(step.args.size()),
+            static_cast<int64_t>(step.convType),
+            g.n,
+            g.c,
+            g.h,
+            g.w,
+            g.f,
+            g.kh,
+            g.kw,
+            g.oh,
+            g.ow,
+            g.strideH,
+            g.strideW,
+            g.dilationH,
+            g.dilationW,
+            g.padTop,
+            g.padBottom,
+            g.padLeft,
+            g.padRight,
+            g.groups};
+  }
+};
+
+OneDnnConvolutions::OneDnnConvolutions() : impl_(std::make_unique<Impl>()) {}
+OneDnnConvolutions::~OneDnnConvolutions() = default;
+
+Status OneDnnConvolutions::prepare(const PreparedStep &step) {
+  std::vector<int64_t> key = Impl::key(step);
+  if (impl_->convolutions.count(key))
+    return Status::success();
+  Convolution conv;
+  if (Status status = impl_->create(step, conv); status.failed()) {
+    Impl::destroy(conv);
+    return status;
+  }
+  impl_->convolutions.emplace(std::move(key), conv);
+  return Status::success();
+}
+
+Status OneDnnConvolutions::run(const PreparedStep &step) {
+  auto found = impl_->convolutions.find(Impl::key(step));
+  if (found == impl_->convolutions.end())
+    return fail(step.name, ": the convolution was not prepared");
+  return impl_->run(step, found->second);
+}
+
+} // namespace of::rt
