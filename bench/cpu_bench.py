@@ -34,12 +34,26 @@ except ImportError:
     HAVE_TORCH = False
 
 
+def avx512():
+    flags = pathlib.Path("/proc/cpuinfo").read_text().split()
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
+
+
 def openblas():
-    """The OpenBLAS libofrt links (Debian's), through ctypes, or None."""
+    """The OpenBLAS libofrt loads (Debian's), through ctypes, or None: with
+    the kernels libofrt chooses (OPENBLAS_CORETYPE=SkylakeX while it loads,
+    on an AVX-512 CPU, unless the variable is set; see CpuExecutor.cpp)."""
     name = ctypes.util.find_library("openblas")
     if not name:
         return None
-    lib = ctypes.CDLL(name)
+    force = "OPENBLAS_CORETYPE" not in os.environ and avx512()
+    if force:
+        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    try:
+        lib = ctypes.CDLL(name)
+    finally:
+        if force:
+            del os.environ["OPENBLAS_CORETYPE"]
     lib.cblas_sgemm.restype = None
     return lib
 

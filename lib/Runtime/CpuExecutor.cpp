@@ -14,7 +14,11 @@
 #include "OneDnn.h"
 
 #include <cblas.h>
+#include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
 #include <type_traits>
 
 using namespace of::plan;
@@ -22,6 +26,60 @@ using namespace of::plan;
 namespace of::rt {
 
 namespace {
+
+/// OpenBLAS, loaded with dlopen when a session first has a gemm step. Two
+/// reasons not to link it: a plan without gemm steps never starts OpenBLAS's
+/// thread pool (which slows oneDNN's OpenMP threads on the same cores, see
+/// docs/architecture.md), and OpenBLAS picks its kernels for the CPU once,
+/// when it is loaded, so the runtime can correct that choice first.
+/// Debian's OpenBLAS 0.3.21 does not know newer AVX-512 CPUs (Sapphire
+/// Rapids reads as "Prescott", SSE3 kernels); unless $OPENBLAS_CORETYPE is
+/// set, the runtime sets it to SkylakeX (AVX-512 kernels) on a CPU with
+/// AVX-512 F/BW/DQ/VL for the duration of the load. `bench/cpu_bench.py`
+/// measured 1024^3 sgemm at 60 GFLOP/s before and 280 after.
+struct OpenBlas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+};
+
+Status loadOpenBlas(const OpenBlas *&out) {
+  static OpenBlas blas;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *override = std::getenv("OF_OPENBLAS_LIBRARY");
+    std::string name = override && *override ? override : "libopenblas.so.0";
+    bool setCore = !std::getenv("OPENBLAS_CORETYPE") &&
+                   __builtin_cpu_supports("avx512f") &&
+                   __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512dq") &&
+                   __builtin_cpu_supports("avx512vl");
+    if (setCore)
+      ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *why = library ? nullptr : ::dlerror();
+    if (setCore)
+      ::unsetenv("OPENBLAS_CORETYPE");
+    if (!library) {
+      error = formatMessage(
+          "cannot load OpenBLAS (", name,
+          "; on Debian the package libopenblas0; $OF_OPENBLAS_LIBRARY names "
+          "another): ",
+          why ? why : "not found");
+      return;
+    }
+    blas.sgemm =
+        reinterpret_cast<decltype(blas.sgemm)>(::dlsym(library, "cblas_sgemm"));
+    blas.dgemm =
+        reinterpret_cast<decltype(blas.dgemm)>(::dlsym(library, "cblas_dgemm"));
+    if (!blas.sgemm || !blas.dgemm)
+      error = formatMessage(name, " has no cblas_sgemm or cblas_dgemm");
+  });
+  if (!error.empty())
+    return fail(error);
+  out = &blas;
+  return Status::success();
+}
 
 /// Sets the m x n matrix C (row stride ldc) of every batch to zero: the
 /// result of a gemm with k == 0.
@@ -35,7 +93,8 @@ template <typename T> void zeroResult(const GemmCall &call, T *c) {
 }
 
 template <typename T>
-void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
+void gemm(const OpenBlas &blas, const GemmCall &call, const T *a, const T *b,
+          T *c) {
   if (call.outerBatch == 0 || call.batch == 0 || call.m == 0 || call.n == 0)
     return;
   if (call.k == 0)
@@ -52,11 +111,11 @@ void gemm(const GemmCall &call, const T *a, const T *b, T *c) {
       const T *batchB = b + o * call.bOuterStride + i * call.bBatchStride;
       T *batchC = c + o * call.cOuterStride + i * call.cBatchStride;
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
-                    batchB, ldb, 0.0f, batchC, ldc);
+        blas.sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
+                   batchB, ldb, 0.0f, batchC, ldc);
       else
-        cblas_dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
-                    batchB, ldb, 0.0, batchC, ldc);
+        blas.dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
+                   batchB, ldb, 0.0, batchC, ldc);
     }
 }
 
@@ -85,6 +144,9 @@ public:
                   dtypeName(step.gemmType), " into ",
                   dtypeName(step.gemmOutType),
                   " (only CUDA plans have 16-bit gemm steps)");
+    if (step.kind == StepKind::Gemm && !blas_)
+      if (Status status = loadOpenBlas(blas_); status.failed())
+        return fail(step.name, ": ", status.message());
     if (step.kind == StepKind::Conv)
       return convolutions_.prepare(step);
     return Status::success();
@@ -99,11 +161,11 @@ public:
       return Status::success();
     case StepKind::Gemm:
       if (step.gemmType == DType::F32)
-        gemm(step.gemm, static_cast<const float *>(step.gemmA),
+        gemm(*blas_, step.gemm, static_cast<const float *>(step.gemmA),
              static_cast<const float *>(step.gemmB),
              static_cast<float *>(step.gemmC));
       else
-        gemm(step.gemm, static_cast<const double *>(step.gemmA),
+        gemm(*blas_, step.gemm, static_cast<const double *>(step.gemmA),
              static_cast<const double *>(step.gemmB),
              static_cast<double *>(step.gemmC));
       return Status::success();
@@ -130,6 +192,7 @@ public:
   Status synchronize() override { return Status::success(); }
 
 private:
+  const OpenBlas *blas_ = nullptr;
   OneDnnConvolutions convolutions_;
 };
 
