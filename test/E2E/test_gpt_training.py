@@ -19,6 +19,15 @@ it was 1.3e-5 to 4.2e-5 in most runs, but reached 1.12e-4 (megatron-2,
 step 50) and 2.1e-4 (1-rank, step 36, loss about a third of the initial)
 in others, so a per-step relative bound fails at random. A real error (a
 wrong VJP or boxing) shows as 1e-2 or more on either scale.
+
+The learning rate is 2e-3. At 3e-3 some initialisations train in a
+regime where rounding differences grow fast: OF_TEST_SEED=
+4248557605699374047 (data-2 with ZeRO) was already 2.3e-6 off at step 3
+and 1.37e-4 at step 39 on the initial loss's scale, with either of
+OpenBLAS's kernel sets, and OF's ZeRO and plain runs of it were bit for
+bit equal (so not a ZeRO error). At 2e-3 the same seed, and another,
+stayed within 3e-6 to 6.3e-6 in every fp32 case, and the loss still falls
+to between a fifth and a third of the initial.
 """
 
 import math
@@ -42,7 +51,7 @@ import gpt  # noqa: E402
 
 STEPS = 50
 TOL = 1e-4  # of the initial loss, see above
-LR = 3e-3
+LR = 2e-3
 BATCHES = 4  # the data repeats, so the loss falls well below log(vocab)
 PIPELINE = "cpu,train=adamw,weight-decay=0.01,max-grad-norm=1.0"
 
@@ -149,6 +158,7 @@ def test_gpt_training_matches_jax(layout, options, rng, tmp_path):
         assert worst > 1e-4, "the curve is fp32's: AMP is not in effect"
         assert drift <= AMP_TOL, f"{dtype} AMP drifts {drift:.2e} of the initial loss"
         return
+    print(f"  worst on the initial loss's scale {max(abs(g - r) for g, r in zip(losses, ref)) / ref[0]:.2e}")
     for step, (got, want) in enumerate(zip(losses, ref), 1):
         error = abs(got - want) / abs(ref[0])
         assert error <= TOL, (f"loss at step {step}: {got} vs {want}, error {error:.2e} of "

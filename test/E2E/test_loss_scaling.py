@@ -11,7 +11,9 @@ gradients are finite sums squares over sharded gradients across ranks).
   and halves the scale, until it fits. From there the run must equal, loss
   for loss and weight for weight, a run started at the scale it settled on
   (a power-of-two scale is exact in f16 away from overflow and underflow,
-  and the skipped steps did not advance AdamW's step count).
+  and the skipped steps did not advance AdamW's step count), including any
+  later skip (the parameters may move to where that scale overflows
+  again).
 - Growth: started at 2^0 with a window of 3, ten good steps double the
   scale three times and leave one good step counted.
 - Accuracy: the f16 curve tracks the float64 JAX reference of the same
@@ -81,23 +83,33 @@ def test_overflow_skips_steps(layout, rng, tmp_path):
     steps = 40
     losses, final = train(layout, ",loss-scale-log2=40", steps, inputs, tmp_path, "high")
     skipped = -int(final["loss_scale_log2"])
-    print(f"{layout}: {skipped} steps skipped, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-    assert 1 <= skipped <= steps - 10, f"{skipped} steps skipped (the scale started at 2^40)"
-    assert final["loss_scale_good_steps"] == steps - skipped
+    # A skipped step leaves the parameters, so the next loss repeats: the
+    # run starts with `lead` skips. Later steps may overflow again at the
+    # settled scale once the parameters have moved (seen on megatron-2:
+    # four good steps, then one more skip).
+    lead = next(i for i in range(steps - 1) if losses[i + 1] != losses[i])
+    later = [i for i in range(lead, steps - 1) if losses[i + 1] == losses[i]]
+    print(f"{layout}: {skipped} steps skipped ({lead} at the start, later at {later}), "
+          f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    assert 1 <= lead <= skipped <= steps - 10, f"{skipped} steps skipped (the scale started at 2^40)"
+    assert skipped - lead >= len(later), "fewer skips counted than the losses show"
     assert final["adam_step"] == steps - skipped, "a skipped step advanced AdamW's count"
-    # Skipped steps change nothing: the first good step sees the initial
-    # parameters too.
-    assert losses[: skipped + 1] == [losses[0]] * (skipped + 1), losses[: skipped + 2]
+    last_skip = later[-1] if later else lead - 1
+    assert final["loss_scale_good_steps"] == steps - 1 - last_skip, (
+        "the good-step count is not the steps since the last skip")
     assert losses[-1] < 0.5 * losses[0], losses
 
-    settled, final2 = train(layout, f",loss-scale-log2={40 - skipped}", steps - skipped,
+    # From the first good step on, the run equals one started at the scale
+    # the leading skips settled on, later skips included (the leading ones
+    # changed nothing, and the same scale sees the same parameters).
+    settled, final2 = train(layout, f",loss-scale-log2={40 - lead}", steps - lead,
                             inputs, tmp_path, "settled")
-    assert final2["loss_scale_log2"] == 0
-    np.testing.assert_array_equal(np.array(losses[skipped:]), np.array(settled),
+    np.testing.assert_array_equal(np.array(losses[lead:]), np.array(settled),
                                   "the run after the skipped steps differs from one "
                                   "started at the settled scale")
-    for name in ("w0", "b0", "w1", "b1"):
-        np.testing.assert_array_equal(final[name], final2[name], name)
+    for name in (*STATE, "w0", "b0", "w1", "b1"):
+        expected = final[name] + lead if name == "loss_scale_log2" else final[name]
+        np.testing.assert_array_equal(expected, final2[name], name)
 
 
 def test_scale_grows_after_window(rng, tmp_path):
