@@ -279,6 +279,30 @@ def main():
             rows.append((label + " dx+dw", t_grad, "torch(oneDNN)", t_torch_grad,
                          f"OF {2 * flops / t_grad / 1e9:.1f} GFLOP/s, torch {2 * flops / t_torch_grad / 1e9:.1f}"))
 
+        # The same convolution in bf16 (f32 accumulation, one rounding):
+        # oneDNN against the generated loops (use-dnn=false) and PyTorch.
+        bt16 = lambda a: (np.asarray(a, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        xt16, wt16 = xt.replace("f32", "bf16"), wt.replace("f32", "bf16")
+        mlir16 = f"""func.func @main(%x: tensor<{xt16}> {{of.name = "x"}}, %w: tensor<{wt16}> {{of.name = "w"}}) -> tensor<{xt16}> {{
+  %y = of.conv2d %x, %w {{{pad}}} : (tensor<{xt16}>, tensor<{wt16}>) -> tensor<{xt16}>
+  return %y : tensor<{xt16}>
+}}"""
+        in16 = {"x": bt16(cx), "w": bt16(cw)}
+        ofp, _, _ = compile_plan(tools, mlir16, work, "conv_bf16")
+        t_of16, _ = of_time(tools, ofp, in16, work, args.repeat)
+        ofp, _, _ = compile_plan(tools, mlir16, work, "conv_bf16_loops", "cpu,use-dnn=false")
+        t_loops16, _ = of_time(tools, ofp, in16, work, 2)
+        rows.append((label + " bf16", t_of16, "OF loops", t_loops16, ""))
+        if HAVE_TORCH:
+            tx16, tw16 = tx.to(torch.bfloat16), tw.to(torch.bfloat16)
+
+            def torch_conv16():
+                with torch.no_grad():
+                    return torch.nn.functional.conv2d(tx16, tw16, padding=1)
+
+            rows.append((label + " bf16", t_of16, "torch(oneDNN)", peer_time(torch_conv16, args.repeat),
+                         f"OF {flops / t_of16 / 1e9:.1f} GFLOP/s"))
+
         # Transformer block: compile time and plan size, and forward time.
         gpt = (ROOT / "examples" / "gpt_block.mlir").read_text()
         ofp, t_opt, t_translate = compile_plan(tools, gpt, work, "gpt")

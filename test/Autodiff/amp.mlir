@@ -33,9 +33,11 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
 
 // A convolution too: bf16 operands (the bias included), the result cast
 // back; its gradients are bf16 convolution gradients; every one of them
-// accumulates in f32 when lowered and rounds once.
+// accumulates in f32 when lowered and rounds once: in generated code
+// (use-dnn=false) or in oneDNN, whose bf16 steps the CPU pipeline makes.
 // RUN: of-opt %s --of-amp | FileCheck %s --check-prefix=CONV
-// RUN: of-opt %s --of-pipeline=cpu,train=sgd,amp=bf16,stop-after=linalg | FileCheck %s --check-prefix=CONVLOW
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,amp=bf16,stop-after=linalg,use-dnn=false | FileCheck %s --check-prefix=CONVLOW
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,amp=bf16,stop-after=linalg | FileCheck %s --check-prefix=CONVDNN
 // CONV-LABEL: func.func @conv_loss
 // CONV: %[[CX:.*]] = of.cast %arg0 : tensor<2x3x6x6xf32> to tensor<2x3x6x6xbf16>
 // CONV: %[[CW:.*]] = of.cast %arg1 : tensor<4x3x3x3xf32> to tensor<4x3x3x3xbf16>
@@ -49,6 +51,9 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
 // CONVLOW: linalg.generic {{.*}} ins({{.*}} : tensor<2x3x8x8xbf16>, tensor<2x4x6x6xbf16>) outs({{.*}} : tensor<4x3x3x3xf32>)
 // CONVLOW: arith.extf
 // CONVLOW: arith.extf
+// CONVDNN-LABEL: func.func @conv_loss_train_step
+// CONVDNN: of.library_call "dnn.conv2d"({{.*}}) into {{.*}} : (tensor<2x3x6x6xbf16>, tensor<4x3x3x3xbf16>, tensor<4xbf16>) into tensor<2x4x6x6xbf16>
+// CONVDNN: of.library_call "dnn.conv2d_grad_filter"({{.*}}) into {{.*}} : (tensor<2x3x6x6xbf16>, tensor<2x4x6x6xbf16>) into tensor<4x3x3x3xbf16>
 
 func.func @conv_loss(%x: tensor<2x3x6x6xf32> {of.name = "x"}, %w: tensor<4x3x3x3xf32> {of.name = "cw", of.param},
                      %b: tensor<4xf32> {of.name = "cb", of.param}) -> tensor<f32> {

@@ -3,7 +3,10 @@ and compared with NumPy in float64.
 
 Ops are grouped into a few programs with many outputs (each of-translate
 compiles a kernel library, which dominates the run time); each output is one
-test. Errors are relative, ||y - ref|| / ||ref||.
+test, under each CPU pipeline: the default, without fusion, without
+in-place updates, and without libraries (`nolib`: generated code instead of
+OpenBLAS gemm and oneDNN convolution steps). Errors are relative,
+||y - ref|| / ||ref||.
 
 Tolerances:
   - f32 elementwise ops (and shape ops, which only move data): 1e-5;
@@ -481,6 +484,29 @@ def conv2d_ref(x, w, b=None, strides=(1, 1), padding=(0, 0, 0, 0),
     return out
 
 
+def conv2d_grads_ref(x, w, dy, strides=(1, 1), padding=(0, 0, 0, 0),
+                     dilation=(1, 1), groups=1):
+    """The gradients (dx, dw) of conv2d_ref's sum(conv * dy): the same
+    windows, read backwards."""
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0], padding[1]), (padding[2], padding[3])))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    o, cg, kh, kw = w.shape
+    oh, ow = dy.shape[2:]
+    og = o // groups
+    for g in range(groups):
+        cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og)
+        for i in range(kh):
+            for j in range(kw):
+                hs, ws = i * dilation[0], j * dilation[1]
+                window = (slice(None), cs, slice(hs, hs + strides[0] * (oh - 1) + 1, strides[0]),
+                          slice(ws, ws + strides[1] * (ow - 1) + 1, strides[1]))
+                dxp[window] += np.einsum("nohw,oc->nchw", dy[:, os_], w[os_, :, i, j])
+                dw[os_, :, i, j] = np.einsum("nchw,nohw->oc", xp[window], dy[:, os_])
+    h, wd = x.shape[2:]
+    return dxp[:, :, padding[0]:padding[0] + h, padding[2]:padding[2] + wd], dw
+
+
 CONV_CASES = {
     "plain": dict(x=(1, 2, 5, 5), w=(3, 2, 3, 3)),
     "strided_padded_bias": dict(x=(2, 3, 6, 7), w=(4, 3, 3, 3), bias=True,
@@ -494,19 +520,17 @@ CONV_CASES = {
 
 
 def g_conv(rng):
+    """Convolutions and their gradients (oneDNN steps on the CPU), in f32
+    and, from inputs rounded to bf16, in bf16 (f32 accumulation, one
+    rounding of the result)."""
     p = Program()
     for name, c in CONV_CASES.items():
         x = p.input(f"x_{name}", nonzero(rng, c["x"]))
         w = p.input(f"w_{name}", nonzero(rng, c["w"]))
-        args, types = [x, w], [p.t(x), p.t(w)]
-        bv = None
-        if c.get("bias"):
-            bb = p.input(f"b_{name}", nonzero(rng, (c["w"][0],)))
-            args.append(bb)
-            types.append(p.t(bb))
-            bv = f64(p.inputs[bb[1:]])
         kw = {k: c[k] for k in ("strides", "padding", "dilation", "groups") if k in c}
-        ref = conv2d_ref(f64(p.inputs[x[1:]]), f64(p.inputs[w[1:]]), bv, **kw)
+        yshape = conv2d_ref(f64(p.inputs[x[1:]]), f64(p.inputs[w[1:]]), **kw).shape
+        dy = p.input(f"dy_{name}", nonzero(rng, yshape))
+        b = p.input(f"b_{name}", nonzero(rng, (c["w"][0],))) if c.get("bias") else None
         attrs = []
         for k in ("strides", "padding", "dilation"):
             if k in c:
@@ -514,9 +538,37 @@ def g_conv(rng):
         if "groups" in c:
             attrs.append(f"groups = {c['groups']} : i64")
         attr = f" {{{', '.join(attrs)}}}" if attrs else ""
-        ty = t(ref.shape)
-        p.op(f"%conv_{name} = of.conv2d {', '.join(args)}{attr} : ({', '.join(types)}) -> {ty}")
-        p.output(f"conv_{name}", f"%conv_{name}", ty, ref, RED)
+        for et, rounded, tol in (("f32", lambda a: a, RED), ("bf16", round_bf16, BF16)):
+            X, W, DY = (f64(rounded(p.inputs[v[1:]])) for v in (x, w, dy))
+            B = f64(rounded(p.inputs[b[1:]])) if b else None
+            ref = conv2d_ref(X, W, B, **kw)
+            dx_ref, dw_ref = conv2d_grads_ref(X, W, DY, **kw)
+            args = []
+            for v in (x, w, dy) + ((b,) if b else ()):
+                if et == "f32":
+                    args.append(v)
+                    continue
+                vt = p.t(v).replace("f32", et)
+                p.op(f"%{v[1:]}_{et} = of.cast {v} : {p.t(v)} to {vt}")
+                args.append(f"%{v[1:]}_{et}")
+            cx, cw, cdy = args[:3]
+            ty = lambda shape: t(shape, et)
+            xt, wt, yt = ty(c["x"]), ty(c["w"]), ty(yshape)
+            fwd = [cx, cw] + args[3:]
+            ftypes = [xt, wt] + ([ty((c["w"][0],))] if b else [])
+            lines = {
+                "conv": (f"of.conv2d {', '.join(fwd)}{attr} : ({', '.join(ftypes)}) -> {yt}", yshape, ref),
+                "conv_dx": (f"of.conv2d_grad_input {cdy}, {cw}{attr} : ({yt}, {wt}) -> {xt}", c["x"], dx_ref),
+                "conv_dw": (f"of.conv2d_grad_filter {cx}, {cdy}{attr} : ({xt}, {yt}) -> {wt}", c["w"], dw_ref),
+            }
+            for op, (line, shape, want) in lines.items():
+                r = f"%{op}_{name}_{et}"
+                p.op(f"{r} = {line}")
+                if et != "f32":
+                    p.op(f"{r}_f32 = of.cast {r} : {ty(shape)} to {t(shape)}")
+                    r += "_f32"
+                label = f"{op}_{name}" + ("" if et == "f32" else f"_{et}")
+                p.output(label, r, t(shape), want, tol)
     return p
 
 
@@ -775,7 +827,7 @@ GROUPS = {
 # so that a wrong fusion, BLAS call or in-place reuse shows as a difference.
 # "cuda" runs where a CUDA device is (else each case is skipped).
 PIPELINES = {"default": "cpu", "nofuse": "cpu,fuse=false",
-             "noblas": "cpu,use-blas=false", "noinplace": "cpu,in-place=false",
+             "nolib": "cpu,use-blas=false,use-dnn=false", "noinplace": "cpu,in-place=false",
              "cuda": "cuda"}
 
 

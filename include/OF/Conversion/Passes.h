@@ -16,8 +16,8 @@ class TypeConverter;
 namespace of {
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
-/// converter drops SBP encodings. With `convLibrary`, f32 convolutions and
-/// their gradients become of.library_call steps (oneDNN on the CPU).
+/// converter drops SBP encodings. With `convLibrary`, f32 and bf16 convolutions
+/// and their gradients become of.library_call steps (oneDNN on the CPU).
 void populateOFToLinalgPatterns(const TypeConverter &converter,
                                 RewritePatternSet &patterns,
                                 bool convLibrary = false);

@@ -36,7 +36,7 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     } -> tensor<4xf32>
     ```
 
-    With `conv-library`, f32 convolutions and their gradients become
+    With `conv-library`, f32 and bf16 convolutions and their gradients become
     `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN
     (`--of-pipeline=cpu` sets it; the CUDA pipeline does not yet).
@@ -48,7 +48,7 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
   }];
   let options = [
     Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
-           "Run f32 convolutions and their gradients as library steps "
+           "Run f32 and bf16 convolutions and their gradients as library steps "
            "(of.library_call) instead of generated code">
   ];
   let dependentDialects = [

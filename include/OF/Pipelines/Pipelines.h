@@ -22,8 +22,8 @@ struct PipelineOptions {
   bool fuse = true;
   bool inPlace = true;
   bool useBlas = true;
-  /// Convolutions (f32, and their gradients) as oneDNN library steps on
-  /// the CPU rather than generated im2col gemms.
+  /// Convolutions (f32 and bf16, and their gradients) as oneDNN library steps
+  /// on the CPU rather than generated im2col gemms.
   bool useDnn = true;
   /// Run --of-autodiff after inlining: functions with of.param arguments
   /// get their @<name>_grad.

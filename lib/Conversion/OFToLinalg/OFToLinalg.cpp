@@ -1525,10 +1525,11 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// A convolution or one of its gradients as an of.library_call that the
 /// plan runs through the runtime's convolution library (oneDNN on the CPU):
 /// added, ahead of the generated forms, when the pass runs with
-/// conv-library. f32 only: oneDNN has no f64 convolution, and 16-bit ones
-/// stay generated until measured. Measured with bench/cpu_bench.py on
-/// 8x64x28x28, 3x3 -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms,
-/// the im2col gemm at 5-12 ms.
+/// conv-library. f32 and bf16 (which accumulates in f32 and rounds once, as
+/// the generated form does; a bias is added before that rounding): oneDNN
+/// has no f64 convolution, and Debian's oneDNN 2.6 no f16 one on the CPU.
+/// Measured with bench/cpu_bench.py on 8x64x28x28, 3x3 -> 64 (see
+/// docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm at 5-12 ms.
 template <typename OpTy>
 struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx)
@@ -1537,8 +1538,10 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = localType(op.getType());
-    if (!type.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "library convolutions are f32");
+    Type et = type.getElementType();
+    if (!et.isF32() && !et.isBF16())
+      return rewriter.notifyMatchFailure(
+          op, "library convolutions are f32 or bf16");
     // The operands and result, and which of them are x, w and y.
     SmallVector<Value> inputs;
     StringRef callee;
