@@ -12,6 +12,7 @@ against the machine's nominal fp32 peak (--peak-gflops, default 225 for the
 2-core AVX-512 development machines).
 """
 import argparse
+import math
 import ctypes
 import ctypes.util
 import os
@@ -302,6 +303,74 @@ def main():
 
             rows.append((label + " bf16", t_of16, "torch(oneDNN)", peer_time(torch_conv16, args.repeat),
                          f"OF {flops / t_of16 / 1e9:.1f} GFLOP/s"))
+
+        # A pre-norm GPT block forward (the op sequence of
+        # examples/gpt_block.mlir) at a size where the work is not all
+        # overhead, one rank, against PyTorch eager on the same weights;
+        # the outputs must agree.
+        B, T, C, H = 8, 128, 256, 4
+        D = C // H
+        f = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"
+        blk = f"""func.func @main(%x: {f(B, T, C)} {{of.name = "x"}}, %mask: tensor<{T}x{T}xi1> {{of.name = "mask"}},
+    %g1: {f(C)} {{of.name = "g1"}}, %b1: {f(C)} {{of.name = "b1"}}, %wqkv: {f(C, 3 * C)} {{of.name = "wqkv"}},
+    %wo: {f(C, C)} {{of.name = "wo"}}, %g2: {f(C)} {{of.name = "g2"}}, %b2: {f(C)} {{of.name = "b2"}},
+    %wfc: {f(C, 4 * C)} {{of.name = "wfc"}}, %wp: {f(4 * C, C)} {{of.name = "wp"}}) -> {f(B, T, C)} {{
+  %h = of.layer_norm %x weight %g1 bias %b1 : ({f(B, T, C)}, {f(C)}, {f(C)}) -> {f(B, T, C)}
+  %qkv = of.matmul %h, %wqkv : ({f(B, T, C)}, {f(C, 3 * C)}) -> {f(B, T, 3 * C)}
+""" + "".join(f"""  %{n} = of.slice %qkv {{starts = array<i64: 0, 0, {i * C}>, limits = array<i64: {B}, {T}, {(i + 1) * C}>}} : ({f(B, T, 3 * C)}) -> {f(B, T, C)}
+  %{n}4 = of.reshape %{n} : ({f(B, T, C)}) -> {f(B, T, H, D)}
+  %{n}h = of.transpose %{n}4, [0, 2, 1, 3] : ({f(B, T, H, D)}) -> {f(B, H, T, D)}
+""" for i, n in enumerate("qkv")) + f"""  %s = of.matmul %qh, %kh {{transpose_b = true}} : ({f(B, H, T, D)}, {f(B, H, T, D)}) -> {f(B, H, T, T)}
+  %scale = of.constant dense<{1 / math.sqrt(D)}> : tensor<f32>
+  %ss = of.mul %s, %scale : ({f(B, H, T, T)}, tensor<f32>) -> {f(B, H, T, T)}
+  %ninf = of.constant dense<-1.0e9> : tensor<f32>
+  %sm = of.select %mask, %ss, %ninf : (tensor<{T}x{T}xi1>, {f(B, H, T, T)}, tensor<f32>) -> {f(B, H, T, T)}
+  %p = of.softmax %sm {{axis = -1}} : ({f(B, H, T, T)}) -> {f(B, H, T, T)}
+  %c = of.matmul %p, %vh : ({f(B, H, T, T)}, {f(B, H, T, D)}) -> {f(B, H, T, D)}
+  %ct = of.transpose %c, [0, 2, 1, 3] : ({f(B, H, T, D)}) -> {f(B, T, H, D)}
+  %c2 = of.reshape %ct : ({f(B, T, H, D)}) -> {f(B, T, C)}
+  %a = of.matmul %c2, %wo : ({f(B, T, C)}, {f(C, C)}) -> {f(B, T, C)}
+  %r1 = of.add %x, %a : ({f(B, T, C)}, {f(B, T, C)}) -> {f(B, T, C)}
+  %h2 = of.layer_norm %r1 weight %g2 bias %b2 : ({f(B, T, C)}, {f(C)}, {f(C)}) -> {f(B, T, C)}
+  %fc = of.matmul %h2, %wfc : ({f(B, T, C)}, {f(C, 4 * C)}) -> {f(B, T, 4 * C)}
+  %act = of.gelu %fc {{approximate = "tanh"}} : ({f(B, T, 4 * C)}) -> {f(B, T, 4 * C)}
+  %m = of.matmul %act, %wp : ({f(B, T, 4 * C)}, {f(4 * C, C)}) -> {f(B, T, C)}
+  %y = of.add %r1, %m : ({f(B, T, C)}, {f(B, T, C)}) -> {f(B, T, C)}
+  return %y : {f(B, T, C)}
+}}"""
+        bp = {"x": rng.standard_normal((B, T, C), dtype=np.float32),
+              "mask": np.tril(np.ones((T, T), dtype=bool))}
+        for name, shape in [("g1", (C,)), ("b1", (C,)), ("wqkv", (C, 3 * C)), ("wo", (C, C)),
+                            ("g2", (C,)), ("b2", (C,)), ("wfc", (C, 4 * C)), ("wp", (4 * C, C))]:
+            bp[name] = (rng.standard_normal(shape) / (np.sqrt(shape[0]) if len(shape) > 1 else 10)
+                        ).astype(np.float32)
+        ofp, _, _ = compile_plan(tools, blk, work, "block")
+        t_of, _ = of_time(tools, ofp, bp, work, args.repeat)
+        if HAVE_TORCH:
+            import torch
+            tb_ = {k: torch.from_numpy(v) for k, v in bp.items()}
+
+            def torch_block():
+                with torch.no_grad():
+                    F = torch.nn.functional
+                    x = tb_["x"]
+                    h = F.layer_norm(x, (C,), tb_["g1"], tb_["b1"])
+                    q, k, v = (t.reshape(B, T, H, D).transpose(1, 2)
+                               for t in (h @ tb_["wqkv"]).split(C, -1))
+                    s = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(D))
+                    s = torch.where(tb_["mask"], s, torch.tensor(-1.0e9))
+                    c = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+                    r1 = x + c @ tb_["wo"]
+                    h2 = F.layer_norm(r1, (C,), tb_["g2"], tb_["b2"])
+                    return r1 + F.gelu(h2 @ tb_["wfc"], approximate="tanh") @ tb_["wp"]
+
+            want = torch_block().numpy()
+            got = np.load(work / "out" / "out0.npy")
+            err = np.linalg.norm(got - want) / np.linalg.norm(want)
+            if err > 1e-4:
+                sys.exit(f"bench: the transformer block differs from PyTorch's by {err:.1e}")
+            rows.append((f"GPT block fwd {B}x{T}x{C} h{H}", t_of, "torch eager",
+                         peer_time(torch_block, args.repeat), f"outputs agree to {err:.1e}"))
 
         # Transformer block: compile time and plan size, and forward time.
         gpt = (ROOT / "examples" / "gpt_block.mlir").read_text()
