@@ -2,8 +2,9 @@
 //
 // Implements --of-fuse-elementwise: upstream's elementwise fusion and
 // reshape-by-expansion folding, with a control function that keeps
-// contractions out of both and does not fuse a broadcast producer that
-// calls math functions into its larger consumer. Upstream's
+// contractions out of both, does not fuse a broadcast producer that calls
+// math functions into its larger consumer, and does not recompute a
+// multi-input producer that other users keep anyway. Upstream's
 // linalg-fuse-elementwise-ops would fold the reshape around a batched matmul
 // into it and turn the linalg.contract into a generic that no longer maps onto
 // one BLAS call.
@@ -59,12 +60,29 @@ bool wouldRecomputeMath(OpOperand *fused) {
   return callsMath;
 }
 
+/// Whether fusing would make the consumer recompute, from several full-size
+/// inputs, a producer that stays anyway for its other users. Its result is
+/// then written regardless, and reading it back is one stream where
+/// recomputing it reads each of its inputs (and, fused in turn, theirs):
+/// chains of residual additions used by many kernels grew into kernels
+/// reading dozens of buffers.
+bool wouldDuplicate(OpOperand *fused) {
+  Value result = fused->get();
+  auto producer = result.getDefiningOp<linalg::GenericOp>();
+  if (!producer || result.hasOneUse())
+    return false;
+  int fullInputs = 0;
+  for (OpOperand *input : producer.getDpsInputOperands())
+    fullInputs += producer.getMatchingIndexingMap(input).isPermutation();
+  return fullInputs > 1;
+}
+
 /// Fuse only where neither side is a contraction, and where no
-/// transcendental work would be repeated.
+/// transcendental work or multi-input producer would be repeated.
 bool shouldFuse(OpOperand *fused) {
   return !isContraction(fused->getOwner()) &&
          !isContraction(fused->get().getDefiningOp()) &&
-         !wouldRecomputeMath(fused);
+         !wouldRecomputeMath(fused) && !wouldDuplicate(fused);
 }
 
 struct FuseElementwisePass

@@ -1,10 +1,10 @@
 // A training step's state updates are written straight into the state's
 // input buffers: the update kernel's output is the input, and the output
-// step's source is the input itself (the runtime copies nothing). SGD's
-// momentum kernel moves after the parameter kernel, which (fused) still
-// reads the old momentum. With in-place=false, and where a step that can
-// fail (a collective) follows the update, the update goes to the arena and
-// is copied out as before.
+// step's source is the input itself (the runtime copies nothing). An
+// optimizer's parameter kernel reads the new momentum (moments) from the
+// state's buffer the momentum kernel has just written. With in-place=false,
+// and where a step that can fail (a collective) follows the update, the
+// update goes to the arena and is copied out as before.
 // RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,zero=true,stop-after=plan | FileCheck %s
 // RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=sgd,momentum=0.9,stop-after=plan,in-place=false | FileCheck %s --check-prefix=COPY
 // RUN: of-opt %s --split-input-file --of-pipeline=cpu,train=adamw,stop-after=plan | FileCheck %s --check-prefix=ADAM
@@ -14,22 +14,27 @@
 // CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
 // CHECK: ofrt.library "blas.gemm"
 // CHECK: ofrt.library "blas.gemm" {{.*}}, @[[G:buf[0-9]+]]]
-// The parameter kernel writes w (it reads the old momentum and the
-// gradient), then the momentum kernel writes the momentum.
-// CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[W]], @{{arg[0-9]+}}, @[[M]], @[[G]]]
+// The momentum kernel writes the momentum, then the parameter kernel
+// writes w from it.
 // CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @[[G]]]
+// CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[W]], @{{arg[0-9]+}}, @[[M]]]
 // CHECK-NEXT: ofrt.output "loss"
 // CHECK-NEXT: ofrt.output "w" = @[[W]] {updates = "w"}
 // CHECK-NEXT: ofrt.output "momentum_w" = @[[M]] {updates = "momentum_w"}
 
-// AdamW: the moments' kernels (and the step count's) move past the
-// parameter's kernel, which reads the old moments.
+// AdamW: the moments' kernels write the moments in place; the parameter's
+// kernel reads the new ones there. The step count's kernel moves past the
+// bias corrections' kernels, which read the old count.
 // ADAM-LABEL: ofrt.program "loss_train_step"
 // ADAM-DAG: ofrt.buffer @[[AW:arg[0-9]+]] input binding "w"
 // ADAM-DAG: ofrt.buffer @[[AM:arg[0-9]+]] input binding "adam_m_w"
 // ADAM-DAG: ofrt.buffer @[[AV:arg[0-9]+]] input binding "adam_v_w"
 // ADAM-DAG: ofrt.buffer @[[AS:arg[0-9]+]] input binding "adam_step"
-// ADAM: ofrt.output "w" = @[[AW]] {updates = "w"}
+// ADAM: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[AM]], @{{buf[0-9]+}}]
+// ADAM-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[AV]], @{{buf[0-9]+}}]
+// ADAM-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[AW]], {{.*}}@[[AM]], {{.*}}@[[AV]], {{.*}}]
+// ADAM-NEXT: ofrt.output "loss"
+// ADAM-NEXT: ofrt.output "w" = @[[AW]] {updates = "w"}
 // ADAM-NEXT: ofrt.output "adam_m_w" = @[[AM]] {updates = "adam_m_w"}
 // ADAM-NEXT: ofrt.output "adam_v_w" = @[[AV]] {updates = "adam_v_w"}
 // ADAM-NEXT: ofrt.output "adam_step" = @[[AS]] {updates = "adam_step"}
@@ -49,12 +54,11 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
 
 // ZeRO on 2 ranks: the new momentum shard is followed by the parameter's
 // all-gather, which can fail, so it is written to the arena and copied
-// when the run has succeeded; the momentum kernel, not rewritten, also
-// stays before the parameter's kernel (which reads the old momentum).
+// when the run has succeeded; the parameter's kernel reads it there.
 // CHECK-LABEL: ofrt.program "loss_train_step"
 // CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
 // CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @{{buf[0-9]+}}, @[[NEWM:buf[0-9]+]]]
-// CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@{{buf[0-9]+}}, @{{arg[0-9]+}}, @[[M]], @{{buf[0-9]+}}]
+// CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@{{buf[0-9]+}}, @{{arg[0-9]+}}, @[[NEWM]]]
 // CHECK-NEXT: ofrt.collective "all_gather"
 // CHECK: ofrt.output "momentum_w" = @[[NEWM]] {{.*}}updates = "momentum_w"
 

@@ -12,7 +12,11 @@ def FuseElementwisePass : Pass<"of-fuse-elementwise"> {
     and folding of reshapes into generics by expansion), controlled so that
     contractions (`linalg.contract`, matmul-like generics) are neither fused
     into nor reshaped: they stay whole so that the plan builder can hand
-    them to BLAS, which is faster than a fused loop nest.
+    them to BLAS, which is faster than a fused loop nest. A producer that
+    has other users is not recomputed in a consumer when it reads more than
+    one full-size input (it runs for its other users anyway, and reading
+    its result is one stream), nor is a transcendental producer that the
+    consumer broadcasts.
 
     ```mlir
     %a = linalg.generic ... { exp } ins(%x) outs(%e0)

@@ -229,11 +229,13 @@ SmallVector<Value> aliasesOf(Value root) {
 /// input buffer: for a result marked `of.update = a` whose buffer is last
 /// written by an elementwise kernel K (its whole init, identity indexing),
 /// K writes argument `a` instead when that is safe, after moving K past
-/// later readers of `a` where nothing between depends on it. Safe means nothing
-/// after K uses argument `a` and K reads it only at the index it writes,
-/// nothing after K but the return uses the old buffer, and nothing after K
-/// can fail (no collective, no index check, no library call): a run that fails
-/// then stops before any state has changed. The output step then copies nothing
+/// later readers of `a` where nothing between depends on it; the ops after
+/// K that read the new value (an optimizer's moments, read by its parameter
+/// kernel) then read it from `a`. Safe means nothing after K uses argument
+/// `a`'s old value and K reads it only at the index it writes, ops after K
+/// only read the result's buffer, and nothing after K can fail (no
+/// collective, no index check, no library call): a run that fails then
+/// stops before any state has changed. The output step then copies nothing
 /// (its source is the input's storage), saving a copy of every updated
 /// parameter and optimizer state per step. Bufferization keeps the
 /// caller's arguments read-only (`bufferization.writable = false`) because
@@ -257,12 +259,14 @@ void writeUpdatesInPlace(func::FuncOp func) {
         !result.getDefiningOp<memref::AllocOp>() ||
         llvm::count(ret.getOperands(), result) != 1)
       continue;
-    // K: the last op that uses the result's buffer, not counting views
-    // and the return.
-    Operation *last = nullptr;
+    // K: the last op that writes the result's buffer. Ops after it may
+    // only read that buffer, directly (AdamW's parameter kernel reads the
+    // new moments): they will read the argument, which then holds the same.
+    Operation *writer = nullptr;
     bool ok = true;
     for (Value alias : aliasesOf(result))
-      for (Operation *user : alias.getUsers()) {
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
         if (user->getBlock() != &body) {
           ok = false;
           continue;
@@ -271,17 +275,33 @@ void writeUpdatesInPlace(func::FuncOp func) {
           ok &= alias == result;
           continue;
         }
-        if (isa<ViewLikeOpInterface>(user))
-          continue;
-        if (!last || last->isBeforeInBlock(user))
-          last = user;
+        auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+        if (alias == result && dps && dps.isDpsInit(&use) &&
+            (!writer || writer->isBeforeInBlock(user)))
+          writer = user;
       }
-    auto kernel = dyn_cast_or_null<linalg::GenericOp>(last);
+    auto kernel = dyn_cast_or_null<linalg::GenericOp>(writer);
     if (!ok || !kernel || kernel.getNumDpsInits() != 1 ||
         kernel.getNumLoops() != kernel.getNumParallelLoops() ||
         kernel.getDpsInitOperand(0)->get() != result ||
         !kernel.getMatchingIndexingMap(kernel.getDpsInitOperand(0))
              .isIdentity())
+      continue;
+    SmallVector<OpOperand *> laterReads;
+    for (Value alias : aliasesOf(result))
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == ret.getOperation() || user == kernel.getOperation() ||
+            isa<ViewLikeOpInterface, memref::DeallocOp>(user) ||
+            user->isBeforeInBlock(kernel))
+          continue;
+        auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+        if (alias == result && dps && dps.isDpsInput(&use))
+          laterReads.push_back(&use);
+        else
+          ok = false;
+      }
+    if (!ok)
       continue;
     // Ops after K that read the argument (SGD's parameter kernel reads
     // the old momentum when fusion recomputes the new one in it): K moves
@@ -346,6 +366,8 @@ void writeUpdatesInPlace(func::FuncOp func) {
     if (lastReader)
       kernel->moveAfter(lastReader);
     kernel.getDpsInitOperand(0)->set(arg);
+    for (OpOperand *use : laterReads)
+      use->set(arg);
     ret.setOperand(i, arg);
   }
 }
