@@ -13,7 +13,7 @@ DEBIAN_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-dev
-  libopenblas-dev libdnnl-dev
+  libopenblas-dev libopenblas0-openmp libdnnl-dev
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )

@@ -20,23 +20,31 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 using namespace of::plan;
+
+#ifndef OF_OPENBLAS_OPENMP_DIR // set by CMake; builds without it (fuzzers)
+#define OF_OPENBLAS_OPENMP_DIR "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+#endif
 
 namespace of::rt {
 
 namespace {
 
-/// OpenBLAS, loaded with dlopen when a session first has a gemm step. Two
-/// reasons not to link it: a plan without gemm steps never starts OpenBLAS's
-/// thread pool (which slows oneDNN's OpenMP threads on the same cores, see
-/// docs/architecture.md), and OpenBLAS picks its kernels for the CPU once,
-/// when it is loaded, so the runtime can correct that choice first.
-/// Debian's OpenBLAS 0.3.21 does not know newer AVX-512 CPUs (Sapphire
-/// Rapids reads as "Prescott", SSE3 kernels); unless $OPENBLAS_CORETYPE is
-/// set, the runtime sets it to SkylakeX (AVX-512 kernels) on a CPU with
-/// AVX-512 F/BW/DQ/VL for the duration of the load. `bench/cpu_bench.py`
-/// measured 1024^3 sgemm at 60 GFLOP/s before and 280 after.
+/// OpenBLAS, loaded with dlopen when a session first has a gemm step, for
+/// three reasons. Its OpenMP build is preferred: oneDNN's convolutions run
+/// on libgomp's threads, and OpenBLAS's own thread pool next to them on the
+/// same cores slowed both (a plan with two convolutions and two gemms:
+/// 2.4-2.6 and 5.0-5.5 ms per step with the OpenMP build, 5-15 and 8-13 ms
+/// with the pthread one; docs/architecture.md). A plan without gemm steps
+/// loads no BLAS. And OpenBLAS picks its kernels for the CPU once, when it
+/// is loaded, so the runtime can correct that choice first: Debian's 0.3.21
+/// does not know newer AVX-512 CPUs (Sapphire Rapids reads as "Prescott",
+/// SSE3 kernels); unless $OPENBLAS_CORETYPE is set, the runtime sets it to
+/// SkylakeX (AVX-512 kernels) on a CPU with AVX-512 F/BW/DQ/VL for the
+/// duration of the load. `bench/cpu_bench.py` measured 1024^3 sgemm at 60
+/// GFLOP/s before and 280 after.
 struct OpenBlas {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&cblas_dgemm) dgemm = nullptr;
@@ -47,8 +55,12 @@ Status loadOpenBlas(const OpenBlas *&out) {
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
-    const char *override = std::getenv("OF_OPENBLAS_LIBRARY");
-    std::string name = override && *override ? override : "libopenblas.so.0";
+    std::vector<std::string> candidates;
+    if (const char *path = std::getenv("OF_OPENBLAS_LIBRARY"); path && *path)
+      candidates.push_back(path);
+    else
+      candidates = {OF_OPENBLAS_OPENMP_DIR "/libopenblas.so.0",
+                    "libopenblas.so.0"};
     bool setCore = !std::getenv("OPENBLAS_CORETYPE") &&
                    __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") &&
@@ -56,16 +68,24 @@ Status loadOpenBlas(const OpenBlas *&out) {
                    __builtin_cpu_supports("avx512vl");
     if (setCore)
       ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-    void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    const char *why = library ? nullptr : ::dlerror();
+    void *library = nullptr;
+    std::string name, errors;
+    for (const std::string &candidate : candidates) {
+      library = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (library) {
+        name = candidate;
+        break;
+      }
+      const char *why = ::dlerror();
+      errors += formatMessage("\n  ", candidate, ": ", why ? why : "not found");
+    }
     if (setCore)
       ::unsetenv("OPENBLAS_CORETYPE");
     if (!library) {
       error = formatMessage(
-          "cannot load OpenBLAS (", name,
-          "; on Debian the package libopenblas0; $OF_OPENBLAS_LIBRARY names "
-          "another): ",
-          why ? why : "not found");
+          "cannot load OpenBLAS (on Debian the package libopenblas0-openmp; "
+          "$OF_OPENBLAS_LIBRARY names another):",
+          errors);
       return;
     }
     blas.sgemm =
