@@ -70,3 +70,21 @@ func.func @loss(%x: tensor<4x8xf32, #of.sbp<@dp, [S(0)]>> {of.name = "x"}, %w: t
   %lb = of.boxing %l : tensor<f32, #of.sbp<@dp, [P]>> -> tensor<f32, #of.sbp<@dp, [B]>>
   return %lb : tensor<f32, #of.sbp<@dp, [B]>>
 }
+
+// -----
+
+// An embedding table, which gathers read with loads inside their kernels
+// (and whose gradient a scatter accumulates), is updated in place too.
+// ADAM-LABEL: ofrt.program "emb_train_step"
+// ADAM-DAG: ofrt.buffer @[[T:arg[0-9]+]] input binding "table"
+// ADAM-DAG: ofrt.buffer @[[H:arg[0-9]+]] input binding "head"
+// ADAM: ofrt.output "table" = @[[T]] {updates = "table"}
+// ADAM-NEXT: ofrt.output "head" = @[[H]] {updates = "head"}
+func.func @emb(%ids: tensor<4xi64> {of.name = "ids"}, %table: tensor<8x3xf32> {of.name = "table", of.param},
+               %head: tensor<3x8xf32> {of.name = "head", of.param}) -> tensor<f32> {
+  %e = of.embedding %ids, %table : (tensor<4xi64>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %y = of.matmul %e, %head : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+  %t = of.tanh %y : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = of.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -267,10 +267,10 @@ void writeUpdatesInPlace(func::FuncOp func) {
     for (Value alias : aliasesOf(result))
       for (OpOperand &use : alias.getUses()) {
         Operation *user = use.getOwner();
-        if (user->getBlock() != &body) {
-          ok = false;
+        // Loads and stores inside a kernel's body (an embedding gradient's
+        // scatter) are that kernel's; they must come before K (below).
+        if (user->getBlock() != &body)
           continue;
-        }
         if (user == ret.getOperation()) {
           ok &= alias == result;
           continue;
@@ -291,12 +291,17 @@ void writeUpdatesInPlace(func::FuncOp func) {
     for (Value alias : aliasesOf(result))
       for (OpOperand &use : alias.getUses()) {
         Operation *user = use.getOwner();
-        if (user == ret.getOperation() || user == kernel.getOperation() ||
+        Operation *top = body.findAncestorOpInBlock(*user);
+        if (!top) {
+          ok = false;
+          continue;
+        }
+        if (top == ret.getOperation() || user == kernel.getOperation() ||
             isa<ViewLikeOpInterface, memref::DeallocOp>(user) ||
-            user->isBeforeInBlock(kernel))
+            top->isBeforeInBlock(kernel))
           continue;
         auto dps = dyn_cast<DestinationStyleOpInterface>(user);
-        if (alias == result && dps && dps.isDpsInput(&use))
+        if (user == top && alias == result && dps && dps.isDpsInput(&use))
           laterReads.push_back(&use);
         else
           ok = false;
@@ -307,13 +312,17 @@ void writeUpdatesInPlace(func::FuncOp func) {
     // the old momentum when fusion recomputes the new one in it): K moves
     // after the last of them when nothing in between touches K's output or
     // writes what K reads.
+    // A kernel that gathers from the argument (an embedding table) reads it
+    // with loads inside its body: the kernel is the reader.
     Operation *lastReader = nullptr;
     for (Value alias : aliasesOf(arg))
-      for (Operation *user : alias.getUsers())
-        if (user->getBlock() == &body && !isa<ViewLikeOpInterface>(user) &&
+      for (Operation *user : alias.getUsers()) {
+        user = body.findAncestorOpInBlock(*user);
+        if (user && !isa<ViewLikeOpInterface>(user) &&
             kernel->isBeforeInBlock(user) && user != ret.getOperation() &&
             (!lastReader || lastReader->isBeforeInBlock(user)))
           lastReader = user;
+      }
     // K goes after `anchor`: the last later reader of the argument, or
     // where it is.
     Operation *anchor = lastReader ? lastReader : kernel.getOperation();
@@ -321,6 +330,9 @@ void writeUpdatesInPlace(func::FuncOp func) {
       SmallVector<Value> kernelReads;
       for (OpOperand *input : kernel.getDpsInputOperands())
         kernelReads.push_back(traceRoot(input->get()));
+      kernel->walk([&](memref::LoadOp load) {
+        kernelReads.push_back(traceRoot(load.getMemRef()));
+      });
       for (Operation *op = kernel->getNextNode(); ok; op = op->getNextNode()) {
         if (isa<ViewLikeOpInterface, memref::AllocOp>(op) ||
             isMemoryEffectFree(op)) {
@@ -337,6 +349,15 @@ void writeUpdatesInPlace(func::FuncOp func) {
           ok = root != result && !(dps.isDpsInit(&operand) &&
                                    llvm::is_contained(kernelReads, root));
         }
+        // Loads and stores inside its body (gathers, scatters) count too.
+        op->walk([&](Operation *inner) {
+          if (auto load = dyn_cast<memref::LoadOp>(inner))
+            ok &= traceRoot(load.getMemRef()) != result;
+          if (auto store = dyn_cast<memref::StoreOp>(inner)) {
+            Value root = traceRoot(store.getMemRef());
+            ok &= root != result && !llvm::is_contained(kernelReads, root);
+          }
+        });
         if (op == lastReader)
           break;
       }
@@ -347,7 +368,15 @@ void writeUpdatesInPlace(func::FuncOp func) {
         Operation *user = use.getOwner();
         if (isa<ViewLikeOpInterface>(user) && user->getBlock() == &body)
           continue;
-        if (user->getBlock() != &body || user == ret.getOperation()) {
+        if (user->getBlock() != &body) {
+          // A load inside a kernel's body: that kernel reads the argument
+          // (K itself may not, at an index other than the one it writes).
+          Operation *reader = body.findAncestorOpInBlock(*user);
+          ok &= reader && reader != kernel.getOperation() &&
+                (reader == anchor || reader->isBeforeInBlock(anchor));
+          continue;
+        }
+        if (user == ret.getOperation()) {
           ok = false;
           continue;
         }
