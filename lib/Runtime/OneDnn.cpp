@@ -257,40 +257,39 @@ struct OneDnnConvolutions::Impl {
                        "weight-gradient descriptor");
     }
     if (!status.failed()) {
-      auto md = [&](dnnl_query_t what) {
-        return dnnl_primitive_desc_query_md(chosen, what, 0);
+      // The operands in the step's buffer order: oneDNN's argument, the
+      // plan's layout, and the query for the primitive's layout (none: the
+      // plan's, for the bias).
+      struct Spec {
+        int arg;
+        const dnnl_memory_desc_t *user;
+        dnnl_query_t query;
       };
-      // The operands in the step's buffer order.
+      std::vector<Spec> specs;
       if (step.function == kConvForwardFunction) {
-        status = addOperand(step, conv, DNNL_ARG_SRC, 0, false, xUser,
-                            md(dnnl_query_src_md));
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_WEIGHTS, 1, false, wUser,
-                              md(dnnl_query_weights_md));
-        if (!status.failed() && hasBias)
-          status =
-              addOperand(step, conv, DNNL_ARG_BIAS, 2, false, bUser, &bUser);
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_DST, hasBias ? 3 : 2, true,
-                              yUser, md(dnnl_query_dst_md));
+        specs = {{DNNL_ARG_SRC, &xUser, dnnl_query_src_md},
+                 {DNNL_ARG_WEIGHTS, &wUser, dnnl_query_weights_md}};
+        if (hasBias)
+          specs.push_back({DNNL_ARG_BIAS, &bUser, dnnl_query_undef});
+        specs.push_back({DNNL_ARG_DST, &yUser, dnnl_query_dst_md});
       } else if (step.function == kConvGradInputFunction) {
-        status = addOperand(step, conv, DNNL_ARG_DIFF_DST, 0, false, yUser,
-                            md(dnnl_query_diff_dst_md));
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_WEIGHTS, 1, false, wUser,
-                              md(dnnl_query_weights_md));
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_DIFF_SRC, 2, true, xUser,
-                              md(dnnl_query_diff_src_md));
+        specs = {{DNNL_ARG_DIFF_DST, &yUser, dnnl_query_diff_dst_md},
+                 {DNNL_ARG_WEIGHTS, &wUser, dnnl_query_weights_md},
+                 {DNNL_ARG_DIFF_SRC, &xUser, dnnl_query_diff_src_md}};
       } else {
-        status = addOperand(step, conv, DNNL_ARG_SRC, 0, false, xUser,
-                            md(dnnl_query_src_md));
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_DIFF_DST, 1, false, yUser,
-                              md(dnnl_query_diff_dst_md));
-        if (!status.failed())
-          status = addOperand(step, conv, DNNL_ARG_DIFF_WEIGHTS, 2, true, wUser,
-                              md(dnnl_query_diff_weights_md));
+        specs = {{DNNL_ARG_SRC, &xUser, dnnl_query_src_md},
+                 {DNNL_ARG_DIFF_DST, &yUser, dnnl_query_diff_dst_md},
+                 {DNNL_ARG_DIFF_WEIGHTS, &wUser, dnnl_query_diff_weights_md}};
+      }
+      for (unsigned i = 0; i < specs.size() && !status.failed(); ++i) {
+        const Spec &spec = specs[i];
+        const dnnl_memory_desc_t *layout =
+            spec.query == dnnl_query_undef
+                ? spec.user
+                : dnnl_primitive_desc_query_md(chosen, spec.query, 0);
+        status =
+            addOperand(step, conv, spec.arg, i,
+                       /*output=*/i + 1 == specs.size(), *spec.user, layout);
       }
     }
     if (!status.failed())

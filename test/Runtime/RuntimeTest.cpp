@@ -41,6 +41,14 @@ struct SessionHandle {
   ~SessionHandle() { ofrt_session_destroy(session); }
 };
 
+/// Opens `file` and creates a session of its "main" entry for rank 0.
+void openSession(const Bytes &file, PlanHandle &plan, SessionHandle &session) {
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
+            "");
+}
+
 const Bytes &kernelObject() {
   static const Bytes bytes = readFileBytes(OFRT_TEST_KERNELS);
   return bytes;
@@ -144,13 +152,10 @@ void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
                       int64_t k) {
   SCOPED_TRACE(testing::Message()
                << "batch " << batch << " m " << m << " n " << n << " k " << k);
-  Bytes file = makeBatchedGemmPlan(dtype, batch, m, n, k).write();
   PlanHandle plan;
-  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
-            "");
   SessionHandle session;
-  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
-            "");
+  ASSERT_NO_FATAL_FAILURE(openSession(
+      makeBatchedGemmPlan(dtype, batch, m, n, k).write(), plan, session));
   std::mt19937 random(42);
   std::uniform_real_distribution<double> uniform(-1, 1);
   std::vector<T> a(batch * k * m), b(n * k);
@@ -284,13 +289,9 @@ struct ConvCase {
 
 TEST(Runtime, ConvolutionStepsMatchLoops) {
   ConvCase conv;
-  Bytes file = conv.plan().write();
   PlanHandle plan;
-  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
-            "");
   SessionHandle session;
-  ASSERT_EQ(take(ofrt_session_create(plan.plan, "main", 0, &session.session)),
-            "");
+  ASSERT_NO_FATAL_FAILURE(openSession(conv.plan().write(), plan, session));
   std::mt19937 random(7);
   std::uniform_real_distribution<float> uniform(-1, 1);
   auto randomVector = [&](int64_t count) {
