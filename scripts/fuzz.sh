@@ -45,7 +45,7 @@ build_fuzzer() {
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
     -o "$WORK/$1" "$ROOT/test/Fuzz/$1.cpp" "$ROOT"/lib/Runtime/*.cpp \
-    -ldnnl -ldl
+    -ldl
 }
 build_fuzzer plan_loader_fuzzer
 build_fuzzer checkpoint_loader_fuzzer

@@ -68,6 +68,7 @@ Status loadOpenBlas(const OpenBlas *&out) {
                    __builtin_cpu_supports("avx512vl");
     if (setCore)
       ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    prepareOpenMp();
     void *library = nullptr;
     std::string name, errors;
     for (const std::string &candidate : candidates) {

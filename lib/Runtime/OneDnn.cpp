@@ -17,12 +17,97 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 using namespace of::plan;
 
 namespace of::rt {
+
+void prepareOpenMp() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Open MPI's and MPICH's count of this job's ranks on this machine.
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local)
+      local = std::getenv("MPI_LOCALNRANKS");
+    if (local && std::atoi(local) > 1)
+      ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+  });
+}
+
+namespace {
+
+/// oneDNN's C API, loaded with dlopen when a session first has a
+/// convolution step ($OF_DNNL_LIBRARY, else Debian's libdnnl.so.2): libofrt
+/// then runs its other steps where oneDNN is not installed, and OpenMP
+/// (which oneDNN brings) starts only in processes that need it, after
+/// prepareOpenMp.
+#define OF_DNNL_FUNCTIONS(X)                                                   \
+  X(dnnl_dilated_convolution_backward_data_desc_init)                          \
+  X(dnnl_dilated_convolution_backward_weights_desc_init)                       \
+  X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_engine_create)                                                        \
+  X(dnnl_engine_destroy)                                                       \
+  X(dnnl_memory_create)                                                        \
+  X(dnnl_memory_desc_equal)                                                    \
+  X(dnnl_memory_desc_get_size)                                                 \
+  X(dnnl_memory_desc_init_by_tag)                                              \
+  X(dnnl_memory_destroy)                                                       \
+  X(dnnl_memory_set_data_handle)                                               \
+  X(dnnl_primitive_create)                                                     \
+  X(dnnl_primitive_desc_create)                                                \
+  X(dnnl_primitive_desc_destroy)                                               \
+  X(dnnl_primitive_desc_query_md)                                              \
+  X(dnnl_primitive_destroy)                                                    \
+  X(dnnl_primitive_execute)                                                    \
+  X(dnnl_reorder_primitive_desc_create)                                        \
+  X(dnnl_status2str)                                                           \
+  X(dnnl_stream_create)                                                        \
+  X(dnnl_stream_destroy)                                                       \
+  X(dnnl_stream_wait)
+
+struct DnnlApi {
+#define OF_DNNL_POINTER(name) decltype(&::name) name = nullptr;
+  OF_DNNL_FUNCTIONS(OF_DNNL_POINTER)
+#undef OF_DNNL_POINTER
+};
+
+Status loadDnnl(const DnnlApi *&out) {
+  static DnnlApi api;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char *override = std::getenv("OF_DNNL_LIBRARY");
+    std::string name = override && *override ? override : "libdnnl.so.2";
+    prepareOpenMp();
+    void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *why = ::dlerror();
+      error = formatMessage("cannot load oneDNN (", name,
+                            "; on Debian the package libdnnl2; "
+                            "$OF_DNNL_LIBRARY names another): ",
+                            why ? why : "not found");
+      return;
+    }
+#define OF_DNNL_RESOLVE(fn)                                                    \
+  api.fn = reinterpret_cast<decltype(api.fn)>(::dlsym(library, #fn));          \
+  if (!api.fn && error.empty())                                                \
+    error =                                                                    \
+        formatMessage(name, " has no function " #fn "; OF needs oneDNN 2.x");
+    OF_DNNL_FUNCTIONS(OF_DNNL_RESOLVE)
+#undef OF_DNNL_RESOLVE
+  });
+  if (!error.empty())
+    return fail(error);
+  out = &api;
+  return Status::success();
+}
+
+} // namespace
 
 namespace {
 
@@ -58,6 +143,7 @@ dnnl_data_type_t dnnlType(DType type) {
 } // namespace
 
 struct OneDnnConvolutions::Impl {
+  const DnnlApi *dnnl = nullptr;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   std::map<std::vector<int64_t>, Convolution> convolutions;
@@ -65,19 +151,19 @@ struct OneDnnConvolutions::Impl {
   std::vector<void *> scratch;
   std::vector<size_t> scratchBytes;
 
-  static void destroy(Operand &operand) {
+  void destroy(Operand &operand) {
     if (operand.reorder)
-      dnnl_primitive_destroy(operand.reorder);
+      dnnl->dnnl_primitive_destroy(operand.reorder);
     if (operand.inner)
-      dnnl_memory_destroy(operand.inner);
+      dnnl->dnnl_memory_destroy(operand.inner);
     if (operand.user)
-      dnnl_memory_destroy(operand.user);
+      dnnl->dnnl_memory_destroy(operand.user);
   }
-  static void destroy(Convolution &conv) {
+  void destroy(Convolution &conv) {
     for (Operand &operand : conv.operands)
       destroy(operand);
     if (conv.primitive)
-      dnnl_primitive_destroy(conv.primitive);
+      dnnl->dnnl_primitive_destroy(conv.primitive);
   }
 
   ~Impl() {
@@ -86,9 +172,9 @@ struct OneDnnConvolutions::Impl {
     for (void *p : scratch)
       std::free(p);
     if (stream)
-      dnnl_stream_destroy(stream);
+      dnnl->dnnl_stream_destroy(stream);
     if (engine)
-      dnnl_engine_destroy(engine);
+      dnnl->dnnl_engine_destroy(engine);
   }
 
   Status check(const PreparedStep &step, dnnl_status_t status,
@@ -96,7 +182,7 @@ struct OneDnnConvolutions::Impl {
     if (status == dnnl_success)
       return Status::success();
     return fail(step.name, ": oneDNN ", what,
-                " failed: ", dnnl_status2str(status));
+                " failed: ", dnnl->dnnl_status2str(status));
   }
 
   /// Adds an operand: `user` the plan's dense layout, `chosen` the layout
@@ -115,33 +201,34 @@ struct OneDnnConvolutions::Impl {
     operand.output = output;
     conv.operands.push_back(operand);
     Operand &added = conv.operands.back();
-    if (Status status = check(
-            step,
-            dnnl_memory_create(&added.user, &user, engine, DNNL_MEMORY_NONE),
-            "memory creation");
+    if (Status status = check(step,
+                              dnnl->dnnl_memory_create(
+                                  &added.user, &user, engine, DNNL_MEMORY_NONE),
+                              "memory creation");
         status.failed())
       return status;
-    if (!dnnl_memory_desc_equal(&user, chosen)) {
-      added.bytes = dnnl_memory_desc_get_size(chosen);
+    if (!dnnl->dnnl_memory_desc_equal(&user, chosen)) {
+      added.bytes = dnnl->dnnl_memory_desc_get_size(chosen);
       dnnl_primitive_desc_t reorder;
       const dnnl_memory_desc_t *from = output ? chosen : &user;
       const dnnl_memory_desc_t *to = output ? &user : chosen;
       if (Status status =
               check(step,
-                    dnnl_reorder_primitive_desc_create(&reorder, from, engine,
-                                                       to, engine, nullptr),
+                    dnnl->dnnl_reorder_primitive_desc_create(
+                        &reorder, from, engine, to, engine, nullptr),
                     "reorder creation");
           status.failed())
         return status;
-      dnnl_status_t made = dnnl_primitive_create(&added.reorder, reorder);
-      dnnl_primitive_desc_destroy(reorder);
+      dnnl_status_t made = dnnl->dnnl_primitive_create(&added.reorder, reorder);
+      dnnl->dnnl_primitive_desc_destroy(reorder);
       if (Status status = check(step, made, "reorder creation");
           status.failed())
         return status;
-      if (Status status = check(step,
-                                dnnl_memory_create(&added.inner, chosen, engine,
-                                                   DNNL_MEMORY_NONE),
-                                "memory creation");
+      if (Status status =
+              check(step,
+                    dnnl->dnnl_memory_create(&added.inner, chosen, engine,
+                                             DNNL_MEMORY_NONE),
+                    "memory creation");
           status.failed())
         return status;
       size_t slot = conv.operands.size() - 1;
@@ -165,15 +252,19 @@ struct OneDnnConvolutions::Impl {
   }
 
   Status create(const PreparedStep &step, Convolution &conv) {
+    if (!dnnl)
+      if (Status status = loadDnnl(dnnl); status.failed())
+        return fail(step.name, ": ", status.message());
     if (!engine) {
-      if (Status status = check(step, dnnl_engine_create(&engine, dnnl_cpu, 0),
-                                "engine creation");
+      if (Status status =
+              check(step, dnnl->dnnl_engine_create(&engine, dnnl_cpu, 0),
+                    "engine creation");
           status.failed())
         return status;
-      if (Status status = check(
-              step,
-              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags),
-              "stream creation");
+      if (Status status = check(step,
+                                dnnl->dnnl_stream_create(
+                                    &stream, engine, dnnl_stream_default_flags),
+                                "stream creation");
           status.failed())
         return status;
     }
@@ -200,20 +291,21 @@ struct OneDnnConvolutions::Impl {
                 dilates = {g.dilationH - 1, g.dilationW - 1},
                 padL = {g.padTop, g.padLeft}, padR = {g.padBottom, g.padRight};
     dnnl_memory_desc_t xUser, wUser, yUser, bUser, xAny, wAny, yAny;
-    dnnl_memory_desc_init_by_tag(&xUser, 4, x, type, dnnl_nchw);
-    dnnl_memory_desc_init_by_tag(&wUser, wRank, w, type, wTag);
-    dnnl_memory_desc_init_by_tag(&yUser, 4, y, type, dnnl_nchw);
-    dnnl_memory_desc_init_by_tag(&bUser, 1, bias, type, dnnl_x);
-    dnnl_memory_desc_init_by_tag(&xAny, 4, x, type, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wAny, wRank, w, type, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&yAny, 4, y, type, dnnl_format_tag_any);
+    dnnl->dnnl_memory_desc_init_by_tag(&xUser, 4, x, type, dnnl_nchw);
+    dnnl->dnnl_memory_desc_init_by_tag(&wUser, wRank, w, type, wTag);
+    dnnl->dnnl_memory_desc_init_by_tag(&yUser, 4, y, type, dnnl_nchw);
+    dnnl->dnnl_memory_desc_init_by_tag(&bUser, 1, bias, type, dnnl_x);
+    dnnl->dnnl_memory_desc_init_by_tag(&xAny, 4, x, type, dnnl_format_tag_any);
+    dnnl->dnnl_memory_desc_init_by_tag(&wAny, wRank, w, type,
+                                       dnnl_format_tag_any);
+    dnnl->dnnl_memory_desc_init_by_tag(&yAny, 4, y, type, dnnl_format_tag_any);
     bool hasBias =
         step.function == kConvForwardFunction && step.args.size() == 4;
 
     // The forward descriptor: the primitive itself, or the gradients' hint.
     dnnl_convolution_desc_t forwardDesc;
     if (Status status = check(step,
-                              dnnl_dilated_convolution_forward_desc_init(
+                              dnnl->dnnl_dilated_convolution_forward_desc_init(
                                   &forwardDesc, dnnl_forward_training,
                                   dnnl_convolution_direct, &xAny, &wAny,
                                   hasBias ? &bUser : nullptr, &yAny, strides,
@@ -224,8 +316,8 @@ struct OneDnnConvolutions::Impl {
     dnnl_primitive_desc_t forward;
     if (Status status =
             check(step,
-                  dnnl_primitive_desc_create(&forward, &forwardDesc, nullptr,
-                                             engine, nullptr),
+                  dnnl->dnnl_primitive_desc_create(&forward, &forwardDesc,
+                                                   nullptr, engine, nullptr),
                   "convolution descriptor");
         status.failed())
       return status;
@@ -234,26 +326,26 @@ struct OneDnnConvolutions::Impl {
     if (step.function == kConvGradInputFunction) {
       dnnl_convolution_desc_t desc;
       status = check(step,
-                     dnnl_dilated_convolution_backward_data_desc_init(
+                     dnnl->dnnl_dilated_convolution_backward_data_desc_init(
                          &desc, dnnl_convolution_direct, &xAny, &wAny, &yAny,
                          strides, dilates, padL, padR),
                      "data-gradient descriptor");
       if (!status.failed())
         status = check(step,
-                       dnnl_primitive_desc_create(&chosen, &desc, nullptr,
-                                                  engine, forward),
+                       dnnl->dnnl_primitive_desc_create(&chosen, &desc, nullptr,
+                                                        engine, forward),
                        "data-gradient descriptor");
     } else if (step.function == kConvGradFilterFunction) {
       dnnl_convolution_desc_t desc;
       status = check(step,
-                     dnnl_dilated_convolution_backward_weights_desc_init(
+                     dnnl->dnnl_dilated_convolution_backward_weights_desc_init(
                          &desc, dnnl_convolution_direct, &xAny, &wAny, nullptr,
                          &yAny, strides, dilates, padL, padR),
                      "weight-gradient descriptor");
       if (!status.failed())
         status = check(step,
-                       dnnl_primitive_desc_create(&chosen, &desc, nullptr,
-                                                  engine, forward),
+                       dnnl->dnnl_primitive_desc_create(&chosen, &desc, nullptr,
+                                                        engine, forward),
                        "weight-gradient descriptor");
     }
     if (!status.failed()) {
@@ -286,18 +378,18 @@ struct OneDnnConvolutions::Impl {
         const dnnl_memory_desc_t *layout =
             spec.query == dnnl_query_undef
                 ? spec.user
-                : dnnl_primitive_desc_query_md(chosen, spec.query, 0);
+                : dnnl->dnnl_primitive_desc_query_md(chosen, spec.query, 0);
         status =
             addOperand(step, conv, spec.arg, i,
                        /*output=*/i + 1 == specs.size(), *spec.user, layout);
       }
     }
     if (!status.failed())
-      status = check(step, dnnl_primitive_create(&conv.primitive, chosen),
+      status = check(step, dnnl->dnnl_primitive_create(&conv.primitive, chosen),
                      "convolution creation");
     if (chosen != forward)
-      dnnl_primitive_desc_destroy(chosen);
-    dnnl_primitive_desc_destroy(forward);
+      dnnl->dnnl_primitive_desc_destroy(chosen);
+    dnnl->dnnl_primitive_desc_destroy(forward);
     return status;
   }
 
@@ -307,14 +399,15 @@ struct OneDnnConvolutions::Impl {
       Operand &operand = conv.operands[i];
       void *data = step.args[operand.buffer];
       if (Status status =
-              check(step, dnnl_memory_set_data_handle(operand.user, data),
+              check(step, dnnl->dnnl_memory_set_data_handle(operand.user, data),
                     "memory binding");
           status.failed())
         return status;
       dnnl_memory_t used = operand.user;
       if (operand.inner) {
         if (Status status = check(
-                step, dnnl_memory_set_data_handle(operand.inner, scratch[i]),
+                step,
+                dnnl->dnnl_memory_set_data_handle(operand.inner, scratch[i]),
                 "memory binding");
             status.failed())
           return status;
@@ -324,8 +417,8 @@ struct OneDnnConvolutions::Impl {
                                            {DNNL_ARG_TO, operand.inner}};
           if (Status status =
                   check(step,
-                        dnnl_primitive_execute(operand.reorder, stream, 2,
-                                               reorderArgs),
+                        dnnl->dnnl_primitive_execute(operand.reorder, stream, 2,
+                                                     reorderArgs),
                         "reorder");
               status.failed())
             return status;
@@ -333,25 +426,25 @@ struct OneDnnConvolutions::Impl {
       }
       args.push_back({operand.arg, used});
     }
-    if (Status status = check(
-            step,
-            dnnl_primitive_execute(conv.primitive, stream,
-                                   static_cast<int>(args.size()), args.data()),
-            "convolution");
+    if (Status status = check(step,
+                              dnnl->dnnl_primitive_execute(
+                                  conv.primitive, stream,
+                                  static_cast<int>(args.size()), args.data()),
+                              "convolution");
         status.failed())
       return status;
     for (Operand &operand : conv.operands)
       if (operand.inner && operand.output) {
         dnnl_exec_arg_t reorderArgs[] = {{DNNL_ARG_FROM, operand.inner},
                                          {DNNL_ARG_TO, operand.user}};
-        if (Status status = check(
-                step,
-                dnnl_primitive_execute(operand.reorder, stream, 2, reorderArgs),
-                "reorder");
+        if (Status status = check(step,
+                                  dnnl->dnnl_primitive_execute(
+                                      operand.reorder, stream, 2, reorderArgs),
+                                  "reorder");
             status.failed())
           return status;
       }
-    return check(step, dnnl_stream_wait(stream), "stream wait");
+    return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
   }
 
   static std::vector<int64_t> key(const PreparedStep &step) {
@@ -392,7 +485,7 @@ Status OneDnnConvolutions::prepare(const PreparedStep &step) {
     return Status::success();
   Convolution conv;
   if (Status status = impl_->create(step, conv); status.failed()) {
-    Impl::destroy(conv);
+    impl_->destroy(conv);
     return status;
   }
   impl_->convolutions.emplace(std::move(key), conv);

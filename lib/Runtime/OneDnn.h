@@ -1,11 +1,12 @@
 //===- OneDnn.h - Convolution steps through oneDNN ------------------------===//
 //
 // The CPU executor runs the plan's convolution library calls (LibraryCalls.h)
-// through oneDNN's C API: one primitive per distinct geometry and direction,
-// created when the step is checked (so a geometry oneDNN rejects fails the
-// session's preparation, not a run), with `any` memory formats so oneDNN
-// picks its blocked layouts; the plan's dense NCHW/OIHW buffers are
-// reordered into and out of executor-owned scratch around each call.
+// through oneDNN's C API, loaded with dlopen when a session first has one: one
+// primitive per distinct geometry and direction, created when the step is
+// checked (so a geometry oneDNN rejects fails the session's preparation, not a
+// run), with `any` memory formats so oneDNN picks its blocked layouts; the
+// plan's dense NCHW/OIHW buffers are reordered into and out of executor-owned
+// scratch around each call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,16 @@
 
 namespace of::rt {
 
+/// Called before a library that brings OpenMP (oneDNN, OpenBLAS's OpenMP
+/// build) is loaded, since libgomp reads its settings then: when several
+/// ranks of the job share this machine, their OpenMP threads must not spin
+/// while they wait (libgomp's default), which starves the other ranks'
+/// cores, so OMP_WAIT_POLICY becomes passive unless it is set. The 2-rank
+/// main job trained at 4.6-4.9k tokens/s with spinning threads, 64-67k
+/// with passive ones.
+void prepareOpenMp();
+
+/// oneDNN, which the executor loads with dlopen at the first convolution.
 class OneDnnConvolutions {
 public:
   OneDnnConvolutions();

@@ -62,11 +62,11 @@ OPTIONS:
                       plan's only entry).
   --rank R            The rank to run as without MPI (default 0).
   -n N, --nproc N     Run N ranks: re-executes of-run under mpirun -n N
-                      (Open MPI; as root with --allow-run-as-root), with
-                      OMP_WAIT_POLICY=passive unless set (the ranks share the
-                      cores). N must be the plan's world size. Without -n, a
-                      process started by mpirun or srun runs as its MPI rank,
-                      and any other runs one rank without MPI.
+                      (Open MPI; as root with --allow-run-as-root). N must be
+                      the plan's world size. Without -n, a process started by
+                      mpirun or srun runs as its MPI rank, and any other runs
+                      one rank without MPI. Ranks that share a machine use
+                      OMP_WAIT_POLICY=passive unless it is set.
   --timeout S         Seconds a rank waits for the others in a collective
                       before the job is aborted (default 60, or
                       $OF_COMM_TIMEOUT).
@@ -856,11 +856,6 @@ int relaunch(const Options &options) {
   for (const char *arg : {"--oversubscribe", "--bind-to", "none", "--mca",
                           "btl", "self,vader", "--mca", "pml", "ob1"})
     args.push_back(arg);
-  // The ranks share this machine's cores, so OpenMP threads (oneDNN's and
-  // OpenBLAS's) must not spin while they wait, as libgomp's do by default:
-  // the 2-rank main job ran at 4.6k tokens/s with spinning threads and 67k
-  // with passive ones. A policy the user set is kept.
-  ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
   args.push_back(self);
   args.insert(args.end(), options.passThrough.begin(),
               options.passThrough.end());

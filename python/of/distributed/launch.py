@@ -42,9 +42,6 @@ def main(argv=None):
         parser.error(f"no such script: {options.script}")
     cmd = mpirun_command(options.nproc, [sys.executable, options.script] + options.args)
     env = dict(os.environ)
-    # The ranks share this machine's cores: OpenMP threads (oneDNN's and
-    # OpenBLAS's) must not spin while they wait (as `of-run -n` sets too).
-    env.setdefault("OMP_WAIT_POLICY", "passive")
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
