@@ -11,12 +11,12 @@
 #include "Executor.h"
 
 #include "Collective.h"
+#include "DynamicLibrary.h"
 #include "OneDnn.h"
 
 #include <cblas.h>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -69,24 +69,14 @@ Status loadOpenBlas(const OpenBlas *&out) {
     if (setCore)
       ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
     prepareOpenMp();
-    void *library = nullptr;
-    std::string name, errors;
-    for (const std::string &candidate : candidates) {
-      library = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (library) {
-        name = candidate;
-        break;
-      }
-      const char *why = ::dlerror();
-      errors += formatMessage("\n  ", candidate, ": ", why ? why : "not found");
-    }
+    std::string tried;
+    void *library = openFirst(candidates, tried);
     if (setCore)
       ::unsetenv("OPENBLAS_CORETYPE");
     if (!library) {
-      error = formatMessage(
-          "cannot load OpenBLAS (on Debian the package libopenblas0-openmp; "
-          "$OF_OPENBLAS_LIBRARY names another):",
-          errors);
+      error = "cannot load OpenBLAS (on Debian the package "
+              "libopenblas0-openmp; $OF_OPENBLAS_LIBRARY names another):" +
+              tried;
       return;
     }
     blas.sgemm =
@@ -94,7 +84,7 @@ Status loadOpenBlas(const OpenBlas *&out) {
     blas.dgemm =
         reinterpret_cast<decltype(blas.dgemm)>(::dlsym(library, "cblas_dgemm"));
     if (!blas.sgemm || !blas.dgemm)
-      error = formatMessage(name, " has no cblas_sgemm or cblas_dgemm");
+      error = "the loaded OpenBLAS has no cblas_sgemm or cblas_dgemm";
   });
   if (!error.empty())
     return fail(error);

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DynamicLibrary.h"
 #include "Executor.h"
 
 #ifndef OF_HAVE_CUDA_HEADERS
@@ -113,19 +114,6 @@ struct Cublas {
 };
 
 #undef OF_DECLARE_FUNCTION
-
-/// dlopens the first of `candidates` that loads; `error` collects why each
-/// failed.
-void *openFirst(const std::vector<std::string> &candidates,
-                std::string &error) {
-  for (const std::string &name : candidates) {
-    if (void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))
-      return library;
-    const char *why = ::dlerror();
-    error += formatMessage("\n  ", why ? why : name.c_str());
-  }
-  return nullptr;
-}
 
 /// Resolves every function of a table; fails naming the first missing one.
 template <typename Table>

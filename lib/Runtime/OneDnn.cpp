@@ -13,11 +13,12 @@
 
 #include "OneDnn.h"
 
+#include "DynamicLibrary.h"
+
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <string>
@@ -84,13 +85,12 @@ Status loadDnnl(const DnnlApi *&out) {
     const char *override = std::getenv("OF_DNNL_LIBRARY");
     std::string name = override && *override ? override : "libdnnl.so.2";
     prepareOpenMp();
-    void *library = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string tried;
+    void *library = openFirst({name}, tried);
     if (!library) {
-      const char *why = ::dlerror();
-      error = formatMessage("cannot load oneDNN (", name,
-                            "; on Debian the package libdnnl2; "
-                            "$OF_DNNL_LIBRARY names another): ",
-                            why ? why : "not found");
+      error = "cannot load oneDNN (libdnnl.so.2, on Debian the package "
+              "libdnnl2; $OF_DNNL_LIBRARY names another):" +
+              tried;
       return;
     }
 #define OF_DNNL_RESOLVE(fn)                                                    \
@@ -323,30 +323,26 @@ struct OneDnnConvolutions::Impl {
       return status;
     dnnl_primitive_desc_t chosen = forward;
     Status status = Status::success();
-    if (step.function == kConvGradInputFunction) {
+    if (step.function != kConvForwardFunction) {
+      // The gradients' primitives take the forward one as their hint.
+      bool data = step.function == kConvGradInputFunction;
+      const char *what =
+          data ? "data-gradient descriptor" : "weight-gradient descriptor";
       dnnl_convolution_desc_t desc;
-      status = check(step,
-                     dnnl->dnnl_dilated_convolution_backward_data_desc_init(
-                         &desc, dnnl_convolution_direct, &xAny, &wAny, &yAny,
-                         strides, dilates, padL, padR),
-                     "data-gradient descriptor");
+      status = check(
+          step,
+          data ? dnnl->dnnl_dilated_convolution_backward_data_desc_init(
+                     &desc, dnnl_convolution_direct, &xAny, &wAny, &yAny,
+                     strides, dilates, padL, padR)
+               : dnnl->dnnl_dilated_convolution_backward_weights_desc_init(
+                     &desc, dnnl_convolution_direct, &xAny, &wAny, nullptr,
+                     &yAny, strides, dilates, padL, padR),
+          what);
       if (!status.failed())
         status = check(step,
                        dnnl->dnnl_primitive_desc_create(&chosen, &desc, nullptr,
                                                         engine, forward),
-                       "data-gradient descriptor");
-    } else if (step.function == kConvGradFilterFunction) {
-      dnnl_convolution_desc_t desc;
-      status = check(step,
-                     dnnl->dnnl_dilated_convolution_backward_weights_desc_init(
-                         &desc, dnnl_convolution_direct, &xAny, &wAny, nullptr,
-                         &yAny, strides, dilates, padL, padR),
-                     "weight-gradient descriptor");
-      if (!status.failed())
-        status = check(step,
-                       dnnl->dnnl_primitive_desc_create(&chosen, &desc, nullptr,
-                                                        engine, forward),
-                       "weight-gradient descriptor");
+                       what);
     }
     if (!status.failed()) {
       // The operands in the step's buffer order: oneDNN's argument, the
