@@ -85,6 +85,68 @@ LogicalResult copiesToLinalg(ModuleOp kernels) {
   return applyPatternsGreedily(kernels, std::move(copies));
 }
 
+/// Retypes the i1 buffers of a CPU kernel, once it is loops, as i8: a load
+/// becomes a byte load compared with zero, a store a zero-extended byte.
+/// The bytes in memory are the same (LLVM stores an i1 as one byte holding
+/// 0 or 1), but LLVM vectorises a loop of i1 loads through one mask
+/// register load per element, which made a masked softmax's `select` 4x
+/// slower than a `mul` over the same floats. A kernel with an i1 buffer
+/// that some other op uses is left as it is.
+void storeBoolsAsBytes(func::FuncOp kernel) {
+  auto isBoolBuffer = [](Type t) {
+    auto m = dyn_cast<MemRefType>(t);
+    return m && m.getElementType().isInteger(1);
+  };
+  auto asBytes = [](Type t) {
+    auto m = cast<MemRefType>(t);
+    return MemRefType::get(m.getShape(), IntegerType::get(t.getContext(), 8),
+                           m.getLayout(), m.getMemorySpace());
+  };
+  SmallVector<Value> buffers;
+  for (BlockArgument arg : kernel.getArguments())
+    if (isBoolBuffer(arg.getType()))
+      buffers.push_back(arg);
+  bool supported = true;
+  kernel.walk([&](Operation *op) {
+    bool reads = llvm::any_of(op->getOperandTypes(), isBoolBuffer);
+    bool views =
+        isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
+            memref::ReinterpretCastOp, memref::CastOp>(op);
+    if (views && reads)
+      buffers.push_back(op->getResult(0));
+    else if (reads && !isa<memref::LoadOp, memref::StoreOp>(op))
+      supported = false;
+    else if (!reads && llvm::any_of(op->getResultTypes(), isBoolBuffer))
+      supported = false; // an i1 buffer made inside the kernel
+  });
+  if (buffers.empty() || !supported)
+    return;
+
+  for (Value buffer : buffers)
+    buffer.setType(asBytes(buffer.getType()));
+  kernel.setType(FunctionType::get(kernel.getContext(),
+                                   kernel.getBody().getArgumentTypes(),
+                                   kernel.getResultTypes()));
+  OpBuilder b(kernel.getContext());
+  Type byte = b.getI8Type();
+  kernel.walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && load.getType().isInteger(1)) {
+      b.setInsertionPointAfter(load);
+      Value zero = arith::ConstantIntOp::create(b, load.getLoc(), byte, 0);
+      auto bit = arith::CmpIOp::create(b, load.getLoc(),
+                                       arith::CmpIPredicate::ne, load, zero);
+      load.getResult().replaceAllUsesExcept(bit, bit);
+      load.getResult().setType(byte);
+    } else if (auto store = dyn_cast<memref::StoreOp>(op);
+               store && store.getValueToStore().getType().isInteger(1)) {
+      b.setInsertionPoint(store);
+      store.getValueMutable().assign(arith::ExtUIOp::create(
+          b, store.getLoc(), byte, store.getValueToStore()));
+    }
+  });
+}
+
 /// Adds `void name(void **args)` calling `name_impl(args[0], args[1], ...)`.
 void addPackedEntryPoint(LLVM::LLVMFuncOp impl, StringRef name) {
   OpBuilder b(impl->getContext());
@@ -139,6 +201,8 @@ struct LowerCpuKernelsPass
       if (failed(copiesToLinalg(kernels)) ||
           failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
+      for (auto kernel : kernels.getOps<func::FuncOp>())
+        storeBoolsAsBytes(kernel);
       // Polynomial exp/tanh/erf/log... vectorise where libm calls would not.
       RewritePatternSet math(ctx);
       populateMathPolynomialApproximationPatterns(math);
