@@ -13,6 +13,7 @@
 #include "Collective.h"
 #include "DynamicLibrary.h"
 #include "OneDnn.h"
+#include "Parallel.h"
 
 #include <cblas.h>
 #include <cstdlib>
@@ -48,6 +49,11 @@ namespace {
 struct OpenBlas {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&cblas_dgemm) dgemm = nullptr;
+  /// OpenBLAS's OpenMP build runs a call made inside a parallel region on
+  /// the calling thread alone, so the executor may split a batch of small
+  /// gemms among the threads itself; the pthread build would start its
+  /// own threads from each.
+  bool openMp = false;
 };
 
 Status loadOpenBlas(const OpenBlas *&out) {
@@ -85,6 +91,9 @@ Status loadOpenBlas(const OpenBlas *&out) {
         reinterpret_cast<decltype(blas.dgemm)>(::dlsym(library, "cblas_dgemm"));
     if (!blas.sgemm || !blas.dgemm)
       error = "the loaded OpenBLAS has no cblas_sgemm or cblas_dgemm";
+    auto parallelMode =
+        reinterpret_cast<int (*)()>(::dlsym(library, "openblas_get_parallel"));
+    blas.openMp = parallelMode && parallelMode() == 2; // OPENBLAS_OPENMP
   });
   if (!error.empty())
     return fail(error);
@@ -103,6 +112,44 @@ template <typename T> void zeroResult(const GemmCall &call, T *c) {
                     0, static_cast<size_t>(call.n) * sizeof(T));
 }
 
+template <typename T> struct GemmBatch {
+  const OpenBlas *blas;
+  const GemmCall *call;
+  const T *a, *b;
+  T *c;
+};
+
+/// Runs batches [begin, end) of a gemm (outer and inner batch flattened).
+template <typename T>
+void gemmBatches(void *context, int64_t begin, int64_t end) {
+  const auto &[blas, call, a, b, c] = *static_cast<GemmBatch<T> *>(context);
+  CBLAS_TRANSPOSE transA = call->transposeA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE transB = call->transposeB ? CblasTrans : CblasNoTrans;
+  auto m = static_cast<blasint>(call->m), n = static_cast<blasint>(call->n),
+       k = static_cast<blasint>(call->k), lda = static_cast<blasint>(call->lda),
+       ldb = static_cast<blasint>(call->ldb),
+       ldc = static_cast<blasint>(call->ldc);
+  for (int64_t flat = begin; flat < end; ++flat) {
+    int64_t o = flat / call->batch, i = flat % call->batch;
+    const T *batchA = a + o * call->aOuterStride + i * call->aBatchStride;
+    const T *batchB = b + o * call->bOuterStride + i * call->bBatchStride;
+    T *batchC = c + o * call->cOuterStride + i * call->cBatchStride;
+    if constexpr (std::is_same_v<T, float>)
+      blas->sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
+                  batchB, ldb, 0.0f, batchC, ldc);
+    else
+      blas->dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
+                  batchB, ldb, 0.0, batchC, ldc);
+  }
+}
+
+/// A batch of gemms each smaller than this many multiply-adds runs one
+/// gemm per thread (OpenBLAS single-threaded inside the region) instead of
+/// each gemm on all threads: attention's 32 128x128x64 products took
+/// 0.71-0.75 ms one after the other, against PyTorch's 0.24-0.31
+/// (bench/cpu_bench.py's transformer block, docs/architecture.md).
+constexpr int64_t kSmallGemmMacs = int64_t(1) << 24;
+
 template <typename T>
 void gemm(const OpenBlas &blas, const GemmCall &call, const T *a, const T *b,
           T *c) {
@@ -110,24 +157,12 @@ void gemm(const OpenBlas &blas, const GemmCall &call, const T *a, const T *b,
     return;
   if (call.k == 0)
     return zeroResult(call, c);
-  CBLAS_TRANSPOSE transA = call.transposeA ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE transB = call.transposeB ? CblasTrans : CblasNoTrans;
-  auto m = static_cast<blasint>(call.m), n = static_cast<blasint>(call.n),
-       k = static_cast<blasint>(call.k), lda = static_cast<blasint>(call.lda),
-       ldb = static_cast<blasint>(call.ldb),
-       ldc = static_cast<blasint>(call.ldc);
-  for (int64_t o = 0; o < call.outerBatch; ++o)
-    for (int64_t i = 0; i < call.batch; ++i) {
-      const T *batchA = a + o * call.aOuterStride + i * call.aBatchStride;
-      const T *batchB = b + o * call.bOuterStride + i * call.bBatchStride;
-      T *batchC = c + o * call.cOuterStride + i * call.cBatchStride;
-      if constexpr (std::is_same_v<T, float>)
-        blas.sgemm(CblasRowMajor, transA, transB, m, n, k, 1.0f, batchA, lda,
-                   batchB, ldb, 0.0f, batchC, ldc);
-      else
-        blas.dgemm(CblasRowMajor, transA, transB, m, n, k, 1.0, batchA, lda,
-                   batchB, ldb, 0.0, batchC, ldc);
-    }
+  GemmBatch<T> batch{&blas, &call, a, b, c};
+  int64_t batches = call.outerBatch * call.batch;
+  int threads = 1;
+  if (blas.openMp && batches > 1 && call.m * call.n * call.k < kSmallGemmMacs)
+    threads = parallelThreads();
+  parallelFor(batches, threads, gemmBatches<T>, &batch);
 }
 
 template <typename T>
@@ -143,6 +178,21 @@ Status checkIndices(const PreparedStep &step, const void *indices) {
                   "' at element ", i);
   }
   return Status::success();
+}
+
+/// Runs iterations [begin, end) of a launch's kernel.
+void kernelSlice(void *context, int64_t begin, int64_t end) {
+  const auto &step = *static_cast<const PreparedStep *>(context);
+  step.kernel(const_cast<void **>(step.args.data()), begin, end);
+}
+
+/// A kernel with a range runs on as many threads as its work pays for,
+/// each on a contiguous slice of the range.
+void runKernel(const PreparedStep &step) {
+  if (step.range == 0)
+    return step.kernel(const_cast<void **>(step.args.data()), 0, 0);
+  parallelFor(step.range, threadsFor(step.range, step.work), kernelSlice,
+              const_cast<PreparedStep *>(&step));
 }
 
 class CpuExecutor final : public Executor {
@@ -168,7 +218,7 @@ public:
     case StepKind::Launch:
       if (!step.kernel)
         return fail(step.name, ": the kernel is not loaded (fuzzing build)");
-      step.kernel(const_cast<void **>(step.args.data()));
+      runKernel(step);
       return Status::success();
     case StepKind::Gemm:
       if (step.gemmType == DType::F32)

@@ -47,9 +47,12 @@ struct PreparedStep {
   /// The profiling name ("launch k", "library blas.gemm", ...).
   std::string name;
 
-  // Launch: the kernel and the data pointers of its buffers, in order.
+  // Launch: the kernel and the data pointers of its buffers, in order; its
+  // outermost loop's independent iterations (0: none) and its work.
   KernelFunction kernel = nullptr;
   std::vector<void *> args;
+  int64_t range = 0;
+  int64_t work = 0;
   /// On a GPU: the kernel's launches, in order.
   struct GpuCall {
     void *function = nullptr; // the executor's handle (a CUfunction)

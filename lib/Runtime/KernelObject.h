@@ -5,7 +5,8 @@
 // anonymous memfd, which is dlopen'ed through /proc/self/fd/N with
 // RTLD_NOW | RTLD_LOCAL, so that every undefined symbol fails at load and two
 // sessions (or two plans) never see each other's kernels. Kernels use the
-// packed calling convention `extern "C" void kernel(void **args)`.
+// packed calling convention `extern "C" void kernel(void **args, int64_t
+// begin, int64_t end)`.
 //
 // In a fuzzing build (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) nothing is
 // dlopen'ed: a mutated ELF would test the system's dynamic loader and run its
@@ -26,8 +27,9 @@
 namespace of::rt {
 
 /// A kernel with the packed calling convention: args[i] is the data pointer
-/// of the i-th buffer of the launch.
-using KernelFunction = void (*)(void **args);
+/// of the i-th buffer of the launch; a kernel with an iteration range runs
+/// iterations [begin, end) of its outermost loop (plan::Launch).
+using KernelFunction = void (*)(void **args, int64_t begin, int64_t end);
 
 /// A shared object loaded from memory; unloaded on destruction.
 class KernelObject {

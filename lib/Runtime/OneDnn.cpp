@@ -28,18 +28,6 @@ using namespace of::plan;
 
 namespace of::rt {
 
-void prepareOpenMp() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // Open MPI's and MPICH's count of this job's ranks on this machine.
-    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!local)
-      local = std::getenv("MPI_LOCALNRANKS");
-    if (local && std::atoi(local) > 1)
-      ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
-  });
-}
-
 namespace {
 
 /// oneDNN's C API, loaded with dlopen when a session first has a

@@ -14,20 +14,12 @@
 #define OF_LIB_RUNTIME_ONEDNN_H
 
 #include "Executor.h"
+#include "Parallel.h"
 #include "Status.h"
 
 #include <memory>
 
 namespace of::rt {
-
-/// Called before a library that brings OpenMP (oneDNN, OpenBLAS's OpenMP
-/// build) is loaded, since libgomp reads its settings then: when several
-/// ranks of the job share this machine, their OpenMP threads must not spin
-/// while they wait (libgomp's default), which starves the other ranks'
-/// cores, so OMP_WAIT_POLICY becomes passive unless it is set. The 2-rank
-/// main job trained at 4.6-4.9k tokens/s with spinning threads, 64-67k
-/// with passive ones.
-void prepareOpenMp();
 
 /// oneDNN, which the executor loads with dlopen at the first convolution.
 class OneDnnConvolutions {

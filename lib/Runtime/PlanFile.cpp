@@ -643,6 +643,9 @@ private:
     std::string_view kernel = text(launch.kernel());
     if (kernel.empty())
       return fail(where, ": the launch names no kernel");
+    if (launch.range() < 0 || launch.work() < 0)
+      return fail(where, ": negative iteration range ", launch.range(),
+                  " or work ", launch.work(), " (corrupt metadata)");
     bool listed = false;
     for (uint32_t k = 0; k < count(executable.kernels()) && !listed; ++k)
       listed = text(executable.kernels()->Get(k)) == kernel;

@@ -425,6 +425,8 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       found = kernels_.emplace(std::move(key), kernel).first;
     }
     prepared.kernel = found->second;
+    prepared.range = launch.range();
+    prepared.work = launch.work();
     if (launch.buffers())
       for (uint32_t buffer : *launch.buffers())
         prepared.args.push_back(bufferData(buffer));

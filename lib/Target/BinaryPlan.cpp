@@ -352,7 +352,8 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                   return launch.emitOpError("unknown executable");
                 std::vector<uint32_t> refs = indicesOf(launch.getBuffers());
                 auto detail = fb::CreateLaunchDirect(
-                    fbb, it->second, launch.getKernel().str().c_str(), &refs);
+                    fbb, it->second, launch.getKernel().str().c_str(), &refs,
+                    launch.getRange(), launch.getWork());
                 steps.push_back(fb::CreateStep(fbb, launch.getStream(),
                                                fb::StepDetail::Launch,
                                                detail.Union()));
@@ -743,7 +744,8 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
               pb, loc,
               FlatSymbolRefAttr::get(
                   ctx, str(plan->executables()->Get(l->executable())->name())),
-              b.getStringAttr(str(l->kernel())), refsOf(l->buffers()), stream);
+              b.getStringAttr(str(l->kernel())), refsOf(l->buffers()), stream,
+              b.getI64IntegerAttr(l->range()), b.getI64IntegerAttr(l->work()));
           break;
         }
         case fb::StepDetail::LibraryCall: {

@@ -16,3 +16,25 @@ func.func @masked(%m: tensor<4x8xi1> {of.name = "mask"}, %x: tensor<2x4x8xf32> {
   %y = of.select %m, %x, %ninf : (tensor<4x8xi1>, tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Every kernel is `void kN(void **args, i64 begin, i64 end)`. A kernel whose
+// first loop is parallel and indexes its output runs the slice [begin, end)
+// of that loop, and its launch records the loop's extent (range) and the
+// kernel's innermost iterations (work), so the runtime may split the range
+// among threads (the reduction's initial fill too). A reduction over the
+// first dimension has no range: its iterations all write the same outputs.
+// CHECK-LABEL: llvm.func internal @k0_impl(
+// CHECK-SAME: %[[BEGIN:[a-z0-9]+]]: i64, %[[END:[a-z0-9]+]]: i64)
+// CHECK: llvm.icmp "slt" %{{.*}}, %[[END]] : i64
+// CHECK: llvm.func @k0(%[[ARGS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[E:.*]]: i64)
+// CHECK: llvm.call @k0_impl(%{{.*}}, %{{.*}}, %[[B]], %[[E]])
+// CHECK: ofrt.launch @cpu_kernels "[[EXP:k[0-9]+]]" [@arg0, @buf{{[0-9]+}}] {range = 6 : i64, work = 120 : i64}
+// CHECK-NEXT: ofrt.launch @cpu_kernels "k{{[0-9]+}}" [@buf{{[0-9]+}}] {range = 4 : i64, work = 20 : i64}
+// CHECK-NEXT: ofrt.launch @cpu_kernels "k{{[0-9]+}}" [@buf{{[0-9]+}}, @buf{{[0-9]+}}]{{$}}
+func.func @ranges(%x: tensor<6x4x5xf32> {of.name = "x"}) -> (tensor<6x4x5xf32>, tensor<4x5xf32>) {
+  %e = of.exp %x : (tensor<6x4x5xf32>) -> tensor<6x4x5xf32>
+  %s = of.reduce_sum %e {axes = array<i64: 0>} : (tensor<6x4x5xf32>) -> tensor<4x5xf32>
+  return %e, %s : tensor<6x4x5xf32>, tensor<4x5xf32>
+}

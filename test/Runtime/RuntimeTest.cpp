@@ -195,6 +195,55 @@ TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
   checkBatchedGemm<float>(DType::F32, 1, 1, 1, 1);
 }
 
+/// A launch with a range runs its kernel on slices of it, among threads
+/// when its work pays for them (here it always does): every iteration runs
+/// exactly once per run, whatever the thread count and however the range
+/// divides (4097 is prime to every likely count).
+TEST(Runtime, KernelRangeRunsEveryIterationOnce) {
+  for (int64_t range : {int64_t(1), int64_t(2), int64_t(4097)}) {
+    SamplePlan sample;
+    sample.blobs = {kernelObject()};
+    auto executable = std::make_unique<ExecutableT>();
+    executable->name = "test_kernels";
+    executable->format = "elf-shared-object";
+    executable->target = "x86_64-unknown-linux-gnu";
+    executable->blob = 0;
+    executable->kernels = {"count_visits"};
+    sample.plan.executables.push_back(std::move(executable));
+    auto program = makeProgram("main", 0);
+    uint32_t counts = addInput(*program, "counts", DType::I32, {range});
+    addLaunch(*program, 0, "count_visits", {counts}, range,
+              /*work=*/int64_t(1) << 40);
+    addOutput(*program, "counts", counts);
+    sample.plan.programs.push_back(std::move(program));
+
+    PlanHandle plan;
+    SessionHandle session;
+    ASSERT_NO_FATAL_FAILURE(openSession(sample.write(), plan, session));
+    std::vector<int32_t> zeros(range, 0), counted(range, -1);
+    uint64_t bytes = range * sizeof(int32_t);
+    ASSERT_EQ(
+        take(ofrt_session_set_input(session.session, 0, zeros.data(), bytes)),
+        "");
+    ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+    ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+    ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, counted.data(),
+                                           bytes)),
+              "");
+    for (int64_t i = 0; i < range; ++i)
+      ASSERT_EQ(counted[i], 2) << "iteration " << i << " of " << range;
+  }
+}
+
+TEST(PlanErrors, NegativeKernelRange) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto &launch = *mainProgram(sample).steps[0]->detail.AsLaunch();
+  launch.range = -3;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): negative iteration "
+            "range -3 or work 16 (corrupt metadata)");
+}
+
 TEST(Runtime, GemmWithEmptyReductionZeroesC) {
   SamplePlan sample;
   auto program = makeProgram("main", 0);
@@ -805,7 +854,7 @@ TEST(PlanErrors, WrongVersion) {
   uint32_t version = 7;
   std::memcpy(file.data() + 8, &version, 4);
   EXPECT_EQ(openError(file),
-            "plan format version 7, this runtime reads version 1");
+            "plan format version 7, this runtime reads version 2");
 }
 
 TEST(PlanErrors, GarbageMetadataWithValidChecksum) {
@@ -815,7 +864,7 @@ TEST(PlanErrors, GarbageMetadataWithValidChecksum) {
   file[65] = 0xff;
   rewriteChecksum(file);
   EXPECT_EQ(openError(file), "plan metadata fails the FlatBuffers verifier "
-                             "(corrupt, or not a version 1 plan)");
+                             "(corrupt, or not a version 2 plan)");
   file[68] = 'X';
   rewriteChecksum(file);
   EXPECT_EQ(openError(file),

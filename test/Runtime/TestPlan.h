@@ -178,12 +178,14 @@ void addStep(plan::ProgramT &program, Detail detail, uint32_t stream = 0) {
 }
 
 inline void addLaunch(plan::ProgramT &program, uint32_t executable,
-                      const std::string &kernel,
-                      std::vector<uint32_t> buffers) {
+                      const std::string &kernel, std::vector<uint32_t> buffers,
+                      int64_t range = 0, int64_t work = 0) {
   plan::LaunchT launch;
   launch.executable = executable;
   launch.kernel = kernel;
   launch.buffers = std::move(buffers);
+  launch.range = range;
+  launch.work = work;
   addStep(program, std::move(launch));
 }
 
@@ -273,7 +275,7 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
   executable->format = "elf-shared-object";
   executable->target = "x86_64-unknown-linux-gnu";
   executable->blob = 0;
-  executable->kernels = {"add_f32_16"};
+  executable->kernels = {"add_f32_16", "count_visits"};
   sample.plan.executables.push_back(std::move(executable));
 
   auto entry = makeProgram("main", 192);
@@ -285,7 +287,7 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
   uint32_t s = addArena(*entry, "s", DType::F32, {16}, 0);
   uint32_t p = addArena(*entry, "p", DType::F32, {4, 4}, 64);
   uint32_t q = addArena(*entry, "q", DType::F32, {4, 4}, 128);
-  addLaunch(*entry, 0, "add_f32_16", {x, y, s});
+  addLaunch(*entry, 0, "add_f32_16", {x, y, s}, /*range=*/16, /*work=*/16);
   EventRecordT record;
   record.event = 0;
   addStep(*entry, record, 0);

@@ -24,7 +24,7 @@ write("truncated", plan[: len(plan) - 100])
 write("header-only", plan[:64])
 write("empty", b"")
 version = bytearray(plan)
-version[8] = 2  # format version 2
+version[8] = 9  # format version 9
 write("version", version)
 magic = bytearray(plan)
 magic[0:4] = b"NOPE"

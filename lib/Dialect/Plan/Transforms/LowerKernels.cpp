@@ -37,6 +37,7 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <cstdlib>
+#include <limits>
 
 namespace mlir::ofrt {
 #define GEN_PASS_DEF_LOWERCPUKERNELSPASS
@@ -147,24 +148,96 @@ void storeBoolsAsBytes(func::FuncOp kernel) {
   });
 }
 
-/// Adds `void name(void **args)` calling `name_impl(args[0], args[1], ...)`.
+/// What the runtime learns of a CPU kernel (plan::Launch): the independent
+/// iterations of its outermost loop that it runs a slice of (0: it runs
+/// whole), and its count of innermost iterations.
+struct KernelRange {
+  int64_t range = 0;
+  int64_t work = 0;
+};
+
+/// Gives `kernel` the two trailing index arguments `begin` and `end` of the
+/// packed calling convention. When its computation is one linalg op whose
+/// first loop is parallel and indexes every output, that loop becomes
+/// scf.for [begin, end): slices of it write disjoint parts of the outputs,
+/// so the runtime may run them on different threads. (In place, an output
+/// shares a buffer only with an input read at the same index.) Any other
+/// kernel ignores the arguments.
+FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
+  MLIRContext *ctx = kernel.getContext();
+  Type index = IndexType::get(ctx);
+  Location loc = kernel.getLoc();
+  unsigned first = kernel.getNumArguments();
+  if (failed(kernel.insertArguments({first, first}, {index, index},
+                                    {DictionaryAttr(), DictionaryAttr()},
+                                    {loc, loc})))
+    return kernel.emitError("cannot add the iteration range arguments");
+  Value begin = kernel.getArgument(first), end = kernel.getArgument(first + 1);
+
+  SmallVector<linalg::LinalgOp> computations;
+  bool other = false;
+  for (Operation &op : kernel.getBody().front()) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      computations.push_back(linalgOp);
+    else if (op.getNumRegions() != 0)
+      other = true; // a loop of its own (an embedding gradient's scatter)
+  }
+  KernelRange result;
+  if (computations.size() != 1 || other)
+    return result;
+  linalg::LinalgOp op = computations.front();
+  SmallVector<int64_t> extents = op.getStaticLoopRanges();
+  if (extents.empty() || llvm::any_of(extents, ShapedType::isDynamic))
+    return result;
+  uint64_t work = 1;
+  for (int64_t extent : extents)
+    work = llvm::SaturatingMultiply(work, static_cast<uint64_t>(extent));
+  result.work = static_cast<int64_t>(
+      std::min<uint64_t>(work, std::numeric_limits<int64_t>::max()));
+  AffineExpr d0 = getAffineDimExpr(0, ctx);
+  bool indexesOutputs =
+      llvm::all_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+        return llvm::is_contained(op.getMatchingIndexingMap(&init).getResults(),
+                                  d0);
+      });
+  if (op.getIteratorTypesArray()[0] != utils::IteratorType::parallel ||
+      !indexesOutputs || extents[0] < 2)
+    return result;
+  IRRewriter rewriter(ctx);
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
+  if (failed(loops) || loops->empty())
+    return op.emitOpError("cannot be lowered to loops");
+  auto outer = cast<scf::ForOp>(loops->front());
+  outer.getLowerBoundMutable().assign(begin);
+  outer.getUpperBoundMutable().assign(end);
+  rewriter.eraseOp(op);
+  result.range = extents[0];
+  return result;
+}
+
+/// Adds `void name(void **args, i64 begin, i64 end)` calling
+/// `name_impl(args[0], args[1], ..., begin, end)`.
 void addPackedEntryPoint(LLVM::LLVMFuncOp impl, StringRef name) {
   OpBuilder b(impl->getContext());
   b.setInsertionPointAfter(impl);
   Location loc = impl.getLoc();
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
   auto voidType = LLVM::LLVMVoidType::get(b.getContext());
+  Type i64 = b.getI64Type();
   auto wrapper = LLVM::LLVMFuncOp::create(
-      b, loc, name, LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+      b, loc, name, LLVM::LLVMFunctionType::get(voidType, {ptrType, i64, i64}));
   Block *entry = wrapper.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   SmallVector<Value> args;
-  for (unsigned i = 0; i < impl.getNumArguments(); ++i) {
+  for (unsigned i = 0; i + 2 < impl.getNumArguments(); ++i) {
     Value slot =
         LLVM::GEPOp::create(b, loc, ptrType, ptrType, entry->getArgument(0),
                             ArrayRef<LLVM::GEPArg>{int32_t(i)});
     args.push_back(LLVM::LoadOp::create(b, loc, ptrType, slot));
   }
+  args.push_back(entry->getArgument(1));
+  args.push_back(entry->getArgument(2));
   LLVM::CallOp::create(b, loc, impl, args);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
@@ -178,9 +251,14 @@ struct LowerCpuKernelsPass
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     SmallVector<ModuleOp> modules;
+    // Each executable's kernels' ranges, for its launches.
+    DenseMap<StringAttr, llvm::StringMap<KernelRange>> ranges;
+    SmallVector<StringAttr> executables;
     getOperation().walk([&](ExecutableOp exe) {
-      if (ModuleOp m = exe.getKernelModule(); m && !isCudaTarget(exe))
+      if (ModuleOp m = exe.getKernelModule(); m && !isCudaTarget(exe)) {
         modules.push_back(m);
+        executables.push_back(exe.getSymNameAttr());
+      }
     });
     // bf16 and f16 arithmetic is computed in f32: LLVM would promote it
     // itself, but through compiler-rt calls (__truncsfbf2, ...) that the
@@ -193,13 +271,20 @@ struct LowerCpuKernelsPass
     if (failed(toLoops) || failed(toLLVM))
       return signalPassFailure();
 
-    for (ModuleOp kernels : modules) {
+    for (auto [kernels, exeName] : llvm::zip(modules, executables)) {
       SmallVector<std::string> names;
       for (auto func : kernels.getOps<func::FuncOp>())
         names.push_back(func.getSymName().str());
 
-      if (failed(copiesToLinalg(kernels)) ||
-          failed(runPipeline(*toLoops, kernels)))
+      if (failed(copiesToLinalg(kernels)))
+        return signalPassFailure();
+      for (auto func : kernels.getOps<func::FuncOp>()) {
+        FailureOr<KernelRange> range = addIterationRange(func);
+        if (failed(range))
+          return signalPassFailure();
+        ranges[exeName][func.getSymName()] = *range;
+      }
+      if (failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
       for (auto kernel : kernels.getOps<func::FuncOp>())
         storeBoolsAsBytes(kernel);
@@ -233,6 +318,18 @@ struct LowerCpuKernelsPass
         addPackedEntryPoint(impl, name);
       }
     }
+
+    Builder b(ctx);
+    getOperation().walk([&](LaunchOp launch) {
+      auto exe = ranges.find(launch.getExecutableAttr().getAttr());
+      if (exe == ranges.end())
+        return;
+      auto kernel = exe->second.find(launch.getKernel());
+      if (kernel == exe->second.end() || kernel->second.range == 0)
+        return;
+      launch.setRangeAttr(b.getI64IntegerAttr(kernel->second.range));
+      launch.setWorkAttr(b.getI64IntegerAttr(kernel->second.work));
+    });
   }
 };
 

@@ -132,9 +132,20 @@ class Plan_StepOp<string mnemonic, list<Trait> traits = []>
 
 def Plan_LaunchOp : Plan_StepOp<"launch"> {
   let summary = "Run a kernel of an executable on buffers";
+  let description = [{
+    A CPU kernel is called as `void k(void **args, int64_t begin, int64_t
+    end)`. `range` > 0 says that the kernel runs iterations [begin, end) of
+    an outermost loop of `range` independent iterations, so the runtime may
+    split them among threads; `work` counts the kernel's innermost
+    iterations, by which the runtime judges whether threads pay off.
+    `--of-lower-cpu-kernels` sets both; with `range` 0 the kernel runs
+    whole.
+  }];
   let arguments = (ins FlatSymbolRefAttr:$executable, StrAttr:$kernel,
                        SymbolRefArrayAttr:$buffers,
-                       DefaultValuedAttr<I64Attr, "0">:$stream);
+                       DefaultValuedAttr<I64Attr, "0">:$stream,
+                       DefaultValuedAttr<I64Attr, "0">:$range,
+                       DefaultValuedAttr<I64Attr, "0">:$work);
   let assemblyFormat = "$executable $kernel $buffers attr-dict";
 }
 

@@ -1,0 +1,58 @@
+//===- Parallel.h - Steps split among OpenMP threads ------------*- C++ -*-===//
+//
+// The CPU executor splits a kernel's independent iterations, and a batched
+// gemm's batches, among threads. The threads are libgomp's, loaded with
+// dlopen (so libofrt keeps no NEEDED entry on it): OpenBLAS's OpenMP build
+// and oneDNN run on that same team, so a plan's kernels, gemms and
+// convolutions take turns on one set of threads instead of three pools
+// competing for the cores. Where libgomp is missing every step runs on the
+// calling thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OF_LIB_RUNTIME_PARALLEL_H
+#define OF_LIB_RUNTIME_PARALLEL_H
+
+#include <cstdint>
+
+namespace of::rt {
+
+/// Called before a library that brings OpenMP (oneDNN, OpenBLAS's OpenMP
+/// build, libgomp itself) is loaded, since libgomp reads its settings then:
+/// when several ranks of the job share this machine, their OpenMP threads
+/// must not spin while they wait (libgomp's default), which starves the
+/// other ranks' cores, so OMP_WAIT_POLICY becomes passive unless it is set.
+/// The 2-rank main job trained at 4.6-4.9k tokens/s with spinning threads,
+/// 64-67k with passive ones.
+void prepareOpenMp();
+
+/// The job's ranks on this machine (Open MPI's or MPICH's local size), 1
+/// outside MPI.
+int localRanks();
+
+/// How many threads a step may use: $OMP_NUM_THREADS when set, else the
+/// CPUs this process may run on divided among the job's ranks on this
+/// machine (Open MPI's or MPICH's local size); 1 without libgomp.
+int parallelThreads();
+
+/// Calls `body(context, begin, end)` on `threads` contiguous, nearly equal
+/// slices of [0, count) at once, one per thread, and returns when all are
+/// done; on the calling thread alone when `threads` < 2 or libgomp is
+/// missing. `body` must not throw.
+void parallelFor(int64_t count, int threads,
+                 void (*body)(void *context, int64_t begin, int64_t end),
+                 void *context);
+
+/// The threads worth giving a step of `work` innermost iterations that
+/// splits into `range` independent parts: at most parallelThreads(), at
+/// most `range`, and at least kMinWorkPerThread iterations each.
+int threadsFor(int64_t range, int64_t work);
+
+/// Below this many innermost iterations per thread, starting the threads
+/// costs more than they save (measured with bench/cpu_bench.py's
+/// transformer block, docs/architecture.md).
+inline constexpr int64_t kMinWorkPerThread = 32768;
+
+} // namespace of::rt
+
+#endif // OF_LIB_RUNTIME_PARALLEL_H
