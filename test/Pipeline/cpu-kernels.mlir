@@ -25,7 +25,8 @@ func.func @masked(%m: tensor<4x8xi1> {of.name = "mask"}, %x: tensor<2x4x8xf32> {
 // kernel's innermost iterations (work), so the runtime may split the range
 // among threads (the reduction's initial fill too). A reduction over the
 // first dimension has no range: its iterations all write the same outputs.
-// CHECK-LABEL: llvm.func internal @k0_impl(
+// CHECK-LABEL: {{^}}// -{{-+$}}
+// CHECK: llvm.func internal @k0_impl(
 // CHECK-SAME: %[[BEGIN:[a-z0-9]+]]: i64, %[[END:[a-z0-9]+]]: i64)
 // CHECK: llvm.icmp "slt" %{{.*}}, %[[END]] : i64
 // CHECK: llvm.func @k0(%[[ARGS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[E:.*]]: i64)
@@ -37,4 +38,24 @@ func.func @ranges(%x: tensor<6x4x5xf32> {of.name = "x"}) -> (tensor<6x4x5xf32>, 
   %e = of.exp %x : (tensor<6x4x5xf32>) -> tensor<6x4x5xf32>
   %s = of.reduce_sum %e {axes = array<i64: 0>} : (tensor<6x4x5xf32>) -> tensor<4x5xf32>
   return %e, %s : tensor<6x4x5xf32>, tensor<4x5xf32>
+}
+
+// -----
+
+// A reduction's innermost loop carries its accumulator in a register: the
+// output element is loaded once before the loop and stored once after it,
+// and the combiner is `reassoc`, so LLVM vectorises the sum.
+// CHECK-LABEL: {{^}}// -{{-+$}}
+// CHECK: llvm.func internal @k1_impl(
+// CHECK: %[[INIT:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK-NEXT: llvm.br ^[[LOOP:bb[0-9]+]](%{{.*}}, %[[INIT]] : i64, f32)
+// CHECK: ^[[LOOP]](%{{.*}}: i64, %[[ACC:.*]]: f32):
+// CHECK-NOT: llvm.store
+// CHECK: %[[SUM:.*]] = llvm.fadd %{{.*}}, %[[ACC]] {fastmathFlags = #llvm.fastmath<reassoc>} : f32
+// CHECK-NOT: llvm.store
+// CHECK: llvm.br ^[[LOOP]](%{{.*}}, %[[SUM]] : i64, f32)
+// CHECK: llvm.store %[[ACC]], %{{.*}} : f32, !llvm.ptr
+func.func @rows(%x: tensor<6x40xf32> {of.name = "x"}) -> tensor<6xf32> {
+  %s = of.reduce_sum %x {axes = array<i64: 1>} : (tensor<6x40xf32>) -> tensor<6xf32>
+  return %s : tensor<6xf32>
 }

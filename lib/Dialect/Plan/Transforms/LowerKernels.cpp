@@ -86,6 +86,110 @@ LogicalResult copiesToLinalg(ModuleOp kernels) {
   return applyPatternsGreedily(kernels, std::move(copies));
 }
 
+/// The buffer that `memref` views: a kernel argument or a global, through
+/// view ops; null for anything else.
+Value viewedBuffer(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::GetGlobalOp>(def))
+      return memref;
+    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
+             memref::ReinterpretCastOp, memref::CastOp, memref::ReshapeOp>(def))
+      return {};
+    memref = def->getOperand(0);
+  }
+  return memref;
+}
+
+/// Keeps the accumulator of each innermost reduction loop in a register.
+/// linalg's loops load the output element, combine, and store it back on
+/// every iteration; LLVM cannot keep that element in a register, as it
+/// cannot tell that the input does not alias it, so the loop ran one
+/// dependent load-add-store chain per element and never vectorised. The
+/// plan guarantees what LLVM cannot see: different kernel arguments are
+/// different buffers, except that an elementwise kernel may write over an
+/// input it reads at the same index (whose loops reduce nothing). So a
+/// loop whose single store writes, at indices fixed in the loop, the
+/// element that it also loads, and which reads nothing else of that
+/// buffer, carries the element as an iter_arg instead: one load before,
+/// one store after. Its combiner is marked `reassoc`, which lets LLVM
+/// vectorise the reduction (partial sums in vector lanes, added at the
+/// end); the sums differ from the sequential ones by rounding only.
+void accumulateInRegisters(func::FuncOp kernel) {
+  SmallVector<scf::ForOp> innermost;
+  kernel.walk([&](scf::ForOp loop) {
+    bool nested =
+        loop.getBody()
+            ->walk([](LoopLikeOpInterface) { return WalkResult::interrupt(); })
+            .wasInterrupted();
+    if (!nested && loop.getInitArgs().empty())
+      innermost.push_back(loop);
+  });
+  IRRewriter rewriter(kernel.getContext());
+  for (scf::ForOp loop : innermost) {
+    memref::StoreOp store;
+    SmallVector<memref::LoadOp> loads;
+    bool simple = true;
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (auto s = dyn_cast<memref::StoreOp>(op))
+        simple &= !store, store = s;
+      else if (auto l = dyn_cast<memref::LoadOp>(op))
+        loads.push_back(l);
+      else
+        simple &= isMemoryEffectFree(&op) && op.getNumRegions() == 0;
+    }
+    if (!simple || !store || !loop.isDefinedOutsideOfLoop(store.getMemRef()) ||
+        !llvm::all_of(store.getIndices(), [&](Value index) {
+          return loop.isDefinedOutsideOfLoop(index);
+        }))
+      continue;
+    Value out = viewedBuffer(store.getMemRef());
+    memref::LoadOp accumulator;
+    for (memref::LoadOp load : loads) {
+      Value from = viewedBuffer(load.getMemRef());
+      if (from && from != out)
+        continue;
+      if (from && !accumulator && load.getMemRef() == store.getMemRef() &&
+          load.getIndices() == store.getIndices() &&
+          load->isBeforeInBlock(store))
+        accumulator = load;
+      else
+        simple = false; // another read of the output, or of an unknown buffer
+    }
+    if (!out || !accumulator || !simple)
+      continue;
+
+    Location loc = store.getLoc();
+    rewriter.setInsertionPoint(loop);
+    Value init = memref::LoadOp::create(rewriter, loc, store.getMemRef(),
+                                        store.getIndices());
+    Value combined = store.getValueToStore();
+    FailureOr<LoopLikeOpInterface> carried = loop.replaceWithAdditionalYields(
+        rewriter, init, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &, Location, ArrayRef<BlockArgument> carriedArgs) {
+          rewriter.replaceAllUsesWith(accumulator.getResult(), carriedArgs[0]);
+          return SmallVector<Value>{combined};
+        });
+    if (failed(carried))
+      continue;
+    rewriter.setInsertionPointAfter(*carried);
+    memref::StoreOp::create(rewriter, loc, carried->getLoopResults()->front(),
+                            store.getMemRef(), store.getIndices());
+    rewriter.eraseOp(store);
+    rewriter.eraseOp(accumulator);
+    Operation *op = combined.getDefiningOp();
+    auto combiner = dyn_cast_or_null<arith::ArithFastMathInterface>(op);
+    if (!combiner || !llvm::is_contained(op->getOperands(),
+                                         carried->getRegionIterArgs().front()))
+      continue;
+    arith::FastMathFlagsAttr flags = combiner.getFastMathFlagsAttr();
+    op->setAttr(combiner.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(
+                    kernel.getContext(),
+                    (flags ? flags.getValue() : arith::FastMathFlags::none) |
+                        arith::FastMathFlags::reassoc));
+  }
+}
+
 /// Retypes the i1 buffers of a CPU kernel, once it is loops, as i8: a load
 /// becomes a byte load compared with zero, a store a zero-extended byte.
 /// The bytes in memory are the same (LLVM stores an i1 as one byte holding
@@ -286,8 +390,10 @@ struct LowerCpuKernelsPass
       }
       if (failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
-      for (auto kernel : kernels.getOps<func::FuncOp>())
+      for (auto kernel : kernels.getOps<func::FuncOp>()) {
+        accumulateInRegisters(kernel);
         storeBoolsAsBytes(kernel);
+      }
       // Polynomial exp/tanh/erf/log... vectorise where libm calls would not.
       RewritePatternSet math(ctx);
       populateMathPolynomialApproximationPatterns(math);

@@ -55,8 +55,9 @@ def Plan_ExecutableOp : Plan_Op<"executable", [Symbol, IsolatedFromAbove,
   let summary = "Compiled kernels for one target";
   let description = [{
     In source form the body holds one `builtin.module` with the kernels (one
-    function per kernel with the packed signature `void k(void **args)`,
-    `args[i]` the data pointer of the launch's i-th buffer). In binary form,
+    function per kernel with the packed signature `void k(void **args,
+    int64_t begin, int64_t end)`, `args[i]` the data pointer of the
+    launch's i-th buffer, [begin, end) the slice of the launch's `range`). In binary form,
     read back from a `.ofp`, the body is empty and `object` holds the
     compiled shared object, `kernels` the entry points it exports.
 

@@ -66,7 +66,13 @@ def LowerCpuKernelsPass : Pass<"of-lower-cpu-kernels", "ModuleOp"> {
     to the LLVM dialect: linalg to loops, math functions to polynomial
     approximations (so loops vectorise), memrefs with the bare-pointer
     calling convention, and adds for each kernel `kN` the packed entry point
-    `void kN(void **args)` that the runtime calls.
+    `void kN(void **args, int64_t begin, int64_t end)` that the runtime
+    calls. A kernel whose first loop is parallel and indexes every output
+    runs the iterations [begin, end) of that loop, and its launches get
+    `range` (the loop's extent) and `work` (innermost iterations), so the
+    runtime may split the range among threads. A reduction's innermost loop
+    carries its accumulator as an iter_arg with a `reassoc` combiner (LLVM
+    vectorises it), and bool buffers are read and written as bytes.
   }];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
