@@ -79,14 +79,14 @@ def compile_plan(tools, mlir, workdir, name, pipeline="cpu"):
     return ofp, t1 - t0, t2 - t1
 
 
-def of_time(tools, ofp, inputs, workdir, repeat, nproc=1):
+def of_time(tools, ofp, inputs, workdir, repeat, nproc=1, env=None):
     args = [tools / "of-run"] + (["-n", str(nproc)] if nproc > 1 else []) + [
         ofp, "--output-dir", workdir / "out", "--repeat", str(repeat), "--print-timing"]
     for k, v in inputs.items():
         path = workdir / f"in_{k.replace('/', '_')}.npy"
         np.save(path, v)
         args += ["--input", f"{k}={path}"]
-    out = run(args).stdout
+    out = run(args, env=env).stdout
     m = re.search(r"total per run: ([0-9.]+) ms in steps", out)
     steps = {}
     for line in out.splitlines():
@@ -148,10 +148,40 @@ def main():
 
                 t_direct = peer_time(direct, args.repeat)
                 rows.append((f"gemm {n}^3 f32", t_of, "OpenBLAS direct", t_direct,
-                             f"the library libofrt calls; {flops / t_direct / 1e9:.1f} GFLOP/s"))
+                             f"{flops / t_direct / 1e9:.1f} GFLOP/s"))
+            # libofrt runs f32 gemm steps on oneDNN; OF_CPU_GEMM=openblas
+            # makes it use OpenBLAS, the other candidate.
+            t_of_blas, _ = of_time(tools, ofp, {"a": a, "b": b}, work, args.repeat,
+                                   env={**os.environ, "OF_CPU_GEMM": "openblas"})
+            rows.append((f"gemm {n}^3 f32", t_of, "OF on OpenBLAS", t_of_blas,
+                         "OF's gemm steps on oneDNN matmul vs on OpenBLAS"))
             rows.append((f"gemm {n}^3 f32", t_of, "numpy(OpenBLAS)", t_np,
                          f"OF {flops / t_of / 1e9:.1f} GFLOP/s, numpy {flops / t_np / 1e9:.1f}, "
                          f"{100 * flops / t_of / 1e9 / args.peak_gflops:.0f}% of {args.peak_gflops:.0f} peak"))
+
+            # The transformer block's gemm shapes (M x N x K), OF's steps on
+            # oneDNN and on OpenBLAS (of-run's per-step time, so without
+            # the output copy) and PyTorch's matmul (MKL).
+            for m_, n_, k_ in [(1024, 768, 256), (1024, 1024, 256), (1024, 256, 1024), (1024, 256, 256)]:
+                mlir = f"""func.func @main(%a: tensor<{m_}x{k_}xf32> {{of.name = "a"}}, %b: tensor<{k_}x{n_}xf32> {{of.name = "b"}}) -> tensor<{m_}x{n_}xf32> {{
+  %c = of.matmul %a, %b : (tensor<{m_}x{k_}xf32>, tensor<{k_}x{n_}xf32>) -> tensor<{m_}x{n_}xf32>
+  return %c : tensor<{m_}x{n_}xf32>
+}}"""
+                ga = rng.standard_normal((m_, k_), dtype=np.float32)
+                gb = rng.standard_normal((k_, n_), dtype=np.float32)
+                ofp, _, _ = compile_plan(tools, mlir, work, "gemm_shape")
+                step = lambda steps: steps["library blas.gemm"] / 1e3
+                t_dnn = step(of_time(tools, ofp, {"a": ga, "b": gb}, work, args.repeat)[1])
+                t_blas = step(of_time(tools, ofp, {"a": ga, "b": gb}, work, args.repeat,
+                                      env={**os.environ, "OF_CPU_GEMM": "openblas"})[1])
+                label = f"gemm {m_}x{n_}x{k_} f32"
+                gf = 2 * m_ * n_ * k_ / 1e9
+                rows.append((label, t_dnn, "OF on OpenBLAS", t_blas,
+                             f"step time; oneDNN {gf / t_dnn:.0f} GFLOP/s, OpenBLAS {gf / t_blas:.0f}"))
+                if HAVE_TORCH:
+                    import torch
+                    ta, tb = torch.from_numpy(ga), torch.from_numpy(gb)
+                    rows.append((label, t_dnn, "torch(MKL)", peer_time(lambda: ta @ tb, args.repeat), ""))
 
         if selected("fused"):
             # Fused elementwise chain: gelu(x * y + x), 4M elements.

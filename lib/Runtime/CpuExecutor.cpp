@@ -205,11 +205,21 @@ public:
                   dtypeName(step.gemmType), " into ",
                   dtypeName(step.gemmOutType),
                   " (only CUDA plans have 16-bit gemm steps)");
-    if (step.kind == StepKind::Gemm && !blas_)
-      if (Status status = loadOpenBlas(blas_); status.failed())
-        return fail(step.name, ": ", status.message());
+    if (step.kind == StepKind::Gemm) {
+      const GemmCall &g = step.gemm;
+      if (step.gemmType == DType::F32 && g.m > 0 && g.n > 0 && g.k > 0 &&
+          g.batch > 0 && g.outerBatch > 0) {
+        bool taken = false;
+        dnn_.prepareGemm(step, taken);
+        if (taken)
+          return Status::success();
+      }
+      if (!blas_)
+        if (Status status = loadOpenBlas(blas_); status.failed())
+          return fail(step.name, ": ", status.message());
+    }
     if (step.kind == StepKind::Conv)
-      return convolutions_.prepare(step);
+      return dnn_.prepare(step);
     return Status::success();
   }
 
@@ -221,6 +231,8 @@ public:
       runKernel(step);
       return Status::success();
     case StepKind::Gemm:
+      if (step.gemmType == DType::F32 && dnn_.runsGemm(step))
+        return dnn_.run(step);
       if (step.gemmType == DType::F32)
         gemm(*blas_, step.gemm, static_cast<const float *>(step.gemmA),
              static_cast<const float *>(step.gemmB),
@@ -231,7 +243,7 @@ public:
              static_cast<double *>(step.gemmC));
       return Status::success();
     case StepKind::Conv:
-      return convolutions_.run(step);
+      return dnn_.run(step);
     case StepKind::IndexRangeCheck:
       return checkIndexRange(step, step.indices);
     case StepKind::Copy:
@@ -254,7 +266,7 @@ public:
 
 private:
   const OpenBlas *blas_ = nullptr;
-  OneDnnConvolutions convolutions_;
+  OneDnnPrimitives dnn_;
 };
 
 } // namespace

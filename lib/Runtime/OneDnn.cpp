@@ -41,15 +41,18 @@ namespace {
   X(dnnl_dilated_convolution_forward_desc_init)                                \
   X(dnnl_engine_create)                                                        \
   X(dnnl_engine_destroy)                                                       \
+  X(dnnl_matmul_desc_init)                                                     \
   X(dnnl_memory_create)                                                        \
   X(dnnl_memory_desc_equal)                                                    \
   X(dnnl_memory_desc_get_size)                                                 \
+  X(dnnl_memory_desc_init_by_strides)                                          \
   X(dnnl_memory_desc_init_by_tag)                                              \
   X(dnnl_memory_destroy)                                                       \
   X(dnnl_memory_set_data_handle)                                               \
   X(dnnl_primitive_create)                                                     \
   X(dnnl_primitive_desc_create)                                                \
   X(dnnl_primitive_desc_destroy)                                               \
+  X(dnnl_primitive_desc_query)                                                 \
   X(dnnl_primitive_desc_query_md)                                              \
   X(dnnl_primitive_destroy)                                                    \
   X(dnnl_primitive_execute)                                                    \
@@ -115,6 +118,39 @@ struct Convolution {
   std::vector<Operand> operands;
 };
 
+/// A matmul on the plan's layouts: A, B and C in the step's buffer order.
+struct Matmul {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_t memories[3] = {nullptr, nullptr, nullptr};
+};
+
+/// The layout of one gemm operand as a oneDNN memory descriptor: dims
+/// [outer, batch, rows, cols] with the plan's element strides, leading
+/// batch levels of extent 1 dropped (the matmul's rank is 2 to 4). A batch
+/// stride of 0 (an operand broadcast over the batch) becomes extent 1,
+/// which oneDNN broadcasts.
+struct GemmLayout {
+  int rank = 0;
+  dnnl_dims_t dims = {}, strides = {};
+};
+
+GemmLayout gemmLayout(const GemmCall &g, int64_t outerStride,
+                      int64_t batchStride, int64_t rows, int64_t cols,
+                      int64_t rowStride, int64_t colStride) {
+  GemmLayout layout;
+  auto add = [&](int64_t extent, int64_t stride) {
+    layout.dims[layout.rank] = extent;
+    layout.strides[layout.rank++] = stride;
+  };
+  if (g.outerBatch > 1)
+    add(outerStride == 0 ? 1 : g.outerBatch, outerStride);
+  if (g.outerBatch > 1 || g.batch > 1)
+    add(batchStride == 0 ? 1 : g.batch, batchStride);
+  add(rows, rowStride);
+  add(cols, colStride);
+  return layout;
+}
+
 dnnl_data_type_t dnnlType(DType type) {
   switch (type) {
   case DType::F32:
@@ -130,11 +166,12 @@ dnnl_data_type_t dnnlType(DType type) {
 
 } // namespace
 
-struct OneDnnConvolutions::Impl {
+struct OneDnnPrimitives::Impl {
   const DnnlApi *dnnl = nullptr;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
   std::map<std::vector<int64_t>, Convolution> convolutions;
+  std::map<std::vector<int64_t>, Matmul> matmuls;
   /// Scratch per operand position, grown to the largest inner layout.
   std::vector<void *> scratch;
   std::vector<size_t> scratchBytes;
@@ -154,9 +191,19 @@ struct OneDnnConvolutions::Impl {
       dnnl->dnnl_primitive_destroy(conv.primitive);
   }
 
+  void destroy(Matmul &matmul) {
+    for (dnnl_memory_t memory : matmul.memories)
+      if (memory)
+        dnnl->dnnl_memory_destroy(memory);
+    if (matmul.primitive)
+      dnnl->dnnl_primitive_destroy(matmul.primitive);
+  }
+
   ~Impl() {
     for (auto &[key, conv] : convolutions)
       destroy(conv);
+    for (auto &[key, matmul] : matmuls)
+      destroy(matmul);
     for (void *p : scratch)
       std::free(p);
     if (stream)
@@ -239,7 +286,8 @@ struct OneDnnConvolutions::Impl {
     return Status::success();
   }
 
-  Status create(const PreparedStep &step, Convolution &conv) {
+  /// Loads oneDNN and makes the engine and stream, once.
+  Status start(const PreparedStep &step) {
     if (!dnnl)
       if (Status status = loadDnnl(dnnl); status.failed())
         return fail(step.name, ": ", status.message());
@@ -256,6 +304,108 @@ struct OneDnnConvolutions::Impl {
           status.failed())
         return status;
     }
+    return Status::success();
+  }
+
+  /// A matmul primitive for `step` on the plan's layouts; failure when
+  /// oneDNN rejects the layout or has only its reference kernel for it.
+  Status create(const PreparedStep &step, Matmul &matmul) {
+    if (Status status = start(step); status.failed())
+      return status;
+    const GemmCall &g = step.gemm;
+    GemmLayout a = gemmLayout(g, g.aOuterStride, g.aBatchStride, g.m, g.k,
+                              g.aMStride, g.aKStride);
+    GemmLayout b = gemmLayout(g, g.bOuterStride, g.bBatchStride, g.k, g.n,
+                              g.bKStride, g.bNStride);
+    GemmLayout c =
+        gemmLayout(g, g.cOuterStride, g.cBatchStride, g.m, g.n, g.cMStride, 1);
+    dnnl_memory_desc_t mds[3];
+    GemmLayout *layouts[3] = {&a, &b, &c};
+    for (int i = 0; i < 3; ++i)
+      if (Status status = check(step,
+                                dnnl->dnnl_memory_desc_init_by_strides(
+                                    &mds[i], layouts[i]->rank, layouts[i]->dims,
+                                    dnnl_f32, layouts[i]->strides),
+                                "matmul layout");
+          status.failed())
+        return status;
+    dnnl_matmul_desc_t desc;
+    if (Status status = check(step,
+                              dnnl->dnnl_matmul_desc_init(
+                                  &desc, &mds[0], &mds[1], nullptr, &mds[2]),
+                              "matmul descriptor");
+        status.failed())
+      return status;
+    dnnl_primitive_desc_t pd;
+    if (Status status = check(step,
+                              dnnl->dnnl_primitive_desc_create(
+                                  &pd, &desc, nullptr, engine, nullptr),
+                              "matmul descriptor");
+        status.failed())
+      return status;
+    const char *impl = nullptr;
+    dnnl->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    Status status = Status::success();
+    if (!impl || std::string(impl).rfind("ref", 0) == 0)
+      status = fail(step.name, ": oneDNN has only its reference matmul (",
+                    impl ? impl : "?", ") for this layout");
+    if (!status.failed())
+      status = check(step, dnnl->dnnl_primitive_create(&matmul.primitive, pd),
+                     "matmul creation");
+    dnnl->dnnl_primitive_desc_destroy(pd);
+    for (int i = 0; i < 3 && !status.failed(); ++i)
+      status = check(step,
+                     dnnl->dnnl_memory_create(&matmul.memories[i], &mds[i],
+                                              engine, DNNL_MEMORY_NONE),
+                     "memory creation");
+    return status;
+  }
+
+  Status run(const PreparedStep &step, Matmul &matmul) {
+    void *data[3] = {const_cast<void *>(step.gemmA),
+                     const_cast<void *>(step.gemmB), step.gemmC};
+    dnnl_exec_arg_t args[3];
+    int kinds[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    for (int i = 0; i < 3; ++i) {
+      if (Status status = check(
+              step,
+              dnnl->dnnl_memory_set_data_handle(matmul.memories[i], data[i]),
+              "memory binding");
+          status.failed())
+        return status;
+      args[i] = {kinds[i], matmul.memories[i]};
+    }
+    if (Status status = check(
+            step,
+            dnnl->dnnl_primitive_execute(matmul.primitive, stream, 3, args),
+            "matmul");
+        status.failed())
+      return status;
+    return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
+  }
+
+  static std::vector<int64_t> key(const GemmCall &g) {
+    return {g.outerBatch,
+            g.batch,
+            g.m,
+            g.n,
+            g.k,
+            g.aOuterStride,
+            g.aBatchStride,
+            g.aMStride,
+            g.aKStride,
+            g.bOuterStride,
+            g.bBatchStride,
+            g.bKStride,
+            g.bNStride,
+            g.cOuterStride,
+            g.cBatchStride,
+            g.cMStride};
+  }
+
+  Status create(const PreparedStep &step, Convolution &conv) {
+    if (Status status = start(step); status.failed())
+      return status;
     const ConvGeometry &g = step.conv;
     dnnl_data_type_t type = dnnlType(step.convType);
     if (type == dnnl_data_type_undef)
@@ -460,10 +610,10 @@ struct OneDnnConvolutions::Impl {
   }
 };
 
-OneDnnConvolutions::OneDnnConvolutions() : impl_(std::make_unique<Impl>()) {}
-OneDnnConvolutions::~OneDnnConvolutions() = default;
+OneDnnPrimitives::OneDnnPrimitives() : impl_(std::make_unique<Impl>()) {}
+OneDnnPrimitives::~OneDnnPrimitives() = default;
 
-Status OneDnnConvolutions::prepare(const PreparedStep &step) {
+Status OneDnnPrimitives::prepare(const PreparedStep &step) {
   std::vector<int64_t> key = Impl::key(step);
   if (impl_->convolutions.count(key))
     return Status::success();
@@ -476,7 +626,37 @@ Status OneDnnConvolutions::prepare(const PreparedStep &step) {
   return Status::success();
 }
 
-Status OneDnnConvolutions::run(const PreparedStep &step) {
+void OneDnnPrimitives::prepareGemm(const PreparedStep &step, bool &taken) {
+  taken = false;
+  if (const char *choice = std::getenv("OF_CPU_GEMM");
+      choice && std::string(choice) == "openblas")
+    return;
+  std::vector<int64_t> key = Impl::key(step.gemm);
+  if (impl_->matmuls.count(key)) {
+    taken = true;
+    return;
+  }
+  Matmul matmul;
+  if (impl_->create(step, matmul).failed()) {
+    // OpenBLAS runs it: oneDNN is missing, or slow for this layout.
+    impl_->destroy(matmul);
+    return;
+  }
+  impl_->matmuls.emplace(std::move(key), matmul);
+  taken = true;
+}
+
+bool OneDnnPrimitives::runsGemm(const PreparedStep &step) const {
+  return impl_->matmuls.count(Impl::key(step.gemm)) != 0;
+}
+
+Status OneDnnPrimitives::run(const PreparedStep &step) {
+  if (step.kind == StepKind::Gemm) {
+    auto found = impl_->matmuls.find(Impl::key(step.gemm));
+    if (found == impl_->matmuls.end())
+      return fail(step.name, ": the gemm was not prepared for oneDNN");
+    return impl_->run(step, found->second);
+  }
   auto found = impl_->convolutions.find(Impl::key(step));
   if (found == impl_->convolutions.end())
     return fail(step.name, ": the convolution was not prepared");

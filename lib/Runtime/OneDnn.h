@@ -1,4 +1,4 @@
-//===- OneDnn.h - Convolution steps through oneDNN ------------------------===//
+//===- OneDnn.h - Convolution and gemm steps through oneDNN ---------------===//
 //
 // The CPU executor runs the plan's convolution library calls (LibraryCalls.h)
 // through oneDNN's C API, loaded with dlopen when a session first has one: one
@@ -7,6 +7,11 @@
 // run), with `any` memory formats so oneDNN picks its blocked layouts; the
 // plan's dense NCHW/OIHW buffers are reordered into and out of executor-owned
 // scratch around each call.
+//
+// f32 gemm steps run as oneDNN matmul primitives on the plan's own strided
+// layouts when oneDNN is installed and has an optimised (JIT) kernel for
+// the layout; OpenBLAS runs the others (docs/architecture.md has the
+// measurements behind this).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,18 +26,26 @@
 
 namespace of::rt {
 
-/// oneDNN, which the executor loads with dlopen at the first convolution.
-class OneDnnConvolutions {
+/// oneDNN, which the executor loads with dlopen at the first convolution
+/// or gemm.
+class OneDnnPrimitives {
 public:
-  OneDnnConvolutions();
-  ~OneDnnConvolutions();
-  OneDnnConvolutions(const OneDnnConvolutions &) = delete;
-  OneDnnConvolutions &operator=(const OneDnnConvolutions &) = delete;
+  OneDnnPrimitives();
+  ~OneDnnPrimitives();
+  OneDnnPrimitives(const OneDnnPrimitives &) = delete;
+  OneDnnPrimitives &operator=(const OneDnnPrimitives &) = delete;
 
   /// Creates the primitives `step` (a Conv step) needs, unless a step of
   /// the same geometry and direction already did.
   Status prepare(const PreparedStep &step);
-  /// Runs `step`, which `prepare` accepted, to completion.
+  /// Creates a matmul primitive for `step` (an f32 Gemm step with m, n and
+  /// k > 0) unless one of its geometry exists; `taken` says whether oneDNN
+  /// will run the step. It will not when oneDNN is missing or has only its
+  /// reference kernel for the layout, or when $OF_CPU_GEMM is `openblas`.
+  void prepareGemm(const PreparedStep &step, bool &taken);
+  /// Whether prepareGemm took a step of `step`'s geometry.
+  bool runsGemm(const PreparedStep &step) const;
+  /// Runs `step`, which `prepare` or `prepareGemm` accepted, to completion.
   Status run(const PreparedStep &step);
 
 private:

@@ -189,10 +189,18 @@ void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
       }
 }
 
+/// f32 on oneDNN's matmul and, with OF_CPU_GEMM=openblas, on OpenBLAS
+/// (batches split among threads); f64 on OpenBLAS.
 TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
-  checkBatchedGemm<float>(DType::F32, 3, 5, 7, 6);
+  for (const char *library : {"onednn", "openblas"}) {
+    SCOPED_TRACE(library);
+    ::setenv("OF_CPU_GEMM", library, 1);
+    checkBatchedGemm<float>(DType::F32, 3, 5, 7, 6);
+    checkBatchedGemm<float>(DType::F32, 1, 1, 1, 1);
+    checkBatchedGemm<float>(DType::F32, 64, 16, 24, 8);
+  }
+  ::unsetenv("OF_CPU_GEMM");
   checkBatchedGemm<double>(DType::F64, 2, 9, 4, 11);
-  checkBatchedGemm<float>(DType::F32, 1, 1, 1, 1);
 }
 
 /// A launch with a range runs its kernel on slices of it, among threads

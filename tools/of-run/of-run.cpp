@@ -126,6 +126,13 @@ value on coordinate 0 of that axis and zeros, or the lowest value for
 P(max), elsewhere). Rank 0 gathers every output (S parts concatenated, B
 from coordinate 0, P summed or maxed) and writes the global .npy once every
 rank has finished; a failing rank ends the job and nothing is written.
+
+LIBRARIES AND THREADS (CPU plans): f32 gemm steps run on oneDNN's matmul
+(libdnnl.so.2, or $OF_DNNL_LIBRARY), other gemms and any gemm where oneDNN
+is missing or OF_CPU_GEMM=openblas on OpenBLAS (its OpenMP build first, or
+$OF_OPENBLAS_LIBRARY); convolutions need oneDNN. Kernels, gemms and
+convolutions share libgomp's threads: $OMP_NUM_THREADS of them, else the
+CPUs divided among the ranks that share the machine.
 )";
 
 /// "rank R: " under MPI, so every message says which rank it is from.
