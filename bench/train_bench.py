@@ -21,6 +21,10 @@ after importing torch and before building anything. OF's arena (the
 activations) and its state are printed from the plan.
 
     python3 bench/train_bench.py [--model mlp|gpt|all] [--steps 30] [--rounds 3]
+                                 [--amp bf16]
+
+With --amp bf16, OF compiles with amp=bf16 and PyTorch runs under
+torch.autocast("cpu", torch.bfloat16); JAX is left out.
 """
 import argparse
 import json
@@ -68,7 +72,7 @@ import numpy as np
 import torch
 torch.manual_seed(0)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-model, steps, mode, work = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+model, steps, mode, work, amp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 data = np.load(f"{work}/data.npz")
 params = {k[2:]: torch.tensor(data[k], requires_grad=True) for k in data.files if k.startswith("p_")}
 if model == "mlp":
@@ -105,7 +109,8 @@ else:
     opt = torch.optim.AdamW(params.values(), lr=3e-3, weight_decay=0.01)
 def step(x, y):
     opt.zero_grad(set_to_none=True)
-    loss = loss_fn(x, y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+        loss = loss_fn(x, y)
     loss.backward()
     opt.step()
     return loss
@@ -237,9 +242,9 @@ def jax_step(model, params, data, steps):
     return float(np.median(times))
 
 
-def torch_step(model, params, data, steps, mode, work):
+def torch_step(model, params, data, steps, mode, work, amp):
     np.savez(work / "data.npz", **{f"p_{k}": v for k, v in params.items()}, **data)
-    out = run([sys.executable, "-c", TORCH_SCRIPT, model, str(steps), mode, str(work)])
+    out = run([sys.executable, "-c", TORCH_SCRIPT, model, str(steps), mode, str(work), amp])
     return json.loads(out.decode().strip().splitlines()[-1])
 
 
@@ -249,17 +254,23 @@ def bench(model, args, tools):
         work = pathlib.Path(tmp)
         program, pipeline, entry, lr, params, inputs, data = (
             mlp_setup if model == "mlp" else gpt_setup)(rng, work)
+        if args.amp != "none":
+            pipeline += f",amp={args.amp}"
         plan, compile_s, arenas = of_plan(tools, program, pipeline, work)
         have = {}
         try:
             import jax  # noqa: F401
-            have["JAX jit"] = lambda: jax_step(model, params, data, args.steps)
+            if args.amp == "none":
+                have["JAX jit"] = lambda: jax_step(model, params, data, args.steps)
+            else:
+                print("AMP: no JAX comparison (the JAX step is fp32)")
         except ImportError:
             print("JAX not installed: no JAX comparison")
         try:
             import torch  # noqa: F401
-            have["PyTorch eager"] = lambda: torch_step(model, params, data, args.steps, "eager", work)
-            have["torch.compile"] = lambda: torch_step(model, params, data, args.steps, "compile", work)
+            have["PyTorch eager"] = lambda: torch_step(model, params, data, args.steps, "eager", work, args.amp)
+            have["torch.compile"] = lambda: torch_step(model, params, data, args.steps, "compile", work,
+                                                       args.amp)
         except ImportError:
             print("PyTorch not installed: no PyTorch comparison")
         rounds = {"OF": [], **{k: [] for k in have}}
@@ -276,7 +287,7 @@ def bench(model, args, tools):
                 else:
                     rounds[name].append(result)
     state_bytes = sum(v.nbytes for v in params.values())
-    print(f"== {model}: OF compile {compile_s:.2f} s; parameters {state_bytes / 2**20:.1f} MiB; "
+    print(f"== {model}{'' if args.amp == 'none' else ' AMP ' + args.amp}: OF compile {compile_s:.2f} s; parameters {state_bytes / 2**20:.1f} MiB; "
           f"OF arena (activations, gradients) {arenas[entry.encode()] / 2**20:.1f} MiB; "
           f"{args.rounds} rounds of {args.steps} steps")
     of_ms = statistics.median(rounds["OF"])
@@ -294,6 +305,9 @@ def main():
     ap.add_argument("--model", choices=["mlp", "gpt", "all"], default="all")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none",
+                    help="bf16: OF with --of-pipeline=...,amp=bf16, PyTorch under "
+                         "torch.autocast(cpu, bfloat16)")
     ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
     args = ap.parse_args()
     tools = pathlib.Path(args.tools)

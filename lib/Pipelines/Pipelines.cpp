@@ -218,6 +218,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   ofrt::BuildPlanPassOptions plan;
   plan.inPlace = options.inPlace;
   plan.useBlas = options.useBlas;
+  plan.useDnn = options.useDnn;
   plan.device = options.target;
   pm.addPass(ofrt::createBuildPlanPass(plan));
   if (options.stopAfter == "plan")

@@ -198,22 +198,30 @@ void runKernel(const PreparedStep &step) {
 class CpuExecutor final : public Executor {
 public:
   Status check(const PreparedStep &step) override {
-    if (step.kind == StepKind::Gemm &&
-        ((step.gemmType != DType::F32 && step.gemmType != DType::F64) ||
-         step.gemmOutType != step.gemmType))
-      return fail(step.name, ": OpenBLAS has no gemm of ",
-                  dtypeName(step.gemmType), " into ",
-                  dtypeName(step.gemmOutType),
-                  " (only CUDA plans have 16-bit gemm steps)");
     if (step.kind == StepKind::Gemm) {
+      bool bf16 =
+          step.gemmType == DType::BF16 &&
+          (step.gemmOutType == DType::BF16 || step.gemmOutType == DType::F32);
+      if (!bf16 &&
+          ((step.gemmType != DType::F32 && step.gemmType != DType::F64) ||
+           step.gemmOutType != step.gemmType))
+        return fail(step.name, ": the CPU has no gemm of ",
+                    dtypeName(step.gemmType), " into ",
+                    dtypeName(step.gemmOutType),
+                    " (f32 and f64; bf16 into bf16 or f32 through oneDNN)");
       const GemmCall &g = step.gemm;
-      if (step.gemmType == DType::F32 && g.m > 0 && g.n > 0 && g.k > 0 &&
-          g.batch > 0 && g.outerBatch > 0) {
-        bool taken = false;
-        dnn_.prepareGemm(step, taken);
-        if (taken)
+      bool empty =
+          g.m == 0 || g.n == 0 || g.k == 0 || g.batch == 0 || g.outerBatch == 0;
+      if ((step.gemmType == DType::F32 || bf16) && !empty) {
+        Status dnn = dnn_.prepareGemm(step);
+        if (!dnn.failed())
           return Status::success();
+        // OpenBLAS runs an f32 gemm that oneDNN will not; it has no bf16.
+        if (bf16)
+          return fail(dnn.message(), " (a bf16 gemm runs on oneDNN only)");
       }
+      if (bf16)
+        return Status::success(); // empty: execute zeroes C if k is 0
       if (!blas_)
         if (Status status = loadOpenBlas(blas_); status.failed())
           return fail(step.name, ": ", status.message());
@@ -231,8 +239,15 @@ public:
       runKernel(step);
       return Status::success();
     case StepKind::Gemm:
-      if (step.gemmType == DType::F32 && dnn_.runsGemm(step))
+      if (step.gemmType != DType::F64 && dnn_.runsGemm(step))
         return dnn_.run(step);
+      if (step.gemmType == DType::BF16) { // empty (check)
+        if (step.gemm.k == 0 && step.gemmOutType == DType::F32)
+          zeroResult(step.gemm, static_cast<float *>(step.gemmC));
+        else if (step.gemm.k == 0)
+          zeroResult(step.gemm, static_cast<uint16_t *>(step.gemmC));
+        return Status::success();
+      }
       if (step.gemmType == DType::F32)
         gemm(*blas_, step.gemm, static_cast<const float *>(step.gemmA),
              static_cast<const float *>(step.gemmB),

@@ -1,4 +1,4 @@
-//===- OneDnn.cpp - Convolution steps through oneDNN ----------------------===//
+//===- OneDnn.cpp - Convolution and gemm steps through oneDNN -------------===//
 //
 // Forward, data-gradient and weight-gradient convolutions (training
 // propagation, so the gradients' primitives take the forward one as their
@@ -18,6 +18,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -113,22 +114,21 @@ struct Operand {
   size_t bytes = 0; // of the inner layout
 };
 
-struct Convolution {
+/// A primitive (a convolution or a matmul) and its operands.
+struct Primitive {
   dnnl_primitive_t primitive = nullptr;
   std::vector<Operand> operands;
-};
-
-/// A matmul on the plan's layouts: A, B and C in the step's buffer order.
-struct Matmul {
-  dnnl_primitive_t primitive = nullptr;
-  dnnl_memory_t memories[3] = {nullptr, nullptr, nullptr};
 };
 
 /// The layout of one gemm operand as a oneDNN memory descriptor: dims
 /// [outer, batch, rows, cols] with the plan's element strides, leading
 /// batch levels of extent 1 dropped (the matmul's rank is 2 to 4). A batch
 /// stride of 0 (an operand broadcast over the batch) becomes extent 1,
-/// which oneDNN broadcasts.
+/// which oneDNN broadcasts, with the stride of the level inside it (2.6
+/// has only its reference kernel for a stride of 0). The two batch levels are
+/// interchangeable, and are ordered so that C's strides decrease: oneDNN's
+/// optimised kernels want C row-major (an einsum "btc,hcd->bhtd" has C's outer
+/// level, h, inside its batch level, b).
 struct GemmLayout {
   int rank = 0;
   dnnl_dims_t dims = {}, strides = {};
@@ -142,10 +142,28 @@ GemmLayout gemmLayout(const GemmCall &g, int64_t outerStride,
     layout.dims[layout.rank] = extent;
     layout.strides[layout.rank++] = stride;
   };
-  if (g.outerBatch > 1)
-    add(outerStride == 0 ? 1 : g.outerBatch, outerStride);
+  bool swap = g.outerBatch > 1 && g.cOuterStride < g.cBatchStride;
+  // The stride of a broadcast level: that of the level inside it, times its
+  // extent (rows * cols for the innermost batch level).
+  int64_t matrix = std::max(rows * rowStride, cols * colStride);
+  auto level = [&](int64_t extent, int64_t stride, int64_t inside) {
+    if (stride == 0)
+      add(1, inside);
+    else
+      add(extent, stride);
+  };
+  auto inner = [&] { level(g.batch, batchStride, matrix); };
+  auto outer = [&] {
+    int64_t inside =
+        swap ? matrix : (batchStride ? batchStride * g.batch : matrix);
+    level(g.outerBatch, outerStride, inside);
+  };
+  if (g.outerBatch > 1 && !swap)
+    outer();
   if (g.outerBatch > 1 || g.batch > 1)
-    add(batchStride == 0 ? 1 : g.batch, batchStride);
+    inner();
+  if (swap)
+    outer();
   add(rows, rowStride);
   add(cols, colStride);
   return layout;
@@ -170,8 +188,8 @@ struct OneDnnPrimitives::Impl {
   const DnnlApi *dnnl = nullptr;
   dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
-  std::map<std::vector<int64_t>, Convolution> convolutions;
-  std::map<std::vector<int64_t>, Matmul> matmuls;
+  std::map<std::vector<int64_t>, Primitive> convolutions;
+  std::map<std::vector<int64_t>, Primitive> matmuls;
   /// Scratch per operand position, grown to the largest inner layout.
   std::vector<void *> scratch;
   std::vector<size_t> scratchBytes;
@@ -184,19 +202,11 @@ struct OneDnnPrimitives::Impl {
     if (operand.user)
       dnnl->dnnl_memory_destroy(operand.user);
   }
-  void destroy(Convolution &conv) {
+  void destroy(Primitive &conv) {
     for (Operand &operand : conv.operands)
       destroy(operand);
     if (conv.primitive)
       dnnl->dnnl_primitive_destroy(conv.primitive);
-  }
-
-  void destroy(Matmul &matmul) {
-    for (dnnl_memory_t memory : matmul.memories)
-      if (memory)
-        dnnl->dnnl_memory_destroy(memory);
-    if (matmul.primitive)
-      dnnl->dnnl_primitive_destroy(matmul.primitive);
   }
 
   ~Impl() {
@@ -222,7 +232,7 @@ struct OneDnnPrimitives::Impl {
 
   /// Adds an operand: `user` the plan's dense layout, `chosen` the layout
   /// of the primitive (queried from its descriptor).
-  Status addOperand(const PreparedStep &step, Convolution &conv, int arg,
+  Status addOperand(const PreparedStep &step, Primitive &conv, int arg,
                     unsigned buffer, bool output,
                     const dnnl_memory_desc_t &user,
                     const dnnl_memory_desc_t *chosen) {
@@ -307,28 +317,10 @@ struct OneDnnPrimitives::Impl {
     return Status::success();
   }
 
-  /// A matmul primitive for `step` on the plan's layouts; failure when
-  /// oneDNN rejects the layout or has only its reference kernel for it.
-  Status create(const PreparedStep &step, Matmul &matmul) {
-    if (Status status = start(step); status.failed())
-      return status;
-    const GemmCall &g = step.gemm;
-    GemmLayout a = gemmLayout(g, g.aOuterStride, g.aBatchStride, g.m, g.k,
-                              g.aMStride, g.aKStride);
-    GemmLayout b = gemmLayout(g, g.bOuterStride, g.bBatchStride, g.k, g.n,
-                              g.bKStride, g.bNStride);
-    GemmLayout c =
-        gemmLayout(g, g.cOuterStride, g.cBatchStride, g.m, g.n, g.cMStride, 1);
-    dnnl_memory_desc_t mds[3];
-    GemmLayout *layouts[3] = {&a, &b, &c};
-    for (int i = 0; i < 3; ++i)
-      if (Status status = check(step,
-                                dnnl->dnnl_memory_desc_init_by_strides(
-                                    &mds[i], layouts[i]->rank, layouts[i]->dims,
-                                    dnnl_f32, layouts[i]->strides),
-                                "matmul layout");
-          status.failed())
-        return status;
+  /// A matmul primitive of the given operand layouts, or failure when
+  /// oneDNN rejects them or has only its reference kernel for them.
+  Status matmulDesc(const PreparedStep &step, const dnnl_memory_desc_t *mds,
+                    dnnl_primitive_desc_t &pd) {
     dnnl_matmul_desc_t desc;
     if (Status status = check(step,
                               dnnl->dnnl_matmul_desc_init(
@@ -336,7 +328,6 @@ struct OneDnnPrimitives::Impl {
                               "matmul descriptor");
         status.failed())
       return status;
-    dnnl_primitive_desc_t pd;
     if (Status status = check(step,
                               dnnl->dnnl_primitive_desc_create(
                                   &pd, &desc, nullptr, engine, nullptr),
@@ -345,47 +336,60 @@ struct OneDnnPrimitives::Impl {
       return status;
     const char *impl = nullptr;
     dnnl->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    Status status = Status::success();
-    if (!impl || std::string(impl).rfind("ref", 0) == 0)
-      status = fail(step.name, ": oneDNN has only its reference matmul (",
-                    impl ? impl : "?", ") for this layout");
+    if (impl && std::string(impl).rfind("ref", 0) != 0)
+      return Status::success();
+    dnnl->dnnl_primitive_desc_destroy(pd);
+    pd = nullptr;
+    return fail(step.name, ": oneDNN has only its reference matmul (",
+                impl ? impl : "?", ") for this layout");
+  }
+
+  /// A matmul primitive for `step`, on the plan's layouts (no reorders).
+  /// Fails where oneDNN has only its reference kernel for them (which
+  /// oneDNN 2.6 has for none of the layouts blas.gemm admits, once
+  /// broadcast levels have a stride): OpenBLAS then runs an f32 gemm.
+  Status createMatmul(const PreparedStep &step, Primitive &matmul) {
+    if (Status status = start(step); status.failed())
+      return status;
+    const GemmCall &g = step.gemm;
+    GemmLayout layouts[3] = {
+        gemmLayout(g, g.aOuterStride, g.aBatchStride, g.m, g.k, g.aMStride,
+                   g.aKStride),
+        gemmLayout(g, g.bOuterStride, g.bBatchStride, g.k, g.n, g.bKStride,
+                   g.bNStride),
+        gemmLayout(g, g.cOuterStride, g.cBatchStride, g.m, g.n, g.cMStride, 1)};
+    dnnl_data_type_t types[3] = {dnnlType(step.gemmType),
+                                 dnnlType(step.gemmType),
+                                 dnnlType(step.gemmOutType)};
+    dnnl_memory_desc_t user[3];
+    for (int i = 0; i < 3; ++i)
+      if (Status status = check(step,
+                                dnnl->dnnl_memory_desc_init_by_strides(
+                                    &user[i], layouts[i].rank, layouts[i].dims,
+                                    types[i], layouts[i].strides),
+                                "matmul layout");
+          status.failed())
+        return status;
+    dnnl_primitive_desc_t pd = nullptr;
+    Status status = matmulDesc(step, user, pd);
+    if (status.failed())
+      return status;
+    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    for (unsigned i = 0; i < 3 && !status.failed(); ++i)
+      status = addOperand(step, matmul, args[i], i, /*output=*/i == 2, user[i],
+                          &user[i]);
     if (!status.failed())
       status = check(step, dnnl->dnnl_primitive_create(&matmul.primitive, pd),
                      "matmul creation");
     dnnl->dnnl_primitive_desc_destroy(pd);
-    for (int i = 0; i < 3 && !status.failed(); ++i)
-      status = check(step,
-                     dnnl->dnnl_memory_create(&matmul.memories[i], &mds[i],
-                                              engine, DNNL_MEMORY_NONE),
-                     "memory creation");
     return status;
   }
 
-  Status run(const PreparedStep &step, Matmul &matmul) {
-    void *data[3] = {const_cast<void *>(step.gemmA),
-                     const_cast<void *>(step.gemmB), step.gemmC};
-    dnnl_exec_arg_t args[3];
-    int kinds[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    for (int i = 0; i < 3; ++i) {
-      if (Status status = check(
-              step,
-              dnnl->dnnl_memory_set_data_handle(matmul.memories[i], data[i]),
-              "memory binding");
-          status.failed())
-        return status;
-      args[i] = {kinds[i], matmul.memories[i]};
-    }
-    if (Status status = check(
-            step,
-            dnnl->dnnl_primitive_execute(matmul.primitive, stream, 3, args),
-            "matmul");
-        status.failed())
-      return status;
-    return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
-  }
-
-  static std::vector<int64_t> key(const GemmCall &g) {
-    return {g.outerBatch,
+  static std::vector<int64_t> gemmKey(const PreparedStep &step) {
+    const GemmCall &g = step.gemm;
+    return {static_cast<int64_t>(step.gemmType),
+            static_cast<int64_t>(step.gemmOutType),
+            g.outerBatch,
             g.batch,
             g.m,
             g.n,
@@ -403,7 +407,7 @@ struct OneDnnPrimitives::Impl {
             g.cMStride};
   }
 
-  Status create(const PreparedStep &step, Convolution &conv) {
+  Status create(const PreparedStep &step, Primitive &conv) {
     if (Status status = start(step); status.failed())
       return status;
     const ConvGeometry &g = step.conv;
@@ -527,7 +531,7 @@ struct OneDnnPrimitives::Impl {
     return status;
   }
 
-  Status run(const PreparedStep &step, Convolution &conv) {
+  Status run(const PreparedStep &step, Primitive &conv) {
     std::vector<dnnl_exec_arg_t> args;
     for (size_t i = 0; i < conv.operands.size(); ++i) {
       Operand &operand = conv.operands[i];
@@ -560,11 +564,12 @@ struct OneDnnPrimitives::Impl {
       }
       args.push_back({operand.arg, used});
     }
-    if (Status status = check(step,
-                              dnnl->dnnl_primitive_execute(
-                                  conv.primitive, stream,
-                                  static_cast<int>(args.size()), args.data()),
-                              "convolution");
+    if (Status status =
+            check(step,
+                  dnnl->dnnl_primitive_execute(conv.primitive, stream,
+                                               static_cast<int>(args.size()),
+                                               args.data()),
+                  step.kind == StepKind::Gemm ? "matmul" : "convolution");
         status.failed())
       return status;
     for (Operand &operand : conv.operands)
@@ -617,7 +622,7 @@ Status OneDnnPrimitives::prepare(const PreparedStep &step) {
   std::vector<int64_t> key = Impl::key(step);
   if (impl_->convolutions.count(key))
     return Status::success();
-  Convolution conv;
+  Primitive conv;
   if (Status status = impl_->create(step, conv); status.failed()) {
     impl_->destroy(conv);
     return status;
@@ -626,33 +631,29 @@ Status OneDnnPrimitives::prepare(const PreparedStep &step) {
   return Status::success();
 }
 
-void OneDnnPrimitives::prepareGemm(const PreparedStep &step, bool &taken) {
-  taken = false;
+Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {
   if (const char *choice = std::getenv("OF_CPU_GEMM");
       choice && std::string(choice) == "openblas")
-    return;
-  std::vector<int64_t> key = Impl::key(step.gemm);
-  if (impl_->matmuls.count(key)) {
-    taken = true;
-    return;
-  }
-  Matmul matmul;
-  if (impl_->create(step, matmul).failed()) {
-    // OpenBLAS runs it: oneDNN is missing, or slow for this layout.
+    return fail(step.name, ": OF_CPU_GEMM=openblas asks for OpenBLAS");
+  std::vector<int64_t> key = Impl::gemmKey(step);
+  if (impl_->matmuls.count(key))
+    return Status::success();
+  Primitive matmul;
+  if (Status status = impl_->createMatmul(step, matmul); status.failed()) {
     impl_->destroy(matmul);
-    return;
+    return status;
   }
   impl_->matmuls.emplace(std::move(key), matmul);
-  taken = true;
+  return Status::success();
 }
 
 bool OneDnnPrimitives::runsGemm(const PreparedStep &step) const {
-  return impl_->matmuls.count(Impl::key(step.gemm)) != 0;
+  return impl_->matmuls.count(Impl::gemmKey(step)) != 0;
 }
 
 Status OneDnnPrimitives::run(const PreparedStep &step) {
   if (step.kind == StepKind::Gemm) {
-    auto found = impl_->matmuls.find(Impl::key(step.gemm));
+    auto found = impl_->matmuls.find(Impl::gemmKey(step));
     if (found == impl_->matmuls.end())
       return fail(step.name, ": the gemm was not prepared for oneDNN");
     return impl_->run(step, found->second);

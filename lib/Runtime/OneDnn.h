@@ -38,11 +38,12 @@ public:
   /// Creates the primitives `step` (a Conv step) needs, unless a step of
   /// the same geometry and direction already did.
   Status prepare(const PreparedStep &step);
-  /// Creates a matmul primitive for `step` (an f32 Gemm step with m, n and
-  /// k > 0) unless one of its geometry exists; `taken` says whether oneDNN
-  /// will run the step. It will not when oneDNN is missing or has only its
-  /// reference kernel for the layout, or when $OF_CPU_GEMM is `openblas`.
-  void prepareGemm(const PreparedStep &step, bool &taken);
+  /// Creates a matmul primitive for `step` (an f32 Gemm step, or bf16 into
+  /// bf16 or f32, with m, n and k > 0) unless one of its geometry exists.
+  /// Fails, saying why, when oneDNN will not run the step: oneDNN is
+  /// missing or has only its reference kernel for the layout, or
+  /// $OF_CPU_GEMM is `openblas`.
+  Status prepareGemm(const PreparedStep &step);
   /// Whether prepareGemm took a step of `step`'s geometry.
   bool runsGemm(const PreparedStep &step) const;
   /// Runs `step`, which `prepare` or `prepareGemm` accepted, to completion.

@@ -446,6 +446,8 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       prepared.gemmA = bufferData(call.buffers()->Get(0));
       prepared.gemmB = bufferData(call.buffers()->Get(1));
       prepared.gemmC = bufferData(call.buffers()->Get(2));
+      for (uint32_t buffer : *call.buffers())
+        prepared.args.push_back(bufferData(buffer));
     } else if (plan::isConvFunction(text(call.function()))) {
       prepared.kind = StepKind::Conv;
       prepared.function = std::string(text(call.function()));

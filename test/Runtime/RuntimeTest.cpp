@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace of::test;
@@ -147,15 +148,34 @@ TEST(Runtime, RunsLaunchGemmCopyAndOutputs) {
 }
 
 /// Runs the batched gemm plan and compares with a double loop.
+/// A bfloat16 value as the plan stores it (round to nearest even).
+struct Bf16 {
+  uint16_t bits = 0;
+  Bf16() = default;
+  explicit Bf16(double value) {
+    float f = static_cast<float>(value);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    bits = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  }
+  explicit operator double() const {
+    uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
 template <typename T>
 void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
-                      int64_t k) {
+                      int64_t k, bool interleaved = false) {
   SCOPED_TRACE(testing::Message()
                << "batch " << batch << " m " << m << " n " << n << " k " << k);
   PlanHandle plan;
   SessionHandle session;
   ASSERT_NO_FATAL_FAILURE(openSession(
-      makeBatchedGemmPlan(dtype, batch, m, n, k).write(), plan, session));
+      makeBatchedGemmPlan(dtype, batch, m, n, k, interleaved).write(), plan,
+      session));
   std::mt19937 random(42);
   std::uniform_real_distribution<double> uniform(-1, 1);
   std::vector<T> a(batch * k * m), b(n * k);
@@ -170,8 +190,9 @@ void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
                                         b.size() * sizeof(T))),
             "");
   ASSERT_EQ(take(ofrt_session_run(session.session)), "");
-  int64_t ldc = n + 3;
-  std::vector<T> c(batch * m * ldc);
+  int64_t ldc = interleaved ? batch * n : n + 3;
+  int64_t cBatchStride = interleaved ? n : m * ldc;
+  std::vector<T> c(batch * m * (interleaved ? n : ldc));
   ASSERT_EQ(take(ofrt_session_get_output(session.session, 0, c.data(),
                                          c.size() * sizeof(T))),
             "");
@@ -182,15 +203,19 @@ void checkBatchedGemm(DType dtype, int64_t batch, int64_t m, int64_t n,
         for (int64_t p = 0; p < k; ++p)
           // A[b] is stored [k, m], B is stored [n, k] and shared by batches.
           expected += double(a[bi * k * m + p * m + i]) * double(b[j * k + p]);
-        double actual = c[bi * m * ldc + i * ldc + j];
+        double actual = static_cast<double>(c[bi * cBatchStride + i * ldc + j]);
+        // bf16: C is rounded once from an f32 accumulator.
+        double tolerance = std::is_same_v<T, Bf16> ? 8e-3 : 1e-5;
         EXPECT_LE(std::fabs(actual - expected),
-                  1e-5 * std::max(1.0, std::fabs(expected)))
+                  tolerance * std::max(1.0, std::fabs(expected)))
             << "at " << bi << ", " << i << ", " << j;
       }
 }
 
 /// f32 on oneDNN's matmul and, with OF_CPU_GEMM=openblas, on OpenBLAS
-/// (batches split among threads); f64 on OpenBLAS.
+/// (batches split among threads); f64 on OpenBLAS; bf16 on oneDNN; also
+/// with C's batch inside its rows (an einsum's "bhtd" output seen as
+/// [t, b, h*d]).
 TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
   for (const char *library : {"onednn", "openblas"}) {
     SCOPED_TRACE(library);
@@ -201,6 +226,18 @@ TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
   }
   ::unsetenv("OF_CPU_GEMM");
   checkBatchedGemm<double>(DType::F64, 2, 9, 4, 11);
+  checkBatchedGemm<Bf16>(DType::BF16, 3, 5, 7, 6);
+  checkBatchedGemm<Bf16>(DType::BF16, 64, 16, 24, 8);
+  checkBatchedGemm<float>(DType::F32, 4, 12, 16, 8, /*interleaved=*/true);
+  checkBatchedGemm<Bf16>(DType::BF16, 4, 12, 16, 8, /*interleaved=*/true);
+}
+
+TEST(SessionErrors, Bf16GemmNeedsOneDnn) {
+  ::setenv("OF_CPU_GEMM", "openblas", 1);
+  EXPECT_EQ(sessionError(makeBatchedGemmPlan(DType::BF16, 2, 3, 4, 5).write()),
+            "program 'main' step 0 (library blas.gemm: OF_CPU_GEMM=openblas "
+            "asks for OpenBLAS (a bf16 gemm runs on oneDNN only))");
+  ::unsetenv("OF_CPU_GEMM");
 }
 
 /// A launch with a range runs its kernel on slices of it, among threads

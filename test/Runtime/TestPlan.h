@@ -313,24 +313,29 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
 
 /// Entry "main": C = A x B batched, A stored transposed ([batch, k, m]), B
 /// stored transposed ([n, k]) and broadcast over the batch (stride 0), C
-/// with padded rows (ldc = n + 3). Inputs a, b; output "c". F32 or F64.
+/// with padded rows (ldc = n + 3), or with `interleaved` stored [m, batch,
+/// n] (the batch inside the rows). Inputs a, b; output "c".
 inline SamplePlan makeBatchedGemmPlan(plan::DType dtype, int64_t batch,
-                                      int64_t m, int64_t n, int64_t k) {
+                                      int64_t m, int64_t n, int64_t k,
+                                      bool interleaved = false) {
   using namespace plan;
   SamplePlan sample;
   sample.plan.producer = "ofrt-test-plan";
-  int64_t ldc = n + 3;
-  uint64_t cBytes =
-      static_cast<uint64_t>(batch * m * ldc) * elementBytes(dtype);
+  int64_t ldc = interleaved ? batch * n : n + 3;
+  uint64_t cBytes = static_cast<uint64_t>(batch * m * (interleaved ? n : ldc)) *
+                    elementBytes(dtype);
   auto entry = makeProgram("main", cBytes);
   uint32_t a = addInput(*entry, "a", dtype, {batch, k, m});
   uint32_t b = addInput(*entry, "b", dtype, {n, k});
-  uint32_t c = addArena(*entry, "c", dtype, {batch, m, ldc}, 0);
+  std::vector<int64_t> cShape = {batch, m, ldc};
+  if (interleaved)
+    cShape = {m, batch, n};
+  uint32_t c = addArena(*entry, "c", dtype, cShape, 0);
   addLibraryCall(*entry, "blas.gemm", {a, b, c},
                  {batch, m, n, k,
                   /*A*/ k * m, 1, m,
                   /*B*/ 0, 1, k,
-                  /*C*/ m * ldc, ldc});
+                  /*C*/ interleaved ? n : m * ldc, ldc});
   addOutput(*entry, "c", c);
   sample.plan.programs.push_back(std::move(entry));
   return sample;

@@ -158,9 +158,9 @@ private:
 class ProgramBuilder {
 public:
   ProgramBuilder(func::FuncOp func, KernelTable &kernels, SymbolTable &symbols,
-                 bool inPlace, bool useBlas, StringRef device)
+                 bool inPlace, bool useBlas, bool useDnn, StringRef device)
       : func(func), kernels(kernels), symbols(symbols), inPlace(inPlace),
-        useBlas(useBlas), device(device) {}
+        useBlas(useBlas), useDnn(useDnn), device(device) {}
 
   LogicalResult build(OpBuilder &planBuilder);
 
@@ -190,7 +190,7 @@ private:
   func::FuncOp func;
   KernelTable &kernels;
   SymbolTable &symbols;
-  bool inPlace, useBlas;
+  bool inPlace, useBlas, useDnn;
   /// "cpu" or "cuda": the programs' device and their executable.
   StringRef device;
 
@@ -801,13 +801,13 @@ void ProgramBuilder::access(Operation *op, const Step &step) {
       write(rootOf(init));
 }
 
-/// On a GPU, the rounding of a 16-bit product from its f32 accumulator
-/// (the kernel right after its gemm step, `y = truncf(c)` over the whole
-/// buffer) is left to cuBLAS: the gemm writes y in the 16-bit type, rounded
-/// once from its f32 compute, which is the same result. Only when nothing
-/// else uses the accumulator.
+/// The rounding of a 16-bit product from its f32 accumulator (the kernel
+/// right after its gemm step, `y = truncf(c)` over the whole buffer) is
+/// left to the library (cuBLAS on a GPU, oneDNN on the CPU): the gemm
+/// writes y in the 16-bit type, rounded once from its f32 compute, which
+/// is the same result. Only when nothing else uses the accumulator.
 bool ProgramBuilder::foldRoundingIntoGemm(linalg::GenericOp op) {
-  if (device != "cuda" || steps.empty())
+  if (steps.empty())
     return false;
   Step &gemm = steps.back();
   if (gemm.kind != Step::Library || gemm.name != "blas.gemm" || gemm.dead ||
@@ -855,14 +855,16 @@ ProgramBuilder::gemmParams(linalg::ContractOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   // f32 and f64 everywhere; on a GPU also bf16 and f16 operands (cuBLAS's
-  // tensor-core products), into C of their type or f32.
+  // tensor-core products), on the CPU bf16 ones (oneDNN's matmul), into C
+  // of their type or f32.
   SmallVector<Type> types;
   for (Value v : op->getOperands())
     if (auto type = dyn_cast<MemRefType>(v.getType()))
       types.push_back(type.getElementType());
   if (types.size() != 3 || types[0] != types[1])
     return std::nullopt;
-  bool half = device == "cuda" && (types[0].isBF16() || types[0].isF16());
+  bool half = (device == "cuda" && (types[0].isBF16() || types[0].isF16())) ||
+              (device == "cpu" && useDnn && types[0].isBF16());
   if (!(types[0].isF32() || types[0].isF64() || half) ||
       !(types[2] == types[0] || (half && types[2].isF32())))
     return std::nullopt;
@@ -1177,7 +1179,7 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
     }
     for (func::FuncOp func : funcs) {
       ProgramBuilder builder(func, kernelTable, symbols, inPlace, useBlas,
-                             device);
+                             useDnn, device);
       if (failed(builder.build(b)))
         return signalPassFailure();
     }

@@ -50,6 +50,9 @@ def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
            "Let elementwise kernels overwrite an input buffer that dies at them">,
     Option<"useBlas", "use-blas", "bool", "true",
            "Call BLAS for matrix products with a BLAS layout">,
+    Option<"useDnn", "use-dnn", "bool", "true",
+           "On the CPU, bf16 matrix products (into bf16 or f32) become "
+           "gemm steps too, which the runtime runs on oneDNN">,
     Option<"target", "target", "std::string", "\"\"",
            "Target triple of the CPU kernels (default: the host's)">,
     Option<"device", "device", "std::string", "\"cpu\"",
