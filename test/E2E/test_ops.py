@@ -521,8 +521,9 @@ CONV_CASES = {
 
 def g_conv(rng):
     """Convolutions and their gradients (oneDNN steps on the CPU), in f32
-    and, from inputs rounded to bf16, in bf16 (f32 accumulation, one
-    rounding of the result)."""
+    and, from inputs rounded to bf16 and f16, in bf16 and f16 (f32
+    accumulation, one rounding of the result; an f16 convolution is the
+    f32 library one of its widened operands)."""
     p = Program()
     for name, c in CONV_CASES.items():
         x = p.input(f"x_{name}", nonzero(rng, c["x"]))
@@ -538,7 +539,8 @@ def g_conv(rng):
         if "groups" in c:
             attrs.append(f"groups = {c['groups']} : i64")
         attr = f" {{{', '.join(attrs)}}}" if attrs else ""
-        for et, rounded, tol in (("f32", lambda a: a, RED), ("bf16", round_bf16, BF16)):
+        for et, rounded, tol in (("f32", lambda a: a, RED), ("bf16", round_bf16, BF16),
+                                 ("f16", lambda a: a.astype(np.float16).astype(np.float32), F16)):
             X, W, DY = (f64(rounded(p.inputs[v[1:]])) for v in (x, w, dy))
             B = f64(rounded(p.inputs[b[1:]])) if b else None
             ref = conv2d_ref(X, W, B, **kw)

@@ -1526,10 +1526,13 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// plan runs through the runtime's convolution library (oneDNN on the CPU):
 /// added, ahead of the generated forms, when the pass runs with
 /// conv-library. f32 and bf16 (which accumulates in f32 and rounds once, as
-/// the generated form does; a bias is added before that rounding): oneDNN
-/// has no f64 convolution, and Debian's oneDNN 2.6 no f16 one on the CPU.
-/// Measured with bench/cpu_bench.py on 8x64x28x28, 3x3 -> 64 (see
-/// docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm at 5-12 ms.
+/// the generated form does; a bias is added before that rounding). Debian's
+/// oneDNN 2.6 has no f16 convolution on the CPU, so an f16 one is the f32
+/// library convolution of its operands widened, rounded once: the
+/// generated form's arithmetic (f32 accumulation, one rounding). oneDNN has
+/// no f64 convolution. Measured with bench/cpu_bench.py on 8x64x28x28, 3x3
+/// -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm
+/// at 5-12 ms.
 template <typename OpTy>
 struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx)
@@ -1539,9 +1542,9 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = localType(op.getType());
     Type et = type.getElementType();
-    if (!et.isF32() && !et.isBF16())
+    if (!et.isF32() && !et.isBF16() && !et.isF16())
       return rewriter.notifyMatchFailure(
-          op, "library convolutions are f32 or bf16");
+          op, "library convolutions are f32, bf16 or f16");
     // The operands and result, and which of them are x, w and y.
     SmallVector<Value> inputs;
     StringRef callee;
@@ -1571,11 +1574,24 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
         dilation[1],     padding[0],      padding[1],      padding[2],
         padding[3],      op.getGroups()};
     Location loc = op.getLoc();
-    auto call = LibraryCallOp::create(rewriter, loc, TypeRange{type},
+    RankedTensorType callType = type;
+    if (et.isF16()) {
+      callType = accumulatorType(type);
+      for (Value &input : inputs) {
+        auto inType = cast<RankedTensorType>(input.getType());
+        input = elementwise(
+            rewriter, loc, accumulatorType(inType), input,
+            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+              return arith::ExtFOp::create(b, l, b.getF32Type(), args[0]);
+            });
+      }
+    }
+    auto call = LibraryCallOp::create(rewriter, loc, TypeRange{callType},
                                       rewriter.getStringAttr(callee), inputs,
-                                      emptyTensor(rewriter, loc, type),
+                                      emptyTensor(rewriter, loc, callType),
                                       rewriter.getDenseI64ArrayAttr(params));
-    rewriter.replaceOp(op, call.getResult());
+    rewriter.replaceOp(
+        op, roundFromAccumulator(rewriter, loc, type, call->getResult(0)));
     return success();
   }
 };
