@@ -420,6 +420,38 @@ def g_gather(rng):
     return p
 
 
+def g_threads(rng):
+    """Kernels big enough that the CPU runtime splits their outermost
+    parallel loop among threads (at least 16K innermost iterations a
+    thread), over extents that no thread count divides evenly: every slice
+    boundary must compute exactly what one thread would. Tolerances as for
+    the same ops elsewhere (EW, RED)."""
+    p = Program()
+    x = p.input("x", nonzero(rng, (7, 96, 64), hi=2.0))
+    X = f64(p.inputs["x"])
+    tx = p.t(x)
+    p.op(f"%e = of.exp {x} : ({tx}) -> {tx}")
+    p.op(f"%em = of.mul %e, {x} : ({tx}, {tx}) -> {tx}")
+    p.output("exp_mul", "%em", tx, np.exp(X) * X, EW)
+    p.op(f"%tr = of.transpose {x}, [2, 0, 1] : ({tx}) -> {t((64, 7, 96))}")
+    p.output("transpose", "%tr", t((64, 7, 96)), X.transpose(2, 0, 1), EW)
+    p.op(f"%mid = of.reduce_sum {x} {{axes = array<i64: 1>}} : ({tx}) -> {t((7, 64))}")
+    p.output("reduce_middle", "%mid", t((7, 64)), X.sum(1), RED)
+    p.op(f"%last = of.reduce_max {x} {{axes = array<i64: 2>}} : ({tx}) -> {t((7, 96))}")
+    p.output("reduce_max_last", "%last", t((7, 96)), X.max(2), EW)
+    s = p.input("s", nonzero(rng, (13, 48, 64), hi=4.0))
+    S = f64(p.inputs["s"])
+    ts = p.t(s)
+    p.op(f"%sm = of.softmax {s} {{axis = -1 : i64}} : ({ts}) -> {ts}")
+    p.output("softmax", "%sm", ts, softmax_ref(S, -1), RED)
+    n = p.input("n", nonzero(rng, (9, 40, 128)))
+    N = f64(p.inputs["n"])
+    tn = p.t(n)
+    p.op(f"%ln = of.layer_norm {n} {{axis = -1 : i64}} : ({tn}) -> {tn}")
+    p.output("layer_norm", "%ln", tn, layer_norm_ref(N, -1), RED)
+    return p
+
+
 def g_long_reduce(rng):
     """Reductions long enough that a GPU shares each among a block's threads
     (a full sum, long rows, an outer axis), and short ones over an outer
@@ -822,7 +854,7 @@ GROUPS = {
     "softmax": g_softmax, "norm": g_norm, "gather": g_gather, "conv": g_conv,
     "pool": g_pool, "batch_norm": g_batch_norm, "dropout": g_dropout,
     "boxing_constant": g_boxing_constant, "aliasing": g_aliasing,
-    "lowp": g_lowp, "long_reduce": g_long_reduce,
+    "lowp": g_lowp, "long_reduce": g_long_reduce, "threads": g_threads,
 }
 
 # Each group also runs with the pipeline's optimisations off one at a time,
