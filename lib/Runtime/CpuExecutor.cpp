@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -189,8 +190,9 @@ void kernelSlice(void *context, int64_t begin, int64_t end) {
 /// A kernel with a range runs on as many threads as its work pays for,
 /// each on a contiguous slice of the range.
 void runKernel(const PreparedStep &step) {
-  if (step.range == 0)
-    return step.kernel(const_cast<void **>(step.args.data()), 0, 0);
+  if (step.range == 0) // the whole loop (a kernel clamps its slice)
+    return step.kernel(const_cast<void **>(step.args.data()), 0,
+                       std::numeric_limits<int64_t>::max());
   parallelFor(step.range, threadsFor(step.range, step.work), kernelSlice,
               const_cast<PreparedStep *>(&step));
 }
@@ -218,7 +220,9 @@ public:
           return Status::success();
         // OpenBLAS runs an f32 gemm that oneDNN will not; it has no bf16.
         if (bf16)
-          return fail(dnn.message(), " (a bf16 gemm runs on oneDNN only)");
+          return fail(dnn.message(),
+                      " (a bf16 gemm runs on oneDNN only; compile with "
+                      "use-dnn=false for generated loops)");
       }
       if (bf16)
         return Status::success(); // empty: execute zeroes C if k is 0
@@ -241,11 +245,14 @@ public:
     case StepKind::Gemm:
       if (step.gemmType != DType::F64 && dnn_.runsGemm(step))
         return dnn_.run(step);
-      if (step.gemmType == DType::BF16) { // empty (check)
-        if (step.gemm.k == 0 && step.gemmOutType == DType::F32)
-          zeroResult(step.gemm, static_cast<float *>(step.gemmC));
-        else if (step.gemm.k == 0)
-          zeroResult(step.gemm, static_cast<uint16_t *>(step.gemmC));
+      if (step.gemmType == DType::BF16) {
+        const GemmCall &g = step.gemm;
+        if (g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && g.outerBatch > 0)
+          return fail(step.name, ": the bf16 gemm was not prepared");
+        if (g.k == 0 && step.gemmOutType == DType::F32)
+          zeroResult(g, static_cast<float *>(step.gemmC));
+        else if (g.k == 0)
+          zeroResult(g, static_cast<uint16_t *>(step.gemmC));
         return Status::success();
       }
       if (step.gemmType == DType::F32)

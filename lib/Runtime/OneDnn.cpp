@@ -152,7 +152,11 @@ GemmLayout gemmLayout(const GemmCall &g, int64_t outerStride,
     else
       add(extent, stride);
   };
-  auto inner = [&] { level(g.batch, batchStride, matrix); };
+  auto inner = [&] {
+    int64_t inside =
+        swap ? (outerStride ? outerStride * g.outerBatch : matrix) : matrix;
+    level(g.batch, batchStride, inside);
+  };
   auto outer = [&] {
     int64_t inside =
         swap ? matrix : (batchStride ? batchStride * g.batch : matrix);
@@ -318,7 +322,8 @@ struct OneDnnPrimitives::Impl {
   }
 
   /// A matmul primitive of the given operand layouts, or failure when
-  /// oneDNN rejects them or has only its reference kernel for them.
+  /// oneDNN rejects them or has only its reference kernel for them (which
+  /// a bf16 gemm accepts: nothing else runs it).
   Status matmulDesc(const PreparedStep &step, const dnnl_memory_desc_t *mds,
                     dnnl_primitive_desc_t &pd) {
     dnnl_matmul_desc_t desc;
@@ -336,7 +341,8 @@ struct OneDnnPrimitives::Impl {
       return status;
     const char *impl = nullptr;
     dnnl->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (impl && std::string(impl).rfind("ref", 0) != 0)
+    if (impl && (std::string(impl).rfind("ref", 0) != 0 ||
+                 step.gemmType == DType::BF16))
       return Status::success();
     dnnl->dnnl_primitive_desc_destroy(pd);
     pd = nullptr;
@@ -345,9 +351,9 @@ struct OneDnnPrimitives::Impl {
   }
 
   /// A matmul primitive for `step`, on the plan's layouts (no reorders).
-  /// Fails where oneDNN has only its reference kernel for them (which
-  /// oneDNN 2.6 has for none of the layouts blas.gemm admits, once
-  /// broadcast levels have a stride): OpenBLAS then runs an f32 gemm.
+  /// An f32 one fails where oneDNN has only its reference kernel for them
+  /// (oneDNN 2.6 on AVX-512 has a JIT kernel for every layout blas.gemm
+  /// admits, once broadcast levels have a stride): OpenBLAS then runs it.
   Status createMatmul(const PreparedStep &step, Primitive &matmul) {
     if (Status status = start(step); status.failed())
       return status;
@@ -633,7 +639,8 @@ Status OneDnnPrimitives::prepare(const PreparedStep &step) {
 
 Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {
   if (const char *choice = std::getenv("OF_CPU_GEMM");
-      choice && std::string(choice) == "openblas")
+      choice && std::string(choice) == "openblas" &&
+      step.gemmType != DType::BF16)
     return fail(step.name, ": OF_CPU_GEMM=openblas asks for OpenBLAS");
   std::vector<int64_t> key = Impl::gemmKey(step);
   if (impl_->matmuls.count(key))

@@ -41,8 +41,8 @@ public:
   /// Creates a matmul primitive for `step` (an f32 Gemm step, or bf16 into
   /// bf16 or f32, with m, n and k > 0) unless one of its geometry exists.
   /// Fails, saying why, when oneDNN will not run the step: oneDNN is
-  /// missing or has only its reference kernel for the layout, or
-  /// $OF_CPU_GEMM is `openblas`.
+  /// missing or rejects the layout, or, for f32, has only its reference
+  /// kernel for it or $OF_CPU_GEMM is `openblas`.
   Status prepareGemm(const PreparedStep &step);
   /// Whether prepareGemm took a step of `step`'s geometry.
   bool runsGemm(const PreparedStep &step) const;

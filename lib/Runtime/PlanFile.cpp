@@ -19,6 +19,7 @@
 #include "Distribution.h"
 #include "Reduce.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -767,9 +768,37 @@ private:
              gemm.bNStride});
         status.failed())
       return status;
-    return checkGemmAccess(
-        where, "C", c, {gemm.outerBatch, gemm.batch, gemm.m, gemm.n},
-        {gemm.cOuterStride, gemm.cBatchStride, gemm.cMStride, 1});
+    if (Status status = checkGemmAccess(
+            where, "C", c, {gemm.outerBatch, gemm.batch, gemm.m, gemm.n},
+            {gemm.cOuterStride, gemm.cBatchStride, gemm.cMStride, 1});
+        status.failed())
+      return status;
+    // Every element of C is written once: executors compute batches (and
+    // rows) at once on different threads. (An empty C, which no access
+    // check bounds, is written nowhere.)
+    if (gemm.outerBatch == 0 || gemm.batch == 0 || gemm.m == 0 || gemm.n == 0)
+      return Status::success();
+    std::vector<std::pair<int64_t, int64_t>> levels; // (stride, extent)
+    for (auto [stride, extent] :
+         {std::pair{gemm.cOuterStride, gemm.outerBatch},
+          std::pair{gemm.cBatchStride, gemm.batch},
+          std::pair{gemm.cMStride, gemm.m}, std::pair{int64_t(1), gemm.n}})
+      if (extent > 1)
+        levels.push_back({stride, extent});
+    std::sort(levels.begin(), levels.end());
+    int64_t span = 1; // elements covered by the levels so far
+    for (auto [stride, extent] : levels) {
+      if (stride < span)
+        return fail(where, ": blas.gemm's result C overlaps itself (stride ",
+                    stride, " for an extent of ", extent,
+                    "; every element of C must be distinct)");
+      // In bounds (checked above), so no overflow; but be sure.
+      int64_t reach;
+      if (__builtin_mul_overflow(stride, extent - 1, &reach) ||
+          __builtin_add_overflow(reach, span, &span))
+        return fail(where, ": blas.gemm's result C is out of range");
+    }
+    return Status::success();
   }
 
   Status checkIndexRange(const std::string &where,

@@ -21,14 +21,17 @@ func.func @masked(%m: tensor<4x8xi1> {of.name = "mask"}, %x: tensor<2x4x8xf32> {
 
 // Every kernel is `void kN(void **args, i64 begin, i64 end)`. A kernel whose
 // first loop is parallel and indexes its output runs the slice [begin, end)
-// of that loop, and its launch records the loop's extent (range) and the
+// of that loop (clamped to the loop, so [0, INT64_MAX) runs it whole), and its launch records the loop's extent (range) and the
 // kernel's innermost iterations (work), so the runtime may split the range
 // among threads (the reduction's initial fill too). A reduction over the
 // first dimension has no range: its iterations all write the same outputs.
 // CHECK-LABEL: {{^}}// -{{-+$}}
 // CHECK: llvm.func internal @k0_impl(
 // CHECK-SAME: %[[BEGIN:[a-z0-9]+]]: i64, %[[END:[a-z0-9]+]]: i64)
-// CHECK: llvm.icmp "slt" %{{.*}}, %[[END]] : i64
+// CHECK: %[[FROM:.*]] = llvm.intr.smax(%[[BEGIN]], %{{.*}}) : (i64, i64) -> i64
+// CHECK: %[[TO:.*]] = llvm.intr.smin(%[[END]], %{{.*}}) : (i64, i64) -> i64
+// CHECK: llvm.br ^{{.*}}(%[[FROM]] : i64)
+// CHECK: llvm.icmp "slt" %{{.*}}, %[[TO]] : i64
 // CHECK: llvm.func @k0(%[[ARGS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[E:.*]]: i64)
 // CHECK: llvm.call @k0_impl(%{{.*}}, %{{.*}}, %[[B]], %[[E]])
 // CHECK: ofrt.launch @cpu_kernels "[[EXP:k[0-9]+]]" [@arg0, @buf{{[0-9]+}}] {range = 6 : i64, work = 120 : i64}

@@ -232,14 +232,6 @@ TEST(Runtime, BatchedGemmBroadcastAndTransposes) {
   checkBatchedGemm<Bf16>(DType::BF16, 4, 12, 16, 8, /*interleaved=*/true);
 }
 
-TEST(SessionErrors, Bf16GemmNeedsOneDnn) {
-  ::setenv("OF_CPU_GEMM", "openblas", 1);
-  EXPECT_EQ(sessionError(makeBatchedGemmPlan(DType::BF16, 2, 3, 4, 5).write()),
-            "program 'main' step 0 (library blas.gemm: OF_CPU_GEMM=openblas "
-            "asks for OpenBLAS (a bf16 gemm runs on oneDNN only))");
-  ::unsetenv("OF_CPU_GEMM");
-}
-
 /// A launch with a range runs its kernel on slices of it, among threads
 /// when its work pays for them (here it always does): every iteration runs
 /// exactly once per run, whatever the thread count and however the range
@@ -1031,6 +1023,12 @@ TEST(PlanErrors, GemmLayoutAndTypes) {
   gemm->params.pop_back();
   EXPECT_NE(openError(sample.write()).find("blas.gemm takes 12 parameters"),
             std::string::npos);
+  // Two batches written to the same C: executors run batches at once.
+  gemm->params = {2, 4, 4, 4, 0, 4, 1, 0, 4, 1, 0, 4};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm's result C "
+            "overlaps itself (stride 0 for an extent of 2; every element of C "
+            "must be distinct)");
   gemm->params = {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 4};
   mainProgram(sample).buffers[4]->dtype = DType::F64;
   mainProgram(sample).buffers[4]->size = 128;

@@ -155,7 +155,10 @@ void accumulateInRegisters(func::FuncOp kernel) {
       else
         simple = false; // another read of the output, or of an unknown buffer
     }
-    if (!out || !accumulator || !simple)
+    // A loop that stores back the element it loaded is left alone (its
+    // carried value would be the load being replaced).
+    if (!out || !accumulator || !simple ||
+        store.getValueToStore() == accumulator.getResult())
       continue;
 
     Location loc = store.getLoc();
@@ -176,10 +179,14 @@ void accumulateInRegisters(func::FuncOp kernel) {
                             store.getMemRef(), store.getIndices());
     rewriter.eraseOp(store);
     rewriter.eraseOp(accumulator);
+    // Only an associative combiner may be reordered.
     Operation *op = combined.getDefiningOp();
     auto combiner = dyn_cast_or_null<arith::ArithFastMathInterface>(op);
-    if (!combiner || !llvm::is_contained(op->getOperands(),
-                                         carried->getRegionIterArgs().front()))
+    if (!combiner ||
+        !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp>(op) ||
+        !llvm::is_contained(op->getOperands(),
+                            carried->getRegionIterArgs().front()))
       continue;
     arith::FastMathFlagsAttr flags = combiner.getFastMathFlagsAttr();
     op->setAttr(combiner.getFastMathAttrName(),
@@ -217,8 +224,10 @@ void storeBoolsAsBytes(func::FuncOp kernel) {
     bool views =
         isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
             memref::ReinterpretCastOp, memref::CastOp>(op);
-    if (views && reads)
+    if (views && reads && isBoolBuffer(op->getResult(0).getType()))
       buffers.push_back(op->getResult(0));
+    else if (views && reads)
+      supported = false; // a view to an unranked memref
     else if (reads && !isa<memref::LoadOp, memref::StoreOp>(op))
       supported = false;
     else if (!reads && llvm::any_of(op->getResultTypes(), isBoolBuffer))
@@ -263,8 +272,9 @@ struct KernelRange {
 /// Gives `kernel` the two trailing index arguments `begin` and `end` of the
 /// packed calling convention. When its computation is one linalg op whose
 /// first loop is parallel and indexes every output, that loop becomes
-/// scf.for [begin, end): slices of it write disjoint parts of the outputs,
-/// so the runtime may run them on different threads. (In place, an output
+/// scf.for over [begin, end) clamped to [0, extent): slices of it write
+/// disjoint parts of the outputs, so the runtime may run them on different
+/// threads. (In place, an output
 /// shares a buffer only with an input read at the same index.) Any other
 /// kernel ignores the arguments.
 FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
@@ -312,9 +322,16 @@ FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
   FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
   if (failed(loops) || loops->empty())
     return op.emitOpError("cannot be lowered to loops");
+  // The slice, clamped to the loop: a launch without a range passes
+  // [0, INT64_MAX), and no slice reaches outside the buffers.
   auto outer = cast<scf::ForOp>(loops->front());
-  outer.getLowerBoundMutable().assign(begin);
-  outer.getUpperBoundMutable().assign(end);
+  rewriter.setInsertionPoint(outer);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value extent = arith::ConstantIndexOp::create(rewriter, loc, extents[0]);
+  outer.getLowerBoundMutable().assign(
+      arith::MaxSIOp::create(rewriter, loc, begin, zero));
+  outer.getUpperBoundMutable().assign(
+      arith::MinSIOp::create(rewriter, loc, end, extent));
   rewriter.eraseOp(op);
   result.range = extents[0];
   return result;

@@ -139,8 +139,9 @@ def Plan_LaunchOp : Plan_StepOp<"launch"> {
     an outermost loop of `range` independent iterations, so the runtime may
     split them among threads; `work` counts the kernel's innermost
     iterations, by which the runtime judges whether threads pay off.
-    `--of-lower-cpu-kernels` sets both; with `range` 0 the kernel runs
-    whole.
+    `--of-lower-cpu-kernels` sets both; with `range` 0 the runtime passes
+    [0, INT64_MAX) and the kernel runs whole (kernels clamp the slice to
+    their loop).
   }];
   let arguments = (ins FlatSymbolRefAttr:$executable, StrAttr:$kernel,
                        SymbolRefArrayAttr:$buffers,
