@@ -125,11 +125,14 @@ def main():
 
         if selected("gemm"):
             # GEMM.
+            def matmul_program(m_, n_, k_):
+                return f"""func.func @main(%a: tensor<{m_}x{k_}xf32> {{of.name = "a"}}, %b: tensor<{k_}x{n_}xf32> {{of.name = "b"}}) -> tensor<{m_}x{n_}xf32> {{
+  %c = of.matmul %a, %b : (tensor<{m_}x{k_}xf32>, tensor<{k_}x{n_}xf32>) -> tensor<{m_}x{n_}xf32>
+  return %c : tensor<{m_}x{n_}xf32>
+}}"""
+
             n = 1024
-            mlir = f"""func.func @main(%a: tensor<{n}x{n}xf32> {{of.name = "a"}}, %b: tensor<{n}x{n}xf32> {{of.name = "b"}}) -> tensor<{n}x{n}xf32> {{
-      %c = of.matmul %a, %b : (tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>
-      return %c : tensor<{n}x{n}xf32>
-    }}"""
+            mlir = matmul_program(n, n, n)
             a = rng.standard_normal((n, n), dtype=np.float32)
             b = rng.standard_normal((n, n), dtype=np.float32)
             ofp, _, _ = compile_plan(tools, mlir, work, "gemm")
@@ -163,10 +166,7 @@ def main():
             # oneDNN and on OpenBLAS (of-run's per-step time, so without
             # the output copy) and PyTorch's matmul (MKL).
             for m_, n_, k_ in [(1024, 768, 256), (1024, 1024, 256), (1024, 256, 1024), (1024, 256, 256)]:
-                mlir = f"""func.func @main(%a: tensor<{m_}x{k_}xf32> {{of.name = "a"}}, %b: tensor<{k_}x{n_}xf32> {{of.name = "b"}}) -> tensor<{m_}x{n_}xf32> {{
-  %c = of.matmul %a, %b : (tensor<{m_}x{k_}xf32>, tensor<{k_}x{n_}xf32>) -> tensor<{m_}x{n_}xf32>
-  return %c : tensor<{m_}x{n_}xf32>
-}}"""
+                mlir = matmul_program(m_, n_, k_)
                 ga = rng.standard_normal((m_, k_), dtype=np.float32)
                 gb = rng.standard_normal((k_, n_), dtype=np.float32)
                 ofp, _, _ = compile_plan(tools, mlir, work, "gemm_shape")

@@ -213,6 +213,22 @@ struct OneDnnPrimitives::Impl {
       dnnl->dnnl_primitive_destroy(conv.primitive);
   }
 
+  /// Makes the primitive of `key` in `cache` with `create`, unless a step
+  /// of the same key already did; what a failed `create` made is freed.
+  template <typename Create>
+  Status prepareOnce(std::map<std::vector<int64_t>, Primitive> &cache,
+                     std::vector<int64_t> key, Create create) {
+    if (cache.count(key))
+      return Status::success();
+    Primitive primitive;
+    if (Status status = create(primitive); status.failed()) {
+      destroy(primitive);
+      return status;
+    }
+    cache.emplace(std::move(key), primitive);
+    return Status::success();
+  }
+
   ~Impl() {
     for (auto &[key, conv] : convolutions)
       destroy(conv);
@@ -625,16 +641,9 @@ OneDnnPrimitives::OneDnnPrimitives() : impl_(std::make_unique<Impl>()) {}
 OneDnnPrimitives::~OneDnnPrimitives() = default;
 
 Status OneDnnPrimitives::prepare(const PreparedStep &step) {
-  std::vector<int64_t> key = Impl::key(step);
-  if (impl_->convolutions.count(key))
-    return Status::success();
-  Primitive conv;
-  if (Status status = impl_->create(step, conv); status.failed()) {
-    impl_->destroy(conv);
-    return status;
-  }
-  impl_->convolutions.emplace(std::move(key), conv);
-  return Status::success();
+  return impl_->prepareOnce(
+      impl_->convolutions, Impl::key(step),
+      [&](Primitive &conv) { return impl_->create(step, conv); });
 }
 
 Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {
@@ -642,16 +651,9 @@ Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {
       choice && std::string(choice) == "openblas" &&
       step.gemmType != DType::BF16)
     return fail(step.name, ": OF_CPU_GEMM=openblas asks for OpenBLAS");
-  std::vector<int64_t> key = Impl::gemmKey(step);
-  if (impl_->matmuls.count(key))
-    return Status::success();
-  Primitive matmul;
-  if (Status status = impl_->createMatmul(step, matmul); status.failed()) {
-    impl_->destroy(matmul);
-    return status;
-  }
-  impl_->matmuls.emplace(std::move(key), matmul);
-  return Status::success();
+  return impl_->prepareOnce(
+      impl_->matmuls, Impl::gemmKey(step),
+      [&](Primitive &matmul) { return impl_->createMatmul(step, matmul); });
 }
 
 bool OneDnnPrimitives::runsGemm(const PreparedStep &step) const {
