@@ -243,8 +243,11 @@ public:
       runKernel(step);
       return Status::success();
     case StepKind::Gemm:
-      if (step.gemmType != DType::F64 && dnn_.runsGemm(step))
-        return dnn_.run(step);
+      if (step.gemmType != DType::F64) {
+        bool ran = false;
+        if (Status status = dnn_.runGemm(step, ran); status.failed() || ran)
+          return status;
+      }
       if (step.gemmType == DType::BF16) {
         const GemmCall &g = step.gemm;
         if (g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && g.outerBatch > 0)

@@ -32,7 +32,8 @@ namespace of::rt {
 namespace {
 
 /// oneDNN's C API, loaded with dlopen when a session first has a
-/// convolution step ($OF_DNNL_LIBRARY, else Debian's libdnnl.so.2): libofrt
+/// convolution or gemm step ($OF_DNNL_LIBRARY, else Debian's libdnnl.so.2):
+/// libofrt
 /// then runs its other steps where oneDNN is not installed, and OpenMP
 /// (which oneDNN brings) starts only in processes that need it, after
 /// prepareOpenMp.
@@ -98,10 +99,6 @@ Status loadDnnl(const DnnlApi *&out) {
   out = &api;
   return Status::success();
 }
-
-} // namespace
-
-namespace {
 
 /// One operand of a convolution primitive.
 struct Operand {
@@ -656,17 +653,13 @@ Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {
       [&](Primitive &matmul) { return impl_->createMatmul(step, matmul); });
 }
 
-bool OneDnnPrimitives::runsGemm(const PreparedStep &step) const {
-  return impl_->matmuls.count(Impl::gemmKey(step)) != 0;
+Status OneDnnPrimitives::runGemm(const PreparedStep &step, bool &ran) {
+  auto found = impl_->matmuls.find(Impl::gemmKey(step));
+  ran = found != impl_->matmuls.end();
+  return ran ? impl_->run(step, found->second) : Status::success();
 }
 
 Status OneDnnPrimitives::run(const PreparedStep &step) {
-  if (step.kind == StepKind::Gemm) {
-    auto found = impl_->matmuls.find(Impl::gemmKey(step));
-    if (found == impl_->matmuls.end())
-      return fail(step.name, ": the gemm was not prepared for oneDNN");
-    return impl_->run(step, found->second);
-  }
   auto found = impl_->convolutions.find(Impl::key(step));
   if (found == impl_->convolutions.end())
     return fail(step.name, ": the convolution was not prepared");

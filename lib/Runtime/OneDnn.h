@@ -44,9 +44,10 @@ public:
   /// missing or rejects the layout, or, for f32, has only its reference
   /// kernel for it or $OF_CPU_GEMM is `openblas`.
   Status prepareGemm(const PreparedStep &step);
-  /// Whether prepareGemm took a step of `step`'s geometry.
-  bool runsGemm(const PreparedStep &step) const;
-  /// Runs `step`, which `prepare` or `prepareGemm` accepted, to completion.
+  /// Runs the Gemm `step` to completion when prepareGemm took a step of its
+  /// geometry (`ran`), else leaves it to OpenBLAS.
+  Status runGemm(const PreparedStep &step, bool &ran);
+  /// Runs the Conv `step`, which `prepare` accepted, to completion.
   Status run(const PreparedStep &step);
 
 private:

@@ -86,14 +86,20 @@ LogicalResult copiesToLinalg(ModuleOp kernels) {
   return applyPatternsGreedily(kernels, std::move(copies));
 }
 
+/// Ops whose result is a view of their first operand's buffer (which the
+/// plan builder leaves inside kernels).
+bool isView(Operation *op) {
+  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
+             memref::ReinterpretCastOp, memref::CastOp, memref::ReshapeOp>(op);
+}
+
 /// The buffer that `memref` views: a kernel argument or a global, through
 /// view ops; null for anything else.
 Value viewedBuffer(Value memref) {
   while (Operation *def = memref.getDefiningOp()) {
     if (isa<memref::GetGlobalOp>(def))
       return memref;
-    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
-             memref::ReinterpretCastOp, memref::CastOp, memref::ReshapeOp>(def))
+    if (!isView(def))
       return {};
     memref = def->getOperand(0);
   }
@@ -221,9 +227,7 @@ void storeBoolsAsBytes(func::FuncOp kernel) {
   bool supported = true;
   kernel.walk([&](Operation *op) {
     bool reads = llvm::any_of(op->getOperandTypes(), isBoolBuffer);
-    bool views =
-        isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
-            memref::ReinterpretCastOp, memref::CastOp>(op);
+    bool views = isView(op);
     if (views && reads && isBoolBuffer(op->getResult(0).getType()))
       buffers.push_back(op->getResult(0));
     else if (views && reads)
@@ -274,9 +278,8 @@ struct KernelRange {
 /// first loop is parallel and indexes every output, that loop becomes
 /// scf.for over [begin, end) clamped to [0, extent): slices of it write
 /// disjoint parts of the outputs, so the runtime may run them on different
-/// threads. (In place, an output
-/// shares a buffer only with an input read at the same index.) Any other
-/// kernel ignores the arguments.
+/// threads. (In place, an output shares a buffer only with an input read
+/// at the same index.) Any other kernel ignores the arguments.
 FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
   MLIRContext *ctx = kernel.getContext();
   Type index = IndexType::get(ctx);
@@ -371,15 +374,13 @@ struct LowerCpuKernelsPass
     : ofrt::impl::LowerCpuKernelsPassBase<LowerCpuKernelsPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    SmallVector<ModuleOp> modules;
+    // The kernel module of each CPU executable, and the executable's name.
+    SmallVector<std::pair<ModuleOp, StringAttr>> modules;
     // Each executable's kernels' ranges, for its launches.
     DenseMap<StringAttr, llvm::StringMap<KernelRange>> ranges;
-    SmallVector<StringAttr> executables;
     getOperation().walk([&](ExecutableOp exe) {
-      if (ModuleOp m = exe.getKernelModule(); m && !isCudaTarget(exe)) {
-        modules.push_back(m);
-        executables.push_back(exe.getSymNameAttr());
-      }
+      if (ModuleOp m = exe.getKernelModule(); m && !isCudaTarget(exe))
+        modules.push_back({m, exe.getSymNameAttr()});
     });
     // bf16 and f16 arithmetic is computed in f32: LLVM would promote it
     // itself, but through compiler-rt calls (__truncsfbf2, ...) that the
@@ -392,7 +393,7 @@ struct LowerCpuKernelsPass
     if (failed(toLoops) || failed(toLLVM))
       return signalPassFailure();
 
-    for (auto [kernels, exeName] : llvm::zip(modules, executables)) {
+    for (auto [kernels, exeName] : modules) {
       SmallVector<std::string> names;
       for (auto func : kernels.getOps<func::FuncOp>())
         names.push_back(func.getSymName().str());
@@ -463,9 +464,7 @@ struct LowerCpuKernelsPass
 /// Ops that only describe a view of a buffer (or a constant): a launch
 /// rebuilds them inside itself, so its kernel receives whole buffers.
 bool isViewOrConstant(Operation *op) {
-  return isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp,
-             memref::ReinterpretCastOp, memref::CastOp, memref::ReshapeOp,
-             arith::ConstantOp>(op);
+  return isView(op) || isa<arith::ConstantOp>(op);
 }
 
 /// Clones into `launch` the view and constant ops defined outside it that
