@@ -516,10 +516,15 @@ private:
       localShape.assign(local.shape()->begin(), local.shape()->end());
     for (int rank : programRanks_) {
       int member = spec.memberIndex(rank);
-      if (member < 0)
-        return fail(where, ": rank ", rank, " runs the program but is not in "
-                    "the distribution's mesh_ranks ",
-                    formatRanks(spec.meshRanks));
+      if (member < 0) {
+        // Another pipeline stage's value: an empty [0] buffer stands in.
+        if (localShape == std::vector<int64_t>{0})
+          continue;
+        return fail(where, " is ", formatDims(localShape), " on rank ", rank,
+                    ", which is not in the distribution's mesh_ranks ",
+                    formatRanks(spec.meshRanks),
+                    "; such a rank holds an empty [0] buffer");
+      }
       LocalPart part = localPart(spec, member);
       if (part.extents != localShape)
         return fail(where, " is ", formatDims(localShape), " on rank ", rank,

@@ -759,8 +759,14 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
                 " (", info.globalBytes, " bytes), got ", bytes);
   if (!data && bytes)
     return fail("input '", info.name, "': the data pointer is NULL");
-  // The loader checked that this rank is in the mesh with this local shape.
-  LocalPart part = localPart(info.dist, info.dist.memberIndex(rank_));
+  // The loader checked that this rank is in the mesh with this local shape,
+  // or outside it (another pipeline stage's input) with an empty buffer.
+  int member = info.dist.memberIndex(rank_);
+  if (member < 0) {
+    inputWasSet(index);
+    return Status::success();
+  }
+  LocalPart part = localPart(info.dist, member);
   void *local = inputStorage_[index].data();
   if (part.holdsIdentity)
     fillIdentity(info.dtype, info.dist.partialOp(), local,

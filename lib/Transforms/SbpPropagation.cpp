@@ -34,27 +34,42 @@ namespace {
 
 } // namespace
 
-/// Finds the placement of `func`: nullopt when nothing in it is
-/// distributed, failure (with an error) when it uses several.
-FailureOr<std::optional<FuncPlacement>> of::findPlacement(func::FuncOp func) {
-  FlatSymbolRefAttr ref;
-  Operation *where = nullptr;
-  bool conflict = false;
+std::optional<SmallVector<int64_t>>
+FuncPlacement::coordinateOf(int64_t rank) const {
+  auto it = llvm::find(ranks, rank);
+  if (it == ranks.end())
+    return std::nullopt;
+  return gridCoordinate(grid, it - ranks.begin());
+}
+
+const FuncPlacement *FuncPlacements::find(FlatSymbolRefAttr ref) const {
+  for (const FuncPlacement &p : list)
+    if (p.ref == ref)
+      return &p;
+  return nullptr;
+}
+
+const FuncPlacement *FuncPlacements::of(Type type) const {
+  SbpAttr sbp = getSbp(type);
+  return sbp ? find(sbp.getPlacement()) : nullptr;
+}
+
+FailureOr<FuncPlacements> of::collectPlacements(func::FuncOp func) {
+  FuncPlacements out;
+  bool unknown = false;
   auto visitType = [&](Type type, Operation *op) {
     SbpAttr sbp = getSbp(type);
-    if (!sbp || conflict)
+    if (!sbp || unknown || out.find(sbp.getPlacement()))
       return;
-    if (!ref) {
-      ref = sbp.getPlacement();
-      where = op;
-    } else if (ref != sbp.getPlacement()) {
-      op->emitError("uses placement ")
-              << sbp.getPlacement() << " while the function also uses "
-              << ref
-              << "; programs over several placements (pipeline stages) are "
-                 "not supported yet";
-      conflict = true;
+    auto placement = SymbolTable::lookupNearestSymbolFrom<PlacementOp>(
+        func, sbp.getPlacement());
+    if (!placement) {
+      op->emitError("refers to unknown placement ") << sbp.getPlacement();
+      unknown = true;
+      return;
     }
+    out.list.push_back(FuncPlacement{
+        sbp.getPlacement(), placement.getGridShape(), placement.getRankList()});
   };
   for (Type t : func.getArgumentTypes())
     visitType(t, func);
@@ -64,18 +79,28 @@ FailureOr<std::optional<FuncPlacement>> of::findPlacement(func::FuncOp func) {
     for (Type t : op->getResultTypes())
       visitType(t, op);
   });
-  if (conflict)
+  if (unknown)
     return failure();
-  if (!ref)
+  return out;
+}
+
+FailureOr<std::optional<FuncPlacement>> of::findPlacement(func::FuncOp func,
+                                                          StringRef pass) {
+  FailureOr<FuncPlacements> all = collectPlacements(func);
+  if (failed(all))
+    return failure();
+  if (all->list.empty())
     return std::optional<FuncPlacement>();
-  auto placement =
-      SymbolTable::lookupNearestSymbolFrom<PlacementOp>(func, ref);
-  if (!placement) {
-    where->emitError("refers to unknown placement ") << ref;
+  if (all->list.size() > 1) {
+    InFlightDiagnostic diag = func.emitError(pass);
+    diag << ": the function uses the placements";
+    for (const FuncPlacement &p : all->list)
+      diag << " " << p.ref;
+    diag << "; programs over several placements (pipeline stages) are not "
+            "supported by this pass yet";
     return failure();
   }
-  return std::optional<FuncPlacement>(FuncPlacement{
-      ref, placement.getGridShape(), placement.getRankList()});
+  return std::optional<FuncPlacement>(all->list.front());
 }
 
 namespace {
@@ -256,23 +281,88 @@ LogicalResult operandDists(Operation *op, const FuncPlacement &fp,
 // Propagation
 //===----------------------------------------------------------------------===//
 
+/// Seconds to move a tensor distributed as `from` over `grid` to another
+/// placement: its partial axes reduced there first (the transfer sends
+/// settled values), then the whole tensor once over the link of axis 0.
+double transferCost(const CostModel &model, ArrayRef<int64_t> shape,
+                    int64_t elementBytes, ArrayRef<SbpEntry> from,
+                    ArrayRef<int64_t> grid) {
+  NdSbp settled(from.begin(), from.end());
+  for (SbpEntry &e : settled)
+    if (e.isPartial())
+      e = SbpEntry::broadcast();
+  double bytes = static_cast<double>(elementBytes);
+  for (int64_t d : shape)
+    bytes *= static_cast<double>(d);
+  LinkCost link = model.axis(0);
+  return model.boxingCost(shape, elementBytes, from, settled, grid) +
+         link.latency + bytes / link.bandwidth;
+}
+
+/// Where each op of a function over several placements runs when its
+/// operands do not say (an op without distributed operands, such as a
+/// constant): the placement of an annotated result, of a distributed
+/// operand, or else of its users, found walking the program backwards.
+DenseMap<Operation *, const FuncPlacement *>
+placementHints(Block &body, const FuncPlacements &placements,
+               ArrayRef<Type> resultTypes) {
+  DenseMap<Operation *, const FuncPlacement *> hint;
+  for (Operation &op : llvm::reverse(body)) {
+    if (isa<func::ReturnOp, BoxingOp>(op))
+      continue;
+    const FuncPlacement *p = nullptr;
+    for (Value r : op.getResults())
+      if (!p)
+        p = placements.of(r.getType());
+    for (Value v : op.getOperands())
+      if (!p)
+        p = placements.of(v.getType());
+    for (OpOperand &use : op.getUses()) {
+      if (p)
+        break;
+      Operation *user = use.getOwner();
+      if (auto boxing = dyn_cast<BoxingOp>(user))
+        p = placements.of(boxing.getType());
+      else if (isa<func::ReturnOp>(user))
+        p = placements.of(resultTypes[use.getOperandNumber()]);
+      else
+        p = hint.lookup(user);
+    }
+    hint[&op] = p;
+  }
+  return hint;
+}
+
 LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
                                 bool explain) {
-  FailureOr<std::optional<FuncPlacement>> found = findPlacement(func);
+  FailureOr<FuncPlacements> found = collectPlacements(func);
   if (failed(found))
     return failure();
-  if (!*found)
+  if (found->list.empty())
     return success();
-  const FuncPlacement &fp = **found;
+  const FuncPlacements &placements = *found;
   MLIRContext *ctx = func.getContext();
-  NdSbp broadcast(fp.grid.size(), SbpEntry::broadcast());
 
   if (!func.getBody().hasOneBlock())
     return func.emitError("SBP propagation needs a single-block function");
   Block &body = func.getBody().front();
-  for (BlockArgument arg : body.getArguments())
-    if (isa<RankedTensorType>(arg.getType()) && !getSbp(arg.getType()))
-      arg.setType(withSbp(arg.getType(), fp.ref, broadcast));
+  SmallVector<Type> declaredResults(func.getResultTypes());
+  DenseMap<Operation *, const FuncPlacement *> hint =
+      placementHints(body, placements, declaredResults);
+  // An argument without a distribution is B where its first user runs.
+  for (BlockArgument arg : body.getArguments()) {
+    if (!isa<RankedTensorType>(arg.getType()) || getSbp(arg.getType()))
+      continue;
+    const FuncPlacement *p = nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!p)
+        p = isa<BoxingOp>(user) ? placements.of(cast<BoxingOp>(user).getType())
+                                : hint.lookup(user);
+    if (!p)
+      p = &placements.list.front();
+    arg.setType(withSbp(arg.getType(), p->ref,
+                        NdSbp(p->grid.size(), SbpEntry::broadcast())));
+  }
 
   // What the user wrote is fixed: annotated results and function results.
   DenseMap<Value, NdSbp> pinned;
@@ -281,28 +371,32 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
       for (Value r : op.getResults())
         if (std::optional<NdSbp> d = distOf(r.getType()))
           pinned[r] = *d;
-  SmallVector<std::optional<NdSbp>> resultAnnotations;
-  for (Type t : func.getResultTypes())
-    resultAnnotations.push_back(distOf(t));
 
   // What the users of a value need from it: the operand distributions their
   // signatures chose, a boxing's target (a hint: the boxing converts
   // anyway), an annotated function result.
-  auto consumerCost = [&](Value v, ArrayRef<SbpEntry> cand) {
+  // On another placement the value is sent there (transferCost).
+  auto consumerCost = [&](Value v, ArrayRef<SbpEntry> cand,
+                          const FuncPlacement &fp) {
     double cost = 0;
     auto type = cast<ShapedType>(v.getType());
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      std::optional<NdSbp> want;
+      SbpAttr want;
       if (auto attr = user->getAttrOfType<ArrayAttr>("of.operand_sbp"))
-        want = NdSbp(cast<SbpAttr>(attr[use.getOperandNumber()]).getEntries());
+        want = cast<SbpAttr>(attr[use.getOperandNumber()]);
       else if (auto boxing = dyn_cast<BoxingOp>(user))
-        want = distOf(boxing.getType());
+        want = getSbp(boxing.getType());
       else if (isa<func::ReturnOp>(user))
-        want = resultAnnotations[use.getOperandNumber()];
-      if (want)
+        want = getSbp(declaredResults[use.getOperandNumber()]);
+      if (!want)
+        continue;
+      if (want.getPlacement() != fp.ref)
+        cost += transferCost(model, type.getShape(), elementBytes(type), cand,
+                             fp.grid);
+      else
         cost += model.boxingCost(type.getShape(), elementBytes(type), cand,
-                                 *want, fp.grid);
+                                 want.getEntries(), fp.grid);
     }
     return cost;
   };
@@ -326,6 +420,17 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
       if (!sbpOp)
         return op.emitError("op has no SBP signatures (SbpOpInterface), so "
                             "it cannot be distributed");
+      // The op runs where its operands are (operandDists checks that they
+      // agree), or where the hints say.
+      const FuncPlacement *where = nullptr;
+      for (Value v : op.getOperands())
+        if (!where)
+          where = placements.of(v.getType());
+      if (!where)
+        where = hint.lookup(&op);
+      if (!where)
+        where = &placements.list.front();
+      const FuncPlacement &fp = *where;
       SmallVector<std::optional<NdSbp>> inputs;
       if (failed(operandDists(&op, fp, inputs)))
         return failure();
@@ -342,11 +447,11 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
       }
       SmallVector<SbpSignature> sigs;
       sbpOp.getSbpSignatures(sigs);
-      SmallVector<NdSignature, 0> ranked = rankSignatures(
-          &op, sigs, inputs, annotated, fp.grid, model,
-          [&](unsigned i, ArrayRef<SbpEntry> cand) {
-            return consumerCost(op.getResult(i), cand);
-          });
+      SmallVector<NdSignature, 0> ranked =
+          rankSignatures(&op, sigs, inputs, annotated, fp.grid, model,
+                         [&](unsigned i, ArrayRef<SbpEntry> cand) {
+                           return consumerCost(op.getResult(i), cand, fp);
+                         });
       if (ranked.empty())
         return op.emitError("no SBP signature of the op fits its shapes on "
                             "placement ")
@@ -461,12 +566,12 @@ Value boxTo(OpBuilder &b, Location loc, Value v, Type target) {
 
 LogicalResult insertBoxingInFunction(func::FuncOp func,
                                      const CostModel &model) {
-  FailureOr<std::optional<FuncPlacement>> found = findPlacement(func);
+  FailureOr<FuncPlacements> found = collectPlacements(func);
   if (failed(found))
     return failure();
-  if (!*found)
+  if (found->list.empty())
     return success();
-  const FuncPlacement &fp = **found;
+  const FuncPlacements &placements = *found;
   MLIRContext *ctx = func.getContext();
   Block &body = func.getBody().front();
   OpBuilder b(ctx);
@@ -491,6 +596,22 @@ LogicalResult insertBoxingInFunction(func::FuncOp func,
     if (!sbpOp)
       return op.emitError("op has no SBP signatures (SbpOpInterface), so it "
                           "cannot be distributed");
+    // The op runs on the placement of its results.
+    const FuncPlacement *where = nullptr;
+    for (auto [i, t] : llvm::enumerate(op.getResultTypes())) {
+      const FuncPlacement *p = placements.of(t);
+      if (!p)
+        return op.emitError("result ")
+               << i << " has no distribution; run --of-propagate-sbp first";
+      if (where && p != where)
+        return op.emitError("results on placements ")
+               << where->ref << " and " << p->ref
+               << "; an op runs on one placement";
+      where = p;
+    }
+    if (!where)
+      return op.emitError("an op without results cannot be distributed");
+    const FuncPlacement &fp = *where;
     SmallVector<NdSbp> needOperands, needResults;
     auto operandAttr = op.getAttrOfType<ArrayAttr>("of.operand_sbp");
     auto resultAttr = op.getAttrOfType<ArrayAttr>("of.result_sbp");

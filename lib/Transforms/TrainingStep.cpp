@@ -171,7 +171,8 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     if (symbols.lookup(name))
       return primal.emitError("--of-training-step: @")
              << name << " exists already";
-    FailureOr<std::optional<FuncPlacement>> placement = findPlacement(primal);
+    FailureOr<std::optional<FuncPlacement>> placement =
+        findPlacement(primal, "--of-training-step");
     if (failed(placement))
       return failure();
     MLIRContext *ctx = primal.getContext();

@@ -123,6 +123,62 @@ def test_transitions(nproc, grid, cases, rng, tmp_path):
         check(out[f"b{k}"], inputs[f"x{k}"], 0, name=f"{src}->{dst} (boxed to B)")
 
 
+# Between placements (pipeline stages): sends and receives of the slices
+# where the source's and the target's shards intersect. Each case:
+# (source grid, ranks, SBP, target grid, ranks, SBP); placements may overlap,
+# list ranks in any order, and be 2-D.
+CROSS_2 = [
+    ([1], [0], ["B"], [1], [1], ["B"]),
+    ([2], [0, 1], ["S(0)"], [1], [1], ["B"]),
+    ([1], [0], ["B"], [2], [0, 1], ["S(1)"]),
+    ([2], [0, 1], ["P"], [1], [1], ["B"]),
+    ([1], [1], ["B"], [2], [0, 1], ["P"]),
+    ([2], [0, 1], ["P(max)"], [2], [1, 0], ["S(0)"]),
+    ([2], [1, 0], ["S(1)"], [2], [0, 1], ["S(0)"]),
+]
+CROSS_4 = [
+    ([2], [0, 1], ["S(0)"], [2], [2, 3], ["S(1)"]),
+    ([2], [0, 1], ["S(1)"], [2], [2, 3], ["P"]),
+    ([2, 2], [0, 1, 2, 3], ["S(0)", "S(1)"], [2], [3, 2], ["S(0)"]),
+    ([2], [2, 3], ["P"], [2, 2], [0, 1, 2, 3], ["S(1)", "P(max)"]),
+    ([1], [3], ["B"], [2, 2], [0, 1, 2, 3], ["S(0)", "S(0)"]),
+    ([3], [0, 1, 2], ["S(0)"], [1], [3], ["B"]),
+]
+
+
+def cross_program(cases):
+    shape = (7, 6)
+    header, args, lines, rets = [], [], [], []
+    for k, (ga, ra, sa, gb, rb, sb) in enumerate(cases):
+        for name, grid, ranks in ((f"a{k}", ga, ra), (f"b{k}", gb, rb)):
+            header.append(f'of.placement @{name} {{device = "cpu", shape = {grid}, '
+                          f'ranks = {ranks}}}')
+        ts = ttype(shape, sbp=sa, placement=f"a{k}")
+        td = ttype(shape, sbp=sb, placement=f"b{k}")
+        tb = ttype(shape, sbp=["B"] * len(gb), placement=f"b{k}")
+        args.append(f'%x{k}: {ts} {{of.name = "x{k}"}}')
+        lines.append(f"%y{k} = of.boxing %x{k} : {ts} -> {td}")
+        lines.append(f"%b{k} = of.boxing %y{k} : {td} -> {tb}")
+        rets += [(f"%y{k}", td, f"y{k}"), (f"%b{k}", tb, f"b{k}")]
+    results = ", ".join(f'{t} {{of.name = "{n}"}}' for _, t, n in rets)
+    body = "\n  ".join(lines)
+    return ("\n".join(header) + f"\nfunc.func @main({', '.join(args)}) -> ({results}) {{\n"
+            f"  {body}\n  return {', '.join(s for s, _, _ in rets)} : "
+            f"{', '.join(t for _, t, _ in rets)}\n}}\n")
+
+
+@pytest.mark.parametrize("nproc,cases", [(2, CROSS_2), (4, CROSS_4)],
+                         ids=["2ranks", "4ranks"])
+def test_transitions_between_placements(nproc, cases, rng, tmp_path):
+    plan = compile_program(cross_program(cases), tmp_path)
+    inputs = {f"x{k}": rng.standard_normal((7, 6)).astype(F32) for k in range(len(cases))}
+    out = run_ranks(plan, inputs, tmp_path, nproc)
+    for k, case in enumerate(cases):
+        # Slices move exactly; a P source is one rank's values and zeros.
+        check(out[f"y{k}"], inputs[f"x{k}"], 0, name=f"{case} (as the target)")
+        check(out[f"b{k}"], inputs[f"x{k}"], 0, name=f"{case} (boxed to B)")
+
+
 # --------------------------------------------------------------------------
 # 2. Every op's signatures
 # --------------------------------------------------------------------------

@@ -1872,7 +1872,7 @@ struct ConvertOFToLinalgPass
     // The local collectives of partitioned programs stay for the plan.
     target.addLegalOp<PlacementOp, ModuleOp, AllReduceOp, AllGatherOp,
                       ReduceScatterOp, AllToAllOp, ShardSliceOp, ToPartialOp,
-                      LibraryCallOp>();
+                      SendOp, RecvOp, LibraryCallOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect>();

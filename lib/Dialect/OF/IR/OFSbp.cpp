@@ -1071,6 +1071,12 @@ void collectiveEffects(
   if (isa<MemRefType>(init.get().getType()))
     effects.emplace_back(MemoryEffects::Write::get(), &init,
                          SideEffects::DefaultResource::get());
+  // Every member of the group must take part, even one that does not use
+  // the result (a pipeline stage's source settling its partial sums before
+  // other ranks send): the collective is never dropped or reordered.
+  if (!isa<ShardSliceOp, ToPartialOp>(op))
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         SideEffects::DefaultResource::get());
 }
 } // namespace
 
@@ -1120,6 +1126,51 @@ LogicalResult ShardSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult ToPartialOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyCollectiveGroup(*this, tables, getPlacementAttr(), getAxis(),
                                getInput(), getInit(), ChunkRule::Same, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Point-to-point transfers
+//===----------------------------------------------------------------------===//
+
+LogicalResult SendOp::verify() {
+  if (static_cast<int64_t>(getPeer()) < 0)
+    return emitOpError("peer must be a world rank (>= 0)");
+  return success();
+}
+
+LogicalResult RecvOp::verify() {
+  if (static_cast<int64_t>(getPeer()) < 0)
+    return emitOpError("peer must be a world rank (>= 0)");
+  Type init = getInit().getType();
+  if (isa<TensorType>(init)) {
+    if (getNumResults() != 1 || (*this)->getResult(0).getType() != init)
+      return emitOpError("on tensors has one result of init's type");
+  } else if (getNumResults() != 0) {
+    return emitOpError("on memrefs has no result");
+  }
+  return success();
+}
+
+/// A transfer talks to another rank: the write on the default resource
+/// keeps it (and its place among the other transfers) through every pass.
+void SendOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (isa<MemRefType>(getInput().getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &getInputMutable(),
+                         SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+void RecvOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (isa<MemRefType>(getInit().getType()))
+    effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(),
+                         SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
 }
 
 namespace {
@@ -1178,6 +1229,52 @@ struct StepBufferization
     return success();
   }
 };
+
+/// of.send reads its whole input and defines nothing; a strided view goes
+/// through a dense copy, as for the other steps.
+struct SendBufferization
+    : bufferization::BufferizableOpInterface::ExternalModel<SendBufferization,
+                                                            SendOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const bufferization::AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bufferization::AliasingValueList
+  getAliasingValues(Operation *, OpOperand &,
+                    const bufferization::AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    auto send = cast<SendOp>(op);
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, send.getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    rewriter.setInsertionPoint(op);
+    Value source = *buffer;
+    auto type = cast<MemRefType>(source.getType());
+    if (!type.getLayout().isIdentity()) {
+      auto dense =
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          MemRefLayoutAttrInterface(), type.getMemorySpace());
+      FailureOr<Value> fresh =
+          options.createAlloc(rewriter, op->getLoc(), dense, {});
+      if (failed(fresh) ||
+          failed(options.createMemCpy(rewriter, op->getLoc(), source, *fresh)))
+        return failure();
+      source = *fresh;
+    }
+    rewriter.modifyOpInPlace(op,
+                             [&] { send.getInputMutable().assign(source); });
+    return success();
+  }
+};
 } // namespace
 
 void of::registerStepBufferization(DialectRegistry &registry) {
@@ -1189,6 +1286,8 @@ void of::registerStepBufferization(DialectRegistry &registry) {
     ShardSliceOp::attachInterface<StepBufferization<ShardSliceOp>>(*ctx);
     ToPartialOp::attachInterface<StepBufferization<ToPartialOp>>(*ctx);
     LibraryCallOp::attachInterface<StepBufferization<LibraryCallOp>>(*ctx);
+    RecvOp::attachInterface<StepBufferization<RecvOp>>(*ctx);
+    SendOp::attachInterface<SendBufferization>(*ctx);
   });
 }
 

@@ -58,6 +58,7 @@ struct Step {
   std::string reduce = "sum";
   SmallVector<int64_t> mesh, group, shape;
   int64_t axis = 0, dim = 0, dim2 = 0;
+  int64_t peer = -1;   // send/recv: the other world rank
   DictionaryAttr dist; // outputs of multi-rank programs
   std::string updates; // outputs: the input this one replaces after a run
   bool dead = false;
@@ -167,6 +168,7 @@ public:
 private:
   LogicalResult visit(Operation *op);
   LogicalResult visitCollective(Operation *op);
+  LogicalResult visitTransfer(Operation *op);
   LogicalResult visitLibraryCall(of::LibraryCallOp op);
   /// The `dist` of a multi-rank program's input or output, from the
   /// `of.global` type that --of-partition put on it (null without one).
@@ -247,7 +249,7 @@ void writeUpdatesInPlace(func::FuncOp func) {
   auto canFail = [](Operation &op) {
     return op.hasAttr("of.index_range") ||
            isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-               of::AllToAllOp, of::LibraryCallOp>(op);
+               of::AllToAllOp, of::SendOp, of::RecvOp, of::LibraryCallOp>(op);
   };
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
     auto target = func.getResultAttrOfType<IntegerAttr>(i, "of.update");
@@ -461,12 +463,13 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   SmallVector<Operation *> collectives;
   body.walk([&](Operation *op) {
     if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-            of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp>(op))
+            of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp, of::SendOp,
+            of::RecvOp>(op))
       collectives.push_back(op);
   });
   for (Operation *op : collectives) {
     OpBuilder cb(op);
-    for (unsigned i = 0; i < 2; ++i) {
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
       Value v = op->getOperand(i);
       if (isWhole(v))
         continue;
@@ -474,7 +477,8 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       Value tmp = memref::AllocOp::create(
           cb, op->getLoc(),
           MemRefType::get(type.getShape(), type.getElementType()));
-      if (i == 0) {
+      bool written = isa<of::RecvOp>(op) ? i == 0 : i == 1;
+      if (!written) {
         memref::CopyOp::create(cb, op->getLoc(), v, tmp);
       } else {
         OpBuilder after(op->getContext());
@@ -638,9 +642,14 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       CollectiveOp::create(
           pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
           refs[step.buffers[1]], pb.getDenseI64ArrayAttr(step.group),
-          pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(-1),
-          pb.getI64IntegerAttr(0), pb.getDenseI64ArrayAttr(step.mesh),
-          pb.getI64IntegerAttr(step.axis), pb.getDenseI64ArrayAttr(step.shape),
+          pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(step.peer),
+          pb.getI64IntegerAttr(0),
+          step.mesh.empty() ? DenseI64ArrayAttr()
+                            : pb.getDenseI64ArrayAttr(step.mesh),
+          pb.getI64IntegerAttr(step.axis),
+          step.name == "send" || step.name == "recv"
+              ? DenseI64ArrayAttr()
+              : pb.getDenseI64ArrayAttr(step.shape),
           pb.getI64IntegerAttr(step.dim), pb.getI64IntegerAttr(step.dim2));
       break;
     }
@@ -729,6 +738,8 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
   if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp, of::AllToAllOp,
           of::ShardSliceOp, of::ToPartialOp>(op))
     return visitCollective(op);
+  if (isa<of::SendOp, of::RecvOp>(op))
+    return visitTransfer(op);
 
   // Whole contiguous copies are memcpys.
   if (auto copy = dyn_cast<memref::CopyOp>(op)) {
@@ -1136,6 +1147,38 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
   }
   read(step.buffers[0]);
   write(step.buffers[1]);
+  steps.push_back(step);
+  return success();
+}
+
+/// A send or receive of a whole buffer between this program's rank and
+/// `peer` (a pipeline stage's boundary): the runtime's point-to-point step,
+/// whose group is the two ranks. --of-partition gives every rank that
+/// transfers a program of its own, so the program has one rank.
+LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
+  Value v = op->getOperand(0);
+  auto type = cast<MemRefType>(v.getType());
+  int64_t offset;
+  if (!isContiguous(type, offset) || offset != 0 ||
+      byteSize(type) != byteSize(roots[rootOf(v)].type))
+    return op->emitError("a transfer needs a whole contiguous buffer");
+  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
+  int64_t peer = op->getAttrOfType<IntegerAttr>("peer").getInt();
+  if (!ranks || ranks.size() != 1)
+    return op->emitError("a transfer needs a program of one rank "
+                         "(of.ranks = [r]); this one has ")
+           << (ranks ? ranks.size() : 0);
+  if (ranks[0] == peer)
+    return op->emitError("rank ") << peer << " would transfer to itself";
+  Step step{Step::Collective};
+  step.name = isa<of::SendOp>(op) ? "send" : "recv";
+  step.buffers = {rootOf(v), rootOf(v)};
+  step.group = {std::min(ranks[0], peer), std::max(ranks[0], peer)};
+  step.peer = peer;
+  if (isa<of::SendOp>(op))
+    read(step.buffers[0]);
+  else
+    write(step.buffers[0]);
   steps.push_back(step);
   return success();
 }

@@ -759,6 +759,48 @@ def OF_ToPartialOp : OF_CollectiveOp<"to_partial"> {
   let summary = "The value on the member with coordinate 0, zeros elsewhere (B to P)";
 }
 
+// Point-to-point transfers between placements (pipeline stages): a boxing
+// from one placement to another becomes, on each rank, the sends of the
+// slices it holds that another rank needs and the receives of the slices it
+// needs, in one order that every rank follows (so blocking transfers cannot
+// deadlock). `peer` is a world rank. Both have a communication effect, so
+// nothing removes or reorders them.
+def OF_SendOp : OF_Op<"send",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Send a whole local tensor to world rank `peer`";
+  let description = [{
+    ```mlir
+    of.send %slice to 1 : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins OF_TensorOrMemRef:$input, I64Attr:$peer);
+  let assemblyFormat = "$input `to` $peer attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def OF_RecvOp : OF_Op<"recv", [DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Receive a whole tensor from world rank `peer` into `init`";
+  let description = [{
+    In destination style, as the collectives: `init` is the result's
+    storage and is only written.
+
+    ```mlir
+    %e = tensor.empty() : tensor<2x8xf32>
+    %r = of.recv from 0 into %e : tensor<2x8xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins OF_TensorOrMemRef:$init, I64Attr:$peer);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `from` $peer `into` $init attr-dict `:` type($init) (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Library calls (steps the runtime runs through a library)
 //===----------------------------------------------------------------------===//
