@@ -299,9 +299,12 @@ SmallVector<int64_t> roleKey(func::FuncOp func,
                       getSbp(to).getEntries());
     addSteps(from, getSbp(from).getEntries(), plan.settled, *src);
     key.push_back(llvm::is_contained(plan.zeroRanks, rank));
+    // A transfer names its peer as a world rank, so a rank that transfers
+    // runs a program of its own.
     for (const Transfer &t : plan.transfers) {
       if (t.src != rank && t.dst != rank)
         continue;
+      key.push_back(rank);
       key.append({t.src == rank ? t.dst : -1, t.dst == rank ? t.src : -1});
       llvm::append_range(key, t.box.offsets);
       llvm::append_range(key, t.box.sizes);

@@ -1,6 +1,8 @@
 """An MLP and a transformer block written once on global tensors, run on 1,
 2 and 4 CPU ranks under data parallel, Megatron tensor parallel (column then
-row split) and a 2-D (data x tensor) hierarchy, against NumPy in float64.
+row split), a 2-D (data x tensor) hierarchy and as two pipeline stages on
+disjoint ranks (each stage itself data or tensor parallel), against NumPy in
+float64.
 
 Only the arguments are annotated; --of-propagate-sbp distributes the rest.
 Batches of 6 rows are uneven on 4 ranks. Tolerance: relative error 1e-5
@@ -33,20 +35,47 @@ def ttype(shape, sbp=None, placement="p"):
 
 class Model:
     """A function @main whose arguments carry the distributions of a
-    parallel layout; values inside have none (propagation decides)."""
+    parallel layout; values inside have none (propagation decides).
+
+    `grid` is one placement's grid, or for pipelines a dict of stages
+    {name: (grid, ranks)}: the model moves its activations to the next
+    stage at the points where it calls next_stage(), and the layout gives
+    each argument (stage, SBP) and each boundary "@<stage>" its SBP there
+    (default B)."""
 
     def __init__(self, grid, layout):
-        self.grid, self.layout = grid, layout
+        self.layout = layout
+        self.stages = grid if isinstance(grid, dict) else None
+        self.grid = list(grid.values())[0][0] if self.stages else grid
+        self.stage = list(grid)[0] if self.stages else "p"
         self.args, self.lines, self.inputs = [], [], {}
         self.types = {}
 
     def arg(self, name, array):
         self.inputs[name] = array
-        sbp = self.layout.get(name, ["B"] * len(self.grid)) if self.grid else None
-        ty = ttype(array.shape, sbp)
+        placement, sbp = self.stage, None
+        if self.grid:
+            sbp = self.layout.get(name, ["B"] * len(self.grid))
+        if self.stages:
+            placement, sbp = self.layout[name]
+        ty = ttype(array.shape, sbp, placement)
         self.args.append(f'%{name}: {ty} {{of.name = "{name}"}}')
         self.types[f"%{name}"] = ty
         return f"%{name}"
+
+    def next_stage(self, v, shape):
+        """`v` moved to the next stage (unchanged without stages)."""
+        if not self.stages:
+            return v
+        names = list(self.stages)
+        self.stage = names[names.index(self.stage) + 1]
+        self.grid = self.stages[self.stage][0]
+        ty = ttype(shape, self.layout.get("@" + self.stage, ["B"] * len(self.grid)),
+                   self.stage)
+        result = f"%to_{self.stage}"
+        self.lines.append(f"{result} = of.boxing {v} : {self.t(v)} -> {ty}")
+        self.types[result] = ty
+        return result
 
     def t(self, v):
         return self.types[v]
@@ -60,9 +89,14 @@ class Model:
     def text(self, out, out_shape, out_sbp, name="y"):
         header = ""
         ret, rty = out, self.t(out)
-        if self.grid:
+        if self.stages:
+            header = "".join(
+                f'of.placement @{n} {{device = "cpu", shape = {g}, ranks = {r}}}\n'
+                for n, (g, r) in self.stages.items())
+        elif self.grid:
             header = f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, self.grid))}]}}\n'
-            rty = ttype(out_shape, out_sbp)
+        if self.grid:
+            rty = ttype(out_shape, out_sbp, self.stage)
             self.lines.append(f"%out = of.boxing {out} : {self.t(out)} -> {rty}")
             ret = "%out"
         body = "\n  ".join(self.lines)
@@ -87,6 +121,20 @@ MLP_LAYOUTS = {
     "megatron-4": ([4], {"w0": ["S(1)"], "b0": ["S(0)"], "w1": ["S(0)"]}, ["B"]),
     "2d-2x2": ([2, 2], {"x": ["S(0)", "B"], "w0": ["B", "S(1)"], "b0": ["B", "S(0)"],
                         "w1": ["B", "S(0)"]}, ["S(0)", "B"]),
+    # Pipelines: layer 0 on stage s0, layers 1 and 2 on s1.
+    "stages-2": ({"s0": ([1], [0]), "s1": ([1], [1])},
+                 {"x": ("s0", ["B"]), "w0": ("s0", ["B"]), "b0": ("s0", ["B"]),
+                  "w1": ("s1", ["B"]), "b1": ("s1", ["B"]), "w2": ("s1", ["B"]),
+                  "b2": ("s1", ["B"])}, ["B"]),
+    "stages-data-2x2": ({"s0": ([2], [0, 1]), "s1": ([2], [2, 3])},
+                        {"x": ("s0", ["S(0)"]), "w0": ("s0", ["B"]), "b0": ("s0", ["B"]),
+                         "@s1": ["S(0)"], "w1": ("s1", ["B"]), "b1": ("s1", ["B"]),
+                         "w2": ("s1", ["B"]), "b2": ("s1", ["B"])}, ["S(0)"]),
+    # data parallel stage, then a Megatron stage on 3 ranks
+    "stages-data-megatron": ({"s0": ([1], [3]), "s1": ([3], [0, 1, 2])},
+                             {"x": ("s0", ["B"]), "w0": ("s0", ["B"]), "b0": ("s0", ["B"]),
+                              "w1": ("s1", ["S(1)"]), "b1": ("s1", ["S(0)"]),
+                              "w2": ("s1", ["S(0)"]), "b2": ("s1", ["B"])}, ["B"]),
 }
 
 
@@ -105,6 +153,8 @@ def mlp(rng, grid, layout):
         if i < 2:
             h = m.op(f"%h{i}", f"of.relu {h} : ({m.t(h)}) -> $R", shape)
             ref = np.maximum(ref, 0)
+        if i == 0:
+            h = m.next_stage(h, shape)
     return m, h, (6, MLP_DIMS[-1]), ref
 
 
@@ -119,7 +169,8 @@ def run_layout(build, layouts, layout, rng, tmp_path):
                     single.inputs, tmp_path / "1", 1)
     check(one["y"], ref, TOL, "1 rank")
     m, out, out_shape, _ = build(np.random.default_rng(seed), grid, args)
-    nproc = math.prod(grid)
+    nproc = (max(r for _, ranks in grid.values() for r in ranks) + 1
+             if isinstance(grid, dict) else math.prod(grid))
     got = run_ranks(compile_program(m.text(out, out_shape, out_sbp), tmp_path), m.inputs,
                     tmp_path, nproc)
     check(got["y"], ref, TOL, f"{layout} on {nproc} ranks")
@@ -145,6 +196,15 @@ BLOCK_LAYOUTS = {
     "2d-2x2": ([2, 2], {"x": ["S(0)", "B"], "wq": ["B", "S(0)"], "wk": ["B", "S(0)"],
                         "wv": ["B", "S(0)"], "wo": ["B", "S(0)"], "w1": ["B", "S(1)"],
                         "b1": ["B", "S(0)"], "w2": ["B", "S(0)"]}, ["S(0)", "B"]),
+    # Pipeline: attention (heads split) on ranks 0 and 1, the MLP (Megatron)
+    # on ranks 2 and 3; the residual crosses the boundary split by tokens.
+    "stages-megatron-2x2": (
+        {"a": ([2], [0, 1]), "m": ([2], [2, 3])},
+        {**{n: ("a", ["B"]) for n in ("x", "g1", "be1")},
+         **{n: ("a", ["S(0)"]) for n in ("wq", "wk", "wv", "wo")},
+         "@m": ["S(0)"],
+         **{n: ("m", ["B"]) for n in ("g2", "be2", "b2")},
+         "w1": ("m", ["S(1)"]), "b1": ("m", ["S(0)"]), "w2": ("m", ["S(0)"])}, ["B"]),
 }
 
 
@@ -182,13 +242,14 @@ def block(rng, grid, layout):
     po = m.op("%po", f"of.matmul %o, {wo} : ({m.t(o)}, {m.t(wo)}) -> $R", (H, T, C))
     att = m.op("%att", f"of.reduce_sum %po {{axes = array<i64: 0>}} : ({m.t(po)}) -> $R", (T, C))
     r1 = m.op("%r1", f"of.add {x}, %att : ({m.t(x)}, {m.t(att)}) -> $R", (T, C))
-    n2 = m.op("%n2", f"of.layer_norm %r1 weight {g2} bias {be2} : ({m.t(r1)}, {m.t(g2)}, {m.t(be2)}) -> $R", (T, C))
+    r1 = m.next_stage(r1, (T, C))
+    n2 = m.op("%n2", f"of.layer_norm {r1} weight {g2} bias {be2} : ({m.t(r1)}, {m.t(g2)}, {m.t(be2)}) -> $R", (T, C))
     f1 = m.op("%f1", f"of.matmul %n2, {w1} : ({m.t(n2)}, {m.t(w1)}) -> $R", (T, FF))
     f2 = m.op("%f2", f"of.add %f1, {b1} : ({m.t(f1)}, {m.t(b1)}) -> $R", (T, FF))
     f3 = m.op("%f3", f"of.gelu %f2 : ({m.t(f2)}) -> $R", (T, FF))
     f4 = m.op("%f4", f"of.matmul %f3, {w2} : ({m.t(f3)}, {m.t(w2)}) -> $R", (T, C))
     f5 = m.op("%f5", f"of.add %f4, {b2} : ({m.t(f4)}, {m.t(b2)}) -> $R", (T, C))
-    y = m.op("%y", f"of.add %r1, %f5 : ({m.t(r1)}, {m.t(f5)}) -> $R", (T, C))
+    y = m.op("%y", f"of.add {r1}, %f5 : ({m.t(r1)}, {m.t(f5)}) -> $R", (T, C))
 
     # NumPy
     n1r = layer_norm_ref(P["x"], P["g1"], P["be1"])
