@@ -192,10 +192,21 @@ rankSignatures(Operation *op, ArrayRef<SbpSignature> sigs,
   SmallVector<unsigned> idx(axes, 0);
   if (sigs.empty())
     return out;
+  // On an axis of one rank every distribution is the whole value: only
+  // B, so equal programs are not told apart (and moved twice between
+  // pipeline stages).
+  SbpSignature whole = sigs.front();
+  for (SbpEntry &e : whole.operands)
+    e = SbpEntry::broadcast();
+  for (SbpEntry &e : whole.results)
+    e = SbpEntry::broadcast();
+  auto choices = [&](unsigned a) -> size_t {
+    return grid[a] == 1 ? 1 : sigs.size();
+  };
   while (true) {
     NdSignature nd;
     for (unsigned a = 0; a < axes; ++a)
-      nd.perAxis.push_back(sigs[idx[a]]);
+      nd.perAxis.push_back(grid[a] == 1 ? whole : sigs[idx[a]]);
     nd.operands.resize(op->getNumOperands());
     nd.results.resize(op->getNumResults());
     bool fits = true;
@@ -231,7 +242,7 @@ rankSignatures(Operation *op, ArrayRef<SbpSignature> sigs,
     // Next index tuple (the last axis varies fastest).
     int64_t a = static_cast<int64_t>(axes) - 1;
     for (; a >= 0; --a) {
-      if (++idx[a] < sigs.size())
+      if (++idx[a] < choices(a))
         break;
       idx[a] = 0;
     }
@@ -299,6 +310,37 @@ double transferCost(const CostModel &model, ArrayRef<int64_t> shape,
          link.latency + bytes / link.bandwidth;
 }
 
+/// The placement that the users of `v` suggest, in program order: where
+/// the first user with a placement runs, else an annotated function
+/// result's, else (last, since a boxing usually moves its input elsewhere)
+/// a boxing's target.
+const FuncPlacement *
+placementFromUsers(Value v, const FuncPlacements &placements,
+                   ArrayRef<Type> resultTypes,
+                   const DenseMap<Operation *, const FuncPlacement *> &hint) {
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : v.getUses())
+    uses.push_back(&use);
+  llvm::sort(uses, [](OpOperand *a, OpOperand *b) {
+    return a->getOwner() != b->getOwner() &&
+           a->getOwner()->isBeforeInBlock(b->getOwner());
+  });
+  const FuncPlacement *result = nullptr, *boxed = nullptr;
+  for (OpOperand *use : uses) {
+    Operation *user = use->getOwner();
+    if (auto boxing = dyn_cast<BoxingOp>(user)) {
+      if (!boxed)
+        boxed = placements.of(boxing.getType());
+    } else if (isa<func::ReturnOp>(user)) {
+      if (!result)
+        result = placements.of(resultTypes[use->getOperandNumber()]);
+    } else if (const FuncPlacement *p = hint.lookup(user)) {
+      return p;
+    }
+  }
+  return result ? result : boxed;
+}
+
 /// Where each op of a function over several placements runs when its
 /// operands do not say (an op without distributed operands, such as a
 /// constant): the placement of an annotated result, of a distributed
@@ -317,17 +359,9 @@ placementHints(Block &body, const FuncPlacements &placements,
     for (Value v : op.getOperands())
       if (!p)
         p = placements.of(v.getType());
-    for (OpOperand &use : op.getUses()) {
-      if (p)
-        break;
-      Operation *user = use.getOwner();
-      if (auto boxing = dyn_cast<BoxingOp>(user))
-        p = placements.of(boxing.getType());
-      else if (isa<func::ReturnOp>(user))
-        p = placements.of(resultTypes[use.getOperandNumber()]);
-      else
-        p = hint.lookup(user);
-    }
+    for (Value r : op.getResults())
+      if (!p)
+        p = placementFromUsers(r, placements, resultTypes, hint);
     hint[&op] = p;
   }
   return hint;
@@ -349,15 +383,12 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
   SmallVector<Type> declaredResults(func.getResultTypes());
   DenseMap<Operation *, const FuncPlacement *> hint =
       placementHints(body, placements, declaredResults);
-  // An argument without a distribution is B where its first user runs.
+  // An argument without a distribution is B where its users suggest.
   for (BlockArgument arg : body.getArguments()) {
     if (!isa<RankedTensorType>(arg.getType()) || getSbp(arg.getType()))
       continue;
-    const FuncPlacement *p = nullptr;
-    for (Operation *user : arg.getUsers())
-      if (!p)
-        p = isa<BoxingOp>(user) ? placements.of(cast<BoxingOp>(user).getType())
-                                : hint.lookup(user);
+    const FuncPlacement *p =
+        placementFromUsers(arg, placements, declaredResults, hint);
     if (!p)
       p = &placements.list.front();
     arg.setType(withSbp(arg.getType(), p->ref,
@@ -421,16 +452,43 @@ LogicalResult propagateFunction(func::FuncOp func, const CostModel &model,
         return op.emitError("op has no SBP signatures (SbpOpInterface), so "
                             "it cannot be distributed");
       // The op runs where its operands are (operandDists checks that they
-      // agree), or where the hints say.
+      // agree), or where the hints say. A constant that propagation placed
+      // (CSE merges equal constants of different stages) does not decide:
+      // it gets a copy where the op runs.
+      auto movable = [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && def->hasTrait<OpTrait::ConstantLike>() &&
+               def->getNumResults() == 1 && !pinned.count(v);
+      };
       const FuncPlacement *where = nullptr;
       for (Value v : op.getOperands())
-        if (!where)
+        if (!where && !movable(v))
           where = placements.of(v.getType());
       if (!where)
         where = hint.lookup(&op);
       if (!where)
+        for (Value v : op.getOperands())
+          if (!where)
+            where = placements.of(v.getType());
+      if (!where)
         where = &placements.list.front();
       const FuncPlacement &fp = *where;
+      for (OpOperand &operand : op.getOpOperands()) {
+        const FuncPlacement *p = placements.of(operand.get().getType());
+        if (!p || p == where || !movable(operand.get()))
+          continue;
+        Operation *def = operand.get().getDefiningOp();
+        OpBuilder cb(def);
+        Operation *copy = cb.clone(*def);
+        Value v = copy->getResult(0);
+        v.setType(withSbp(v.getType(), fp.ref,
+                          NdSbp(fp.grid.size(), SbpEntry::broadcast())));
+        copy->removeAttr("of.operand_sbp");
+        copy->removeAttr("of.result_sbp");
+        hint[copy] = where;
+        operand.set(v);
+        changed = true;
+      }
       SmallVector<std::optional<NdSbp>> inputs;
       if (failed(operandDists(&op, fp, inputs)))
         return failure();

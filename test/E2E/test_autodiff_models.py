@@ -21,7 +21,7 @@ import pytest
 
 from ofrun import check, compile_program
 from test_sbp import run_ranks
-from test_sbp_models import BLOCK_LAYOUTS, MLP_LAYOUTS, block, mlp, ttype
+from test_sbp_models import BLOCK_LAYOUTS, MLP_LAYOUTS, block, mlp, nproc_of, ttype
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -79,7 +79,7 @@ def run_grads(build, ref_fn, layouts, layout, rng, tmp_path):
     m, out, out_shape, _ = build(np.random.default_rng(seed), grid, args)
     text = as_loss(m, out, out_shape, rng)
     plan = compile_program(text, tmp_path, pipeline="cpu,autodiff=true")
-    nproc = math.prod(grid)
+    nproc = nproc_of(grid)
     got = run_ranks(plan, m.inputs, tmp_path, nproc, entry="main_grad")
 
     params = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in m.inputs.items()

@@ -104,6 +104,13 @@ class Model:
                 f"  {body}\n  return {ret} : {rty}\n}}\n")
 
 
+def nproc_of(grid):
+    """The ranks a layout's grid (or pipeline stages) runs on."""
+    if isinstance(grid, dict):
+        return max(r for _, ranks in grid.values() for r in ranks) + 1
+    return math.prod(grid)
+
+
 def f64(a):
     return np.asarray(a, dtype=np.float64)
 
@@ -169,8 +176,7 @@ def run_layout(build, layouts, layout, rng, tmp_path):
                     single.inputs, tmp_path / "1", 1)
     check(one["y"], ref, TOL, "1 rank")
     m, out, out_shape, _ = build(np.random.default_rng(seed), grid, args)
-    nproc = (max(r for _, ranks in grid.values() for r in ranks) + 1
-             if isinstance(grid, dict) else math.prod(grid))
+    nproc = nproc_of(grid)
     got = run_ranks(compile_program(m.text(out, out_shape, out_sbp), tmp_path), m.inputs,
                     tmp_path, nproc)
     check(got["y"], ref, TOL, f"{layout} on {nproc} ranks")

@@ -767,10 +767,53 @@ LogicalResult CrossEntropyOp::buildVjp(OpBuilder &b,
   return success();
 }
 
+namespace {
+/// The placement of `v`: of its type, else of the nearest distributed value
+/// it is computed from (before propagation most values have none).
+FlatSymbolRefAttr placementOf(Value v) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (SbpAttr sbp = getSbp(cur.getType()))
+      return sbp.getPlacement();
+    if (Operation *def = cur.getDefiningOp(); def && seen.insert(def).second)
+      llvm::append_range(work, llvm::reverse(def->getOperands()));
+  }
+  return nullptr;
+}
+} // namespace
+
 LogicalResult BoxingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  Grads &grads) {
-  // The logical value is unchanged, so is its gradient; the distribution of
-  // the gradient is propagation's choice.
-  grads.push_back(resultGrads[0]);
+  // The logical value is unchanged, so is its gradient; its distribution is
+  // propagation's choice. Only its placement is not: a boxing from another
+  // placement (a pipeline stage's boundary) sends the gradient back there,
+  // distributed as the source was (a partial source's gradient is B: every
+  // addend's gradient is the whole gradient).
+  Value g = resultGrads[0];
+  SbpAttr to = getSbp(getType());
+  SbpAttr from = getSbp(getInput().getType());
+  FlatSymbolRefAttr source =
+      from ? from.getPlacement() : placementOf(getInput());
+  if (!to || !source || source == to.getPlacement()) {
+    grads.push_back(g);
+    return success();
+  }
+  SmallVector<SbpEntry> nd;
+  if (from) {
+    for (SbpEntry e : from.getEntries())
+      nd.push_back(e.isPartial() ? SbpEntry::broadcast() : e);
+  } else {
+    auto placement =
+        SymbolTable::lookupNearestSymbolFrom<PlacementOp>(*this, source);
+    if (!placement)
+      return emitOpError("refers to unknown placement ") << source;
+    nd.assign(placement.getGridShape().size(), SbpEntry::broadcast());
+  }
+  auto type = cast<RankedTensorType>(stripSbp(getInput().getType()));
+  auto target = RankedTensorType::get(type.getShape(), type.getElementType(),
+                                      SbpAttr::get(getContext(), source, nd));
+  grads.push_back(BoxingOp::create(b, getLoc(), target, g));
   return success();
 }
