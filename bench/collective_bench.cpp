@@ -1,10 +1,12 @@
 //===- collective_bench.cpp - The runtime's communicator against raw MPI --===//
 //
-// Measures all_reduce, all_gather, reduce_scatter and all_to_all through the
-// runtime's MPI communicator (lib/Runtime/MpiCommunicator.cpp: non-blocking
-// MPI calls polled under a deadline, the v-variants the plans need) and
-// through the plain blocking MPI calls of the same operation (MPI_Allreduce,
-// MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall) in the same run,
+// Measures all_reduce, all_gather, reduce_scatter, all_to_all and the
+// send/recv of pipeline stage boundaries through the runtime's MPI
+// communicator (lib/Runtime/MpiCommunicator.cpp: non-blocking MPI calls
+// polled under a deadline, the v-variants the plans need) and through the
+// plain blocking MPI calls of the same operation (MPI_Allreduce,
+// MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Send/MPI_Recv)
+// in the same run,
 // on f32 buffers from 8 B to 64 MiB, and prints one table: mean time per
 // call (the slowest rank's), bandwidth (bytes / time), and the ratio
 // runtime / MPI. A third column times MPI's own non-blocking call waited
@@ -12,9 +14,13 @@
 // from the runtime's polling.
 //
 //   mpirun -n 2 build/bench/collective_bench [--max-bytes N] [--seconds S]
+//                                            [--only OP]
 //
 // `bytes` is the buffer each rank holds whole: all_reduce's buffer,
-// all_gather's output, reduce_scatter's input, all_to_all's send buffer.
+// all_gather's output, reduce_scatter's input, all_to_all's send buffer,
+// send/recv's message. send/recv is a ping-pong between ranks 2k and 2k+1
+// (osu_latency's pattern): its time is one round trip, its bandwidth counts
+// both directions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,15 +87,18 @@ std::string formatBytes(uint64_t bytes) {
 int main(int argc, char **argv) {
   uint64_t maxBytes = 64ull << 20;
   double seconds = 0.25;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--max-bytes" && i + 1 < argc)
       maxBytes = std::strtoull(argv[++i], nullptr, 10);
     else if (arg == "--seconds" && i + 1 < argc)
       seconds = std::strtod(argv[++i], nullptr);
+    else if (arg == "--only" && i + 1 < argc)
+      only = argv[++i];
     else {
-      std::fprintf(stderr,
-                   "usage: collective_bench [--max-bytes N] [--seconds S]\n");
+      std::fprintf(stderr, "usage: collective_bench [--max-bytes N] "
+                           "[--seconds S] [--only OP]\n");
       return 2;
     }
   }
@@ -116,8 +125,25 @@ int main(int argc, char **argv) {
                 "MPI GB/s");
   }
   const char *names[] = {"all_reduce", "all_gather", "reduce_scatter",
-                         "all_to_all"};
-  for (int op = 0; op < 4; ++op) {
+                         "all_to_all", "send/recv"};
+  if (!only.empty() &&
+      std::find(std::begin(names), std::end(names), only) == std::end(names)) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "collective_bench: --only takes all_reduce, "
+                   "all_gather, reduce_scatter, all_to_all or "
+                   "send/recv, not '%s'\n",
+                   only.c_str());
+    comm.reset();
+    finalizeMpi(1.0);
+    return 2;
+  }
+  int peer = rank ^ 1;
+  bool paired = peer < size, first = rank % 2 == 0;
+  constexpr int kTag = 11;
+  for (int op = 0; op < 5; ++op) {
+    if (!only.empty() && only != names[op])
+      continue;
     for (uint64_t bytes : sizes) {
       // Every rank's share must be whole elements.
       uint64_t count = bytes / 4;
@@ -194,8 +220,46 @@ int main(int argc, char **argv) {
           MPI_Wait(&request, MPI_STATUS_IGNORE);
         };
         break;
+      case 4: {
+        uint64_t bytes = count * 4;
+        runtime = [&, bytes] {
+          if (!paired)
+            return;
+          for (int turn = 0; turn < 2; ++turn)
+            check((turn == 0) == first
+                      ? comm->send(a.data(), bytes, peer, kTag, what)
+                      : comm->recv(b.data(), bytes, peer, kTag, what));
+        };
+        raw = [&] {
+          if (!paired)
+            return;
+          for (int turn = 0; turn < 2; ++turn)
+            if ((turn == 0) == first)
+              MPI_Send(a.data(), intCount, MPI_FLOAT, peer, kTag,
+                       MPI_COMM_WORLD);
+            else
+              MPI_Recv(b.data(), intCount, MPI_FLOAT, peer, kTag,
+                       MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        };
+        rawNonBlocking = [&] {
+          if (!paired)
+            return;
+          for (int turn = 0; turn < 2; ++turn) {
+            MPI_Request request;
+            if ((turn == 0) == first)
+              MPI_Isend(a.data(), intCount, MPI_FLOAT, peer, kTag,
+                        MPI_COMM_WORLD, &request);
+            else
+              MPI_Irecv(b.data(), intCount, MPI_FLOAT, peer, kTag,
+                        MPI_COMM_WORLD, &request);
+            MPI_Wait(&request, MPI_STATUS_IGNORE);
+          }
+        };
+        break;
+      }
       }
       uint64_t moved = count * 4;
+      double carried = static_cast<double>(op == 4 ? 2 * moved : moved);
       // Interleaved, so that drift affects both alike.
       double rt = timeCalls(runtime, seconds / 2);
       double mpi = timeCalls(raw, seconds / 2);
@@ -204,10 +268,9 @@ int main(int argc, char **argv) {
       mpi = std::min(mpi, timeCalls(raw, seconds / 2));
       if (rank == 0)
         std::printf("%-15s %9s %12.2f %12.2f %12.2f %7.2f %11.3f %11.3f\n",
-                    names[op], formatBytes(moved).c_str(), rt * 1e6,
-                    mpi * 1e6, nb * 1e6, rt / mpi,
-                    static_cast<double>(moved) / rt / 1e9,
-                    static_cast<double>(moved) / mpi / 1e9);
+                    names[op], formatBytes(moved).c_str(), rt * 1e6, mpi * 1e6,
+                    nb * 1e6, rt / mpi, carried / rt / 1e9,
+                    carried / mpi / 1e9);
       std::fflush(stdout);
     }
   }

@@ -14,9 +14,16 @@ forward weak scaling from 1 to 2 ranks.
    programs is printed.
 2. MLP forward (784-1024-1024-10, relu, data parallel, 128 rows per rank)
    per-run time with `of-run --repeat N --print-timing` on 1 rank (batch 128)
-   and 2 ranks (batch 256), OPENBLAS_NUM_THREADS=1 per rank so the two runs
-   use one core per rank; weak-scaling efficiency = t1 / t2. NumPy's forward
+   and 2 ranks (batch 256), OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1 per
+   rank so the two runs use one core per rank; weak-scaling efficiency = t1 / t2. NumPy's forward
    of batch 128 on one BLAS thread is printed as the single-process peer.
+3. A pipeline stage boundary: a tensor of 64 KiB and 4 MiB moved from a
+   stage on rank 0 to a stage on rank 1 (`of.boxing` between placements,
+   compiled to a send and a receive step), per-run time of those steps from
+   `of-run -n 2 --print-timing` on rank 0 (the sender, whose send waits
+   for rank 1 to post its receive between runs). The peer, in the same run,
+   is MPI_Send / MPI_Recv of the same bytes (`collective_bench --only
+   send/recv`, one way = half its ping-pong).
 """
 import argparse
 import os
@@ -107,7 +114,9 @@ def run_time(tools, plan, inputs, nproc, repeat, tmp):
         path = pathlib.Path(tmp) / f"{name}-{nproc}.npy"
         np.save(path, a)
         cmd += ["--input", f"{name}={path}"]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    # One thread per rank for OpenBLAS and for libgomp (kernels, oneDNN):
+    # otherwise one rank would use both cores and two ranks one each.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     proc = subprocess.run(cmd, capture_output=True, env=env)
     if proc.returncode:
         raise SystemExit(f"of-run failed:\n{proc.stderr.decode()}")
@@ -155,6 +164,49 @@ def weak_scaling(tools, repeat, tmp):
           f"(NumPy time / OF 1-rank time: {numpy_ms / t1:.2f})")
 
 
+def boundary_text(rows):
+    """x (rows x 1024 f32) on stage @a (rank 0), moved to @b (rank 1)."""
+    ta = f"tensor<{rows}x1024xf32, #of.sbp<@a, [B]>>"
+    tb = f"tensor<{rows}x1024xf32, #of.sbp<@b, [B]>>"
+    return ('of.placement @a {device = "cpu", shape = [1], ranks = [0]}\n'
+            'of.placement @b {device = "cpu", shape = [1], ranks = [1]}\n'
+            f'func.func @main(%x: {ta} {{of.name = "x"}}) -> ({tb} {{of.name = "y"}}) {{\n'
+            f"  %y = of.boxing %x : {ta} -> {tb}\n  return %y : {tb}\n}}\n")
+
+
+def mpirun_prefix(n):
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return ["mpirun", *root, "--oversubscribe", "-n", str(n)]
+
+
+def boundary(tools, repeat, tmp):
+    print(f"\n== pipeline stage boundary, rank 0 -> rank 1 ({repeat} runs) ==")
+    bench = pathlib.Path(tools).parent / "bench" / "collective_bench"
+    print(f"{'bytes':>9}{'OF send+recv ms':>17}{'MPI one-way ms':>16}{'OF / MPI':>10}"
+          f"{'OF GB/s':>9}")
+    rng = np.random.default_rng(0)
+    for rows in (16, 1024):
+        src = pathlib.Path(tmp) / f"boundary-{rows}.mlir"
+        src.write_text(boundary_text(rows))
+        lowered = subprocess.run([f"{tools}/of-opt", "--of-pipeline=cpu", str(src)],
+                                 capture_output=True, check=True).stdout
+        plan = pathlib.Path(tmp) / f"boundary-{rows}.ofp"
+        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
+                       input=lowered, check=True)
+        x = rng.standard_normal((rows, 1024)).astype(np.float32)
+        _, coll_ms = run_time(tools, plan, {"x": x}, 2, repeat, tmp)
+        nbytes = x.nbytes
+        proc = subprocess.run(mpirun_prefix(2) + [str(bench), "--only", "send/recv",
+                                                  "--max-bytes", str(nbytes)],
+                              capture_output=True)
+        if proc.returncode:
+            raise SystemExit(f"collective_bench failed:\n{proc.stderr.decode()}")
+        row = proc.stdout.decode().strip().splitlines()[-1].split()
+        mpi_ms = float(row[4]) / 2 / 1e3  # MPI us per round trip
+        print(f"{nbytes:>9}{coll_ms:>17.3f}{mpi_ms:>16.3f}{coll_ms / mpi_ms:>10.2f}"
+              f"{nbytes / coll_ms / 1e6:>9.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
@@ -163,6 +215,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         compile_times(args.tools, tmp)
         weak_scaling(args.tools, args.repeat, tmp)
+        boundary(args.tools, args.repeat, tmp)
 
 
 if __name__ == "__main__":

@@ -364,8 +364,10 @@ std::vector<int64_t> globalDims(const ofrt_dist &dist) {
   return std::vector<int64_t>(dist.global_dims, dist.global_dims + dist.rank);
 }
 
-/// " (part of f32 [7, 4] over mesh [2] ranks [0, 1] as [S(0)])".
-std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist) {
+/// " (part of f32 [7, 4] over mesh [2] ranks [0, 1] as [S(0)])"; for a
+/// `rank` outside the mesh (another pipeline stage's tensor) " (none on
+/// this rank: f32 [7, 4] over ...)".
+std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist, int rank) {
   auto list = [](auto begin, auto end) {
     std::string text = "[";
     for (auto it = begin; it != end; ++it)
@@ -382,9 +384,12 @@ std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist) {
                          : "P(max)";
   }
   sbp += "]";
-  return " (part of " + ofrun::describeTensor(dtype, globalDims(dist)) +
-         " over mesh " + list(dist.mesh, dist.mesh + dist.mesh_rank) +
-         " ranks " +
+  bool member =
+      std::find(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks, rank) !=
+      dist.mesh_ranks + dist.num_mesh_ranks;
+  return std::string(member ? " (part of " : " (none on this rank: ") +
+         ofrun::describeTensor(dtype, globalDims(dist)) + " over mesh " +
+         list(dist.mesh, dist.mesh + dist.mesh_rank) + " ranks " +
          list(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks) + " as " +
          sbp + ")";
 }
@@ -408,7 +413,9 @@ int listPlan(ofrt_plan *plan, const Options &options) {
       bool distributed = ofrt_session_input_dist(session, i, &dist);
       std::printf("  input  %s: %s%s\n", info.name,
                   ofrun::describeTensor(info.dtype, dimsOf(info)).c_str(),
-                  distributed ? describeDist(info.dtype, dist).c_str() : "");
+                  distributed
+                      ? describeDist(info.dtype, dist, options.rank).c_str()
+                      : "");
     }
     for (size_t i = 0; i < ofrt_session_num_outputs(session); ++i) {
       ofrt_tensor_info info = ofrt_session_output_info(session, i);
@@ -416,7 +423,9 @@ int listPlan(ofrt_plan *plan, const Options &options) {
       bool distributed = ofrt_session_output_dist(session, i, &dist);
       std::printf("  output %s: %s%s\n", info.name,
                   ofrun::describeTensor(info.dtype, dimsOf(info)).c_str(),
-                  distributed ? describeDist(info.dtype, dist).c_str() : "");
+                  distributed
+                      ? describeDist(info.dtype, dist, options.rank).c_str()
+                      : "");
     }
     ofrt_session_destroy(session);
   }
