@@ -5,7 +5,7 @@ layer norm and an untied LM head, mean cross-entropy over next tokens)
 written as one global `of` program, with a parallel layout chosen by the
 distributions of its arguments alone.
 
-    python3 examples/gpt.py [--layout megatron-2] [--layers 2 --d-model 64 ...]
+    python3 examples/gpt.py [--layout megatron-2] [--device cuda] [--layers 2 ...]
 
 prints the program; `of-opt --of-pipeline=cpu,train=adamw` compiles its
 training step. The tests (test/E2E/test_gpt_training.py) and the README's
@@ -109,10 +109,11 @@ def _sbp_for(layout, name):
     return None
 
 
-def program(cfg, mesh=(), layout=None, func="gpt", output="loss"):
+def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
     """The GPT as MLIR text: @<func>(idx, targets, params...) -> loss, or
     with output="logits" @<func>(idx, params...) -> logits [B, T, V] (for
-    sampling; its parameters are plain inputs, not of.param)."""
+    sampling; its parameters are plain inputs, not of.param). A layout's
+    placement is on `device` ("cpu" or "cuda": the plan's kind)."""
     layout = layout or {}
     B, T, C, H, D, V = cfg.batch, cfg.block, cfg.d_model, cfg.heads, cfg.head_dim, cfg.vocab
     types = {}
@@ -210,7 +211,7 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss"):
         result_type = ty(result_shape)
         lines.append(f"%result = of.boxing {result} : {types[result]} -> {result_type}")
         result = "%result"
-    header = (f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, mesh))}]}}\n'
+    header = (f'of.placement @p {{device = "{device}", shape = [{", ".join(map(str, mesh))}]}}\n'
               if mesh else "")
     body = "\n  ".join(lines)
     return (f"{header}func.func @{func}({', '.join(args)}) -> "
@@ -221,12 +222,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layout", choices=list(LAYOUTS), default="1-rank")
     parser.add_argument("--output", choices=["loss", "logits"], default="loss")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="the placement's device (the plan's: --of-pipeline=cpu|cuda)")
     for field in dataclasses.fields(Config):
         parser.add_argument("--" + field.name.replace("_", "-"), type=int, default=field.default)
     options = parser.parse_args()
     cfg = Config(**{f.name: getattr(options, f.name) for f in dataclasses.fields(Config)})
     mesh, layout = LAYOUTS[options.layout]
-    print(program(cfg, mesh, layout, output=options.output), end="")
+    print(program(cfg, mesh, layout, output=options.output, device=options.device), end="")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
 // net's (conv, batch norm, pooling and their gradients).
 // RUN: of-opt %s --of-pipeline=cuda | FileCheck %s
 // RUN: %python %of_src_root/examples/gpt.py | of-opt --of-pipeline=cuda,train=adamw | FileCheck %s --check-prefix=GPT
-// RUN: %python %of_src_root/examples/gpt.py --layout megatron-2 | of-opt --of-pipeline=cuda,train=adamw,amp=bf16 | FileCheck %s --check-prefix=GPT
-// RUN: of-opt %of_src_root/examples/convnet.mlir --of-pipeline=cuda,train=sgd | FileCheck %s --check-prefix=GPT
+// RUN: %python %of_src_root/examples/gpt.py --layout megatron-2 --device cuda | of-opt --of-pipeline=cuda,train=adamw,amp=bf16 | FileCheck %s --check-prefix=GPT
+// RUN: sed 's/device = "cpu"/device = "cuda"/' %of_src_root/examples/convnet.mlir | of-opt --of-pipeline=cuda,train=sgd | FileCheck %s --check-prefix=GPT
 // The GPT step's plan, cubins included, round-trips through .ofp:
 // RUN: %python %of_src_root/examples/gpt.py | of-opt --of-pipeline=cuda,train=adamw | of-translate --of-plan-to-binary -o %t.ofp
 // RUN: of-translate --of-binary-to-plan %t.ofp | of-translate --of-plan-to-binary -o %t.2.ofp

@@ -1197,6 +1197,17 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
           << device << "'";
       return signalPassFailure();
     }
+    // A plan runs on one kind of device: a placement of another kind (a
+    // pipeline stage on GPUs in a CPU plan) would silently run here.
+    for (auto placement : module.getOps<of::PlacementOp>())
+      if (placement.getDevice() != device) {
+        placement.emitError("placement @")
+            << placement.getSymName() << " is on '" << placement.getDevice()
+            << "' devices, but this plan is built for '" << device
+            << "' (--of-pipeline=" << device
+            << "); a plan runs on one kind of device";
+        return signalPassFailure();
+      }
     bool cuda = device == "cuda";
     std::string triple = cuda             ? "nvptx64-nvidia-cuda"
                          : target.empty() ? llvm::sys::getDefaultTargetTriple()
