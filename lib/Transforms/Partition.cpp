@@ -244,13 +244,6 @@ TransferPlan planTransfers(ArrayRef<int64_t> shape, const Mesh &from,
   return plan;
 }
 
-/// Whether a boxing moves its value to another placement.
-bool crossesPlacements(BoxingOp boxing) {
-  SbpAttr from = getSbp(boxing.getInput().getType());
-  SbpAttr to = getSbp(boxing.getType());
-  return from && to && from.getPlacement() != to.getPlacement();
-}
-
 /// The local shapes a rank sees: every value and every boxing step, and
 /// the transfers it takes part in. Ranks with equal keys run the same
 /// program.

@@ -84,25 +84,6 @@ FailureOr<FuncPlacements> of::collectPlacements(func::FuncOp func) {
   return out;
 }
 
-FailureOr<std::optional<FuncPlacement>> of::findPlacement(func::FuncOp func,
-                                                          StringRef pass) {
-  FailureOr<FuncPlacements> all = collectPlacements(func);
-  if (failed(all))
-    return failure();
-  if (all->list.empty())
-    return std::optional<FuncPlacement>();
-  if (all->list.size() > 1) {
-    InFlightDiagnostic diag = func.emitError(pass);
-    diag << ": the function uses the placements";
-    for (const FuncPlacement &p : all->list)
-      diag << " " << p.ref;
-    diag << "; programs over several placements (pipeline stages) are not "
-            "supported by this pass yet";
-    return failure();
-  }
-  return std::optional<FuncPlacement>(all->list.front());
-}
-
 namespace {
 
 RankedTensorType withSbp(Type type, FlatSymbolRefAttr placement,

@@ -46,12 +46,6 @@ struct FuncPlacements {
 /// distributed); failure, after an error naming the op, when one is unknown.
 FailureOr<FuncPlacements> collectPlacements(func::FuncOp func);
 
-/// The one placement of `func`: nullopt when nothing in it is distributed,
-/// failure (after an error naming `pass`) when it uses several or an
-/// unknown one.
-FailureOr<std::optional<FuncPlacement>> findPlacement(func::FuncOp func,
-                                                      StringRef pass);
-
 /// Bytes per element of a shaped type (at least 1).
 inline int64_t elementBytes(Type type) {
   Type e = cast<ShapedType>(type).getElementType();

@@ -171,20 +171,34 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     if (symbols.lookup(name))
       return primal.emitError("--of-training-step: @")
              << name << " exists already";
-    FailureOr<std::optional<FuncPlacement>> placement =
-        findPlacement(primal, "--of-training-step");
-    if (failed(placement))
+    FailureOr<FuncPlacements> found = collectPlacements(primal);
+    if (failed(found))
       return failure();
+    const FuncPlacements &placements = *found;
     MLIRContext *ctx = primal.getContext();
-    // Scalars of the step (the learning rate, Adam's step count): B on the
-    // function's placement, if it has one.
+    // Scalars of the step (the learning rate, Adam's step count, the loss
+    // scale): B on the loss's placement (a pipeline's last stage), or the
+    // function's first. Each parameter's update takes them, and its
+    // contribution to the gradient norm gives them, through boxings to
+    // and from its own placement (pipeline stages).
+    const FuncPlacement *home = nullptr;
+    if (!placements.list.empty()) {
+      home = placements.of(primal.getResultTypes().front());
+      if (!home)
+        home = &placements.list.front();
+    }
+    auto placed = [&](Type type) -> std::optional<FuncPlacement> {
+      if (const FuncPlacement *p = placements.of(type))
+        return *p;
+      return home ? std::optional<FuncPlacement>(*home) : std::nullopt;
+    };
     Type scalarType = RankedTensorType::get({}, Float32Type::get(ctx));
-    if (*placement)
+    if (home)
       scalarType = RankedTensorType::get(
           {}, Float32Type::get(ctx),
-          SbpAttr::get(ctx, (*placement)->ref,
-                       SmallVector<SbpEntry>((*placement)->grid.size(),
-                                             SbpEntry::broadcast())));
+          SbpAttr::get(
+              ctx, home->ref,
+              SmallVector<SbpEntry>(home->grid.size(), SbpEntry::broadcast())));
 
     SmallVector<unsigned> params;
     for (unsigned i = 0; i < primal.getNumArguments(); ++i)
@@ -205,10 +219,11 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     SmallVector<StateArg> state;
     for (StringRef kind : kinds)
       for (unsigned p : params)
-        state.push_back(
-            {zero ? zeroSharded(primal.getArgumentTypes()[p], *placement)
-                  : primal.getArgumentTypes()[p],
-             kind.str() + paramName(p)});
+        state.push_back({zero
+                             ? zeroSharded(primal.getArgumentTypes()[p],
+                                           placed(primal.getArgumentTypes()[p]))
+                             : primal.getArgumentTypes()[p],
+                         kind.str() + paramName(p)});
     // Scalars of the state, each at its index in `state`.
     std::optional<unsigned> adamStepState, scaleLog2State, goodStepsState;
     if (adam) {
@@ -286,6 +301,34 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     OpBuilder b = OpBuilder::atBlockEnd(body);
     Location loc = primal.getLoc();
     UpdateBuilder u{b, loc};
+    // Between the step's placement and a parameter's (pipeline stages):
+    // `here` takes a scalar of the step (made once per value and
+    // placement) to where `like` lives, `toHome` a scalar computed where
+    // `like` lives to the step's placement; both as B.
+    auto scalarOn = [&](Value v, const FuncPlacement &p) {
+      auto type = cast<RankedTensorType>(stripSbp(v.getType()));
+      return RankedTensorType::get(
+          type.getShape(), type.getElementType(),
+          SbpAttr::get(
+              ctx, p.ref,
+              SmallVector<SbpEntry>(p.grid.size(), SbpEntry::broadcast())));
+    };
+    DenseMap<std::pair<Value, Attribute>, Value> moved;
+    auto here = [&](Value v, Value like) -> Value {
+      const FuncPlacement *to = placements.of(like.getType());
+      if (!home || !to || to == home)
+        return v;
+      Value &m = moved[{v, to->ref}];
+      if (!m)
+        m = BoxingOp::create(b, loc, scalarOn(v, *to), v);
+      return m;
+    };
+    auto toHome = [&](Value v, Value like) -> Value {
+      const FuncPlacement *from = placements.of(like.getType());
+      if (!home || !from || from == home)
+        return v;
+      return BoxingOp::create(b, loc, scalarOn(v, *home), v);
+    };
 
     auto stateArgAt = [&](unsigned index) {
       return body->getArgument(numPrimal + index);
@@ -370,7 +413,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     if (scale) {
       Value inverse = u.div(u.scalarLike(lr, 1.0), scale);
       for (Value &g : grads)
-        g = u.mul(g, u.castLike(inverse, g));
+        g = u.mul(g, u.castLike(here(inverse, g), g));
     }
 
     // The sum of the squares of every gradient: for clipping, and with loss
@@ -379,7 +422,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     Value total, finite;
     if (maxGradNorm > 0.0 || lossScaling)
       for (Value g : grads) {
-        Value sq = u.castLike(u.sumOfSquares(g), lr);
+        Value sq = toHome(u.castLike(u.sumOfSquares(g), lr), g);
         total = total ? u.add(total, sq) : sq;
       }
     if (lossScaling)
@@ -395,7 +438,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
                             u.div(u.scalarLike(norm, maxGradNorm),
                                   u.add(norm, u.scalarLike(norm, 1e-6))));
       for (Value &g : grads)
-        g = u.mul(g, u.castLike(factor, g));
+        g = u.mul(g, u.castLike(here(factor, g), g));
     }
 
     SmallVector<Value> results = {loss};
@@ -425,13 +468,13 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     // With loss scaling, a step whose gradients are not finite keeps the
     // old parameters and optimizer state.
     auto keep = [&](Value next, Value old) {
-      return finite ? u.select(finite, next, old) : next;
+      return finite ? u.select(here(finite, old), next, old) : next;
     };
     SmallVector<Value> newState(state.size());
     for (auto [k, p] : llvm::enumerate(params)) {
       Value param = body->getArgument(p);
       Value g = grads[k];
-      Value lrp = u.castLike(lr, param);
+      Value lrp = u.castLike(here(lr, param), param);
       Value next;
       // A parameter's own `of.weight_decay` (PyTorch's parameter groups:
       // no decay for biases and norms) overrides the pass option.
@@ -442,8 +485,8 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
         Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
         Value v = u.add(u.scale(stateArg(1, k), beta2),
                         u.scale(u.mul(g, g), 1 - beta2));
-        Value mhat = u.div(m, u.castLike(bias1, param));
-        Value vhat = u.div(v, u.castLike(bias2, param));
+        Value mhat = u.div(m, u.castLike(here(bias1, param), param));
+        Value vhat = u.div(v, u.castLike(here(bias2, param), param));
         Value decayed = param;
         if (weightDecay != 0.0)
           decayed = u.mul(param, u.sub(u.scalarLike(param, 1.0),

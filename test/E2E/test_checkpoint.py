@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from ofrun import ToolError, _run, check, compile_program, tool
-from test_training import BATCH, DIMS, LAYOUTS, mlp_program
+from test_training import BATCH, DIMS, LAYOUTS, mlp_program, nproc_of
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -111,12 +111,13 @@ def checkpoint_step(path):
         return int(f.metadata()["of.step"])
 
 
-@pytest.mark.parametrize("layout", ["1-rank", "data-2", "megatron-2", "2d-2x2"])
+@pytest.mark.parametrize("layout", ["1-rank", "data-2", "megatron-2", "2d-2x2",
+                                    "stages-data-2x2"])
 def test_kill_load_continue(layout, rng, tmp_path):
     """Training killed (-9) after a save and continued from the checkpoint
     gives the uninterrupted run's losses and parameters bit for bit."""
     grid, args = LAYOUTS[layout]
-    nproc = math.prod(grid)
+    nproc = nproc_of(grid)
     need_mpi(nproc)
     plan = compile_program(mlp_program(grid, args), tmp_path, pipeline=PIPELINE)
     params, _, param_args, batch_args = make_data(rng, tmp_path)

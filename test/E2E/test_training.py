@@ -41,6 +41,17 @@ LAYOUTS = {
     "megatron-2": ([2], {"w0": ["S(1)"], "b0": ["S(0)"], "w1": ["S(0)"]}),
     "2d-2x2": ([2, 2], {"x": ["S(0)", "B"], "y": ["S(0)", "B"], "w0": ["B", "S(1)"],
                         "b0": ["B", "S(0)"], "w1": ["B", "S(0)"]}),
+    # Pipeline stages {name: (grid, ranks)}: the first layer on s0, the
+    # second and the loss on s1 (arguments: (stage, SBP); "@s1": the hidden
+    # activations' SBP on s1). The step's scalars live with the loss; the
+    # gradient norm adds up over both stages.
+    "stages-2": ({"s0": ([1], [0]), "s1": ([1], [1])},
+                 {"x": ("s0", None), "w0": ("s0", None), "b0": ("s0", None),
+                  "y": ("s1", None), "w1": ("s1", None), "b1": ("s1", None)}),
+    "stages-data-2x2": ({"s0": ([2], [0, 1]), "s1": ([2], [2, 3])},
+                        {"x": ("s0", ["S(0)"]), "w0": ("s0", None), "b0": ("s0", None),
+                         "@s1": ["S(0)"], "y": ("s1", ["S(0)"]), "w1": ("s1", None),
+                         "b1": ("s1", None)}),
 }
 OPTIMIZERS = {
     "sgd": ("train=sgd,momentum=0.9,weight-decay=0.01", 0.1),
@@ -48,35 +59,56 @@ OPTIMIZERS = {
 }
 
 
-def ttype(shape, et, sbp, grid):
+def ttype(shape, et, sbp, grid, placement="p"):
     t = "tensor<" + "".join(f"{d}x" for d in shape) + et
     if grid:
-        t += f", #of.sbp<@p, [{', '.join(sbp or ['B'] * len(grid))}]>"
+        t += f", #of.sbp<@{placement}, [{', '.join(sbp or ['B'] * len(grid))}]>"
     return t + ">"
+
+
+def nproc_of(grid):
+    if isinstance(grid, dict):
+        return max(r for _, ranks in grid.values() for r in ranks) + 1
+    return math.prod(grid)
 
 
 def mlp_program(grid, layout, BATCH=BATCH):
     """loss = mean(cross_entropy(relu(x w0 + b0) w1 + b1, y)) over BATCH
-    rows."""
+    rows; with stages, relu's result moves from s0 to s1."""
+    stages = grid if isinstance(grid, dict) else None
+
+    def T(n, shape, et="f32"):
+        if stages:
+            placement, sbp = layout[n]
+            return ttype(shape, et, sbp, stages[placement][0], placement)
+        return ttype(shape, et, layout.get(n), grid)
+
     def arg(name, shape, et="f32", param=True):
         attrs = f'of.name = "{name}"' + (", of.param" if param else "")
-        return f"%{name}: {ttype(shape, et, layout.get(name), grid)} {{{attrs}}}"
+        return f"%{name}: {T(name, shape, et)} {{{attrs}}}"
     args = [arg("x", (BATCH, DIMS[0]), param=False), arg("y", (BATCH,), "i64", False),
             arg("w0", (DIMS[0], DIMS[1])), arg("b0", (DIMS[1],)),
             arg("w1", (DIMS[1], DIMS[2])), arg("b1", (DIMS[2],))]
     t = lambda *s: "tensor<" + "".join(f"{d}x" for d in s) + "f32>"
-    T = lambda n, shape, et="f32": ttype(shape, et, layout.get(n), grid)
     h, z = t(BATCH, DIMS[1]), t(BATCH, DIMS[2])
-    lt = ttype((), "f32", None, grid)
-    header = (f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, grid))}]}}\n'
-              if grid else "")
+    if stages:
+        header = "".join(f'of.placement @{n} {{device = "cpu", shape = {g}, ranks = {r}}}\n'
+                         for n, (g, r) in stages.items())
+        lt = ttype((), "f32", None, stages["s1"][0], "s1")
+        hs = ttype((BATCH, DIMS[1]), "f32", layout.get("@s1"), stages["s1"][0], "s1")
+        move, r = f"  %r0s = of.boxing %r0 : {h} -> {hs}\n", "%r0s"
+    else:
+        header = (f'of.placement @p {{device = "cpu", shape = [{", ".join(map(str, grid))}]}}\n'
+                  if grid else "")
+        lt = ttype((), "f32", None, grid)
+        hs, move, r = h, "", "%r0"
     ret = "%l" if not grid else "%lb"
     box = f"  %lb = of.boxing %l : tensor<f32> -> {lt}\n" if grid else ""
     return f"""{header}func.func @mlp({', '.join(args)}) -> ({lt} {{of.name = "loss"}}) {{
   %m0 = of.matmul %x, %w0 : ({T('x', (BATCH, DIMS[0]))}, {T('w0', (DIMS[0], DIMS[1]))}) -> {h}
   %a0 = of.add %m0, %b0 : ({h}, {T('b0', (DIMS[1],))}) -> {h}
   %r0 = of.relu %a0 : ({h}) -> {h}
-  %m1 = of.matmul %r0, %w1 : ({h}, {T('w1', (DIMS[1], DIMS[2]))}) -> {z}
+{move}  %m1 = of.matmul {r}, %w1 : ({hs}, {T('w1', (DIMS[1], DIMS[2]))}) -> {z}
   %a1 = of.add %m1, %b1 : ({z}, {T('b1', (DIMS[2],))}) -> {z}
   %ce = of.cross_entropy %a1, %y : ({z}, {T('y', (BATCH,), 'i64')}) -> tensor<{BATCH}xf32>
   %l = of.reduce_mean %ce {{axes = array<i64: 0>}} : (tensor<{BATCH}xf32>) -> tensor<f32>
@@ -129,7 +161,7 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
     micro-batches) and compares every loss and the final parameters with
     the JAX loop on the whole batch. Returns the plan."""
     grid, args = LAYOUTS[layout]
-    nproc = math.prod(grid)
+    nproc = nproc_of(grid)
     if nproc > 1 and shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
     pipeline, lr = OPTIMIZERS[optimizer]

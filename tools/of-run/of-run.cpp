@@ -540,14 +540,22 @@ int bindInputs(ofrt_session *session, const Options &options,
         missing + " (give each as --input NAME=FILE.npy)");
 
   for (const auto &[index, value] : scalars) {
+    // A distributed scalar is set globally: a rank off its placement (a
+    // pipeline stage's) holds nothing, a P one's value is on one rank.
     ofrt_tensor_info info = ofrt_session_input_info(session, index);
+    ofrt_dist dist;
+    bool distributed = ofrt_session_input_dist(session, index, &dist);
+    std::vector<int64_t> dims = distributed ? globalDims(dist) : dimsOf(info);
     std::vector<unsigned char> bytes;
-    if (info.rank != 0 || !ofrun::storeScalar(value, info.dtype, bytes))
+    if (!dims.empty() || !ofrun::storeScalar(value, info.dtype, bytes))
       return error("--set " + std::string(info.name) + ": the input is " +
-                   ofrun::describeTensor(info.dtype, dimsOf(info)) +
+                   ofrun::describeTensor(info.dtype, dims) +
                    ", not a float or integer scalar");
     if (ofrt_error *err =
-            ofrt_session_set_input(session, index, bytes.data(), bytes.size()))
+            distributed ? ofrt_session_set_input_global(
+                              session, index, bytes.data(), bytes.size())
+                        : ofrt_session_set_input(session, index, bytes.data(),
+                                                 bytes.size()))
       return error(err);
   }
   for (const auto &[index, file] : batchFiles) {
@@ -789,14 +797,20 @@ int runPlan(ofrt_plan *plan, const Options &options) {
                     .count();
     std::string loss;
     if (lossIndex >= 0) {
+      // Global: rank 0 may be off the loss's placement (a pipeline's last
+      // stage) and hold an empty part.
       ofrt_tensor_info info = ofrt_session_output_info(session, lossIndex);
-      std::vector<uint8_t> bytes(info.bytes);
+      ofrt_dist dist;
+      bool distributed = ofrt_session_output_dist(session, lossIndex, &dist);
+      std::vector<int64_t> dims = distributed ? globalDims(dist) : dimsOf(info);
+      std::vector<uint8_t> bytes(distributed ? dist.global_bytes : info.bytes);
       int isRoot = 0;
       if (ofrt_error *err = ofrt_session_gather_output(
               session, lossIndex, bytes.data(), bytes.size(), &isRoot))
         return error(err);
       double value;
-      if (info.rank == 0 && ofrun::loadScalar(bytes, info.dtype, value)) {
+      if (isRoot && dims.empty() &&
+          ofrun::loadScalar(bytes, info.dtype, value)) {
         char text[64];
         std::snprintf(text, sizeof text, "  loss %.9g", value);
         loss = text;
