@@ -24,6 +24,13 @@ forward weak scaling from 1 to 2 ranks.
    for rank 1 to post its receive between runs). The peer, in the same run,
    is MPI_Send / MPI_Recv of the same bytes (`collective_bench --only
    send/recv`, one way = half its ping-pong).
+4. A pipelined training step: an MLP 1024-2048-2048-2048-10 (SGD), batch
+   512 as 4 micro-batches (`accumulate=4`), as two stages on 2 ranks (the
+   first two layers, then the rest) against the same step on 1 rank, one
+   thread per rank (OMP_NUM_THREADS=1), per-run time of `of-run --repeat`.
+   --of-schedule-stages runs the 4 forward passes before the backward
+   passes, so the stages overlap (GPipe); the ideal speedup on 2 ranks is
+   2 * 4 / (4 + 1) = 1.6.
 """
 import argparse
 import os
@@ -207,6 +214,89 @@ def boundary(tools, repeat, tmp):
               f"{nbytes / coll_ms / 1e6:>9.2f}")
 
 
+PIPE_DIMS = [1024, 2048, 2048, 2048, 10]
+
+
+def pipeline_step_text(stages, micro=128, k=4):
+    """The MLP's loss on micro-batches of `micro` rows; with `stages`, layers
+    0-1 on rank 0 and 2-3 on rank 1."""
+    def t(shape, et="f32", stage=None):
+        s = "tensor<" + "".join(f"{d}x" for d in shape) + et
+        return s + (f", #of.sbp<@{stage}, [B]>>" if stage else ">")
+    st = (lambda i: "s0" if i < 2 else "s1") if stages else (lambda i: None)
+    args = [f'%x: {t((micro, PIPE_DIMS[0]), stage=st(0))} {{of.name = "x"}}',
+            f'%y: {t((micro,), "i64", st(3))} {{of.name = "y"}}']
+    lines, h, ht = [], "%x", t((micro, PIPE_DIMS[0]), stage=st(0))
+    for i in range(4):
+        wt = t((PIPE_DIMS[i], PIPE_DIMS[i + 1]), stage=st(i))
+        args.append(f'%w{i}: {wt} {{of.name = "w{i}", of.param}}')
+        if stages and i == 2:
+            moved = t((micro, PIPE_DIMS[2]), stage="s1")
+            lines.append(f"%to1 = of.boxing {h} : {ht} -> {moved}")
+            h, ht = "%to1", moved
+        ot = t((micro, PIPE_DIMS[i + 1]))
+        lines.append(f"%m{i} = of.matmul {h}, %w{i} : ({ht}, {wt}) -> {ot}")
+        h, ht = f"%m{i}", ot
+        if i < 3:
+            lines.append(f"%r{i} = of.relu {h} : ({ot}) -> {ot}")
+            h = f"%r{i}"
+    lt = t((), stage=st(3))
+    lines.append(f"%ce = of.cross_entropy {h}, %y : ({ht}, {t((micro,), 'i64', st(3))}) "
+                 f"-> tensor<{micro}xf32>")
+    lines.append(f"%l = of.reduce_mean %ce {{axes = array<i64: 0>}} : "
+                 f"(tensor<{micro}xf32>) -> tensor<f32>")
+    ret = "%l"
+    if stages:
+        lines.append(f"%lb = of.boxing %l : tensor<f32> -> {lt}")
+        ret = "%lb"
+    header = ('of.placement @s0 {device = "cpu", shape = [1], ranks = [0]}\n'
+              'of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}\n'
+              if stages else "")
+    return (f"{header}func.func @mlp({', '.join(args)}) -> ({lt} {{of.name = \"loss\"}}) {{\n  "
+            + "\n  ".join(lines) + f"\n  return {ret} : {lt}\n}}\n")
+
+
+def pipeline_training(tools, repeat, tmp):
+    k, micro = 4, 128
+    print(f"\n== pipelined training step, MLP {'-'.join(map(str, PIPE_DIMS))}, batch "
+          f"{k * micro} as {k} micro-batches, 1 thread per rank ({repeat} runs) ==")
+    rng = np.random.default_rng(0)
+    data = {"x": rng.standard_normal((k, micro, PIPE_DIMS[0])).astype(np.float32),
+            "y": rng.integers(0, PIPE_DIMS[-1], size=(k, micro)).astype(np.int64)}
+    for i in range(4):
+        data[f"w{i}"] = (rng.standard_normal((PIPE_DIMS[i], PIPE_DIMS[i + 1]))
+                         / np.sqrt(PIPE_DIMS[i])).astype(np.float32)
+    times = {}
+    for nproc in (1, 2):
+        src = pathlib.Path(tmp) / f"pipe-train-{nproc}.mlir"
+        src.write_text(pipeline_step_text(nproc == 2, micro, k))
+        lowered = subprocess.run([f"{tools}/of-opt",
+                                  f"--of-pipeline=cpu,train=sgd,accumulate={k}", str(src)],
+                                 capture_output=True, check=True).stdout
+        plan = pathlib.Path(tmp) / f"pipe-train-{nproc}.ofp"
+        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
+                       input=lowered, check=True)
+        cmd = ([f"{tools}/of-run"] + (["-n", "2"] if nproc == 2 else []) +
+               [str(plan), "--entry", "mlp_train_step", "--set", "lr=0.01",
+                "--warmup", "2", "--repeat", str(repeat), "--print-timing",
+                "--output-dir", str(pathlib.Path(tmp) / f"pipe-out{nproc}")])
+        for name, a in data.items():
+            path = pathlib.Path(tmp) / f"pipe-{name}.npy"
+            np.save(path, a)
+            cmd += ["--input", f"{name}={path}"]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        proc = subprocess.run(cmd, capture_output=True, env=env)
+        if proc.returncode:
+            raise SystemExit(f"of-run failed:\n{proc.stderr.decode()}")
+        text = proc.stdout.decode() + proc.stderr.decode()
+        m = re.search(r"total per run: ([0-9.]+) ms in steps, ([0-9.]+) ms wall", text)
+        times[nproc] = float(m.group(2))
+    print(f"{'ranks':<8}{'ms/step':>10}")
+    for n in (1, 2):
+        print(f"{n:<8}{times[n]:>10.2f}")
+    print(f"speedup of 2 stages over 1 rank: {times[1] / times[2]:.2f} (ideal 1.6)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
@@ -216,6 +306,7 @@ def main():
         compile_times(args.tools, tmp)
         weak_scaling(args.tools, args.repeat, tmp)
         boundary(args.tools, args.repeat, tmp)
+        pipeline_training(args.tools, args.repeat, tmp)
 
 
 if __name__ == "__main__":

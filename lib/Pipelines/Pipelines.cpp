@@ -3,6 +3,7 @@
 // The CPU pipeline, stage by stage (each can be the last, see stop-after):
 //   sbp       : canonicalize, inline, of-autodiff (with autodiff=true or
 //               train=...), of-training-step and inline (with train=...),
+//               of-schedule-stages,
 //               of-propagate-sbp, of-insert-boxing
 //   partition : of-partition (per-rank programs with collectives)
 //   linalg    : convert-of-to-linalg
@@ -178,6 +179,8 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       pm.addPass(createInlinerPass());
     }
     pm.addPass(createCanonicalizerPass());
+    // Pipelines: every micro-batch's forward before the backward passes.
+    pm.addPass(createScheduleStagesPass());
   }
   pm.addPass(createPropagateSbpPass());
   pm.addPass(createInsertBoxingPass());

@@ -13,6 +13,7 @@
 
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Transforms/Passes.h"
+#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -22,6 +23,7 @@
 
 namespace mlir::of {
 #define GEN_PASS_DEF_AUTODIFFPASS
+#define GEN_PASS_DEF_SCHEDULESTAGESPASS
 #include "OF/Transforms/Passes.h.inc"
 } // namespace mlir::of
 
@@ -89,6 +91,17 @@ public:
     for (Operation *op : llvm::reverse(forward))
       if (failed(differentiate(*op, b)))
         return failure();
+    // In a pipeline, --of-schedule-stages moves forward work ahead of what
+    // the backward pass added here.
+    FailureOr<FuncPlacements> placements = collectPlacements(grad);
+    if (failed(placements))
+      return failure();
+    if (placements->list.size() > 1) {
+      llvm::SmallPtrSet<Operation *, 32> primal(forward.begin(), forward.end());
+      for (Operation &op : body.without_terminator())
+        if (!primal.contains(&op) && &op != ret.getOperation())
+          op.setAttr("of.backward", b.getUnitAttr());
+    }
 
     // The loss, then each parameter's gradient with its parameter's type.
     SmallVector<Value> results = {loss};
@@ -247,4 +260,41 @@ struct AutodiffPass : of::impl::AutodiffPassBase<AutodiffPass> {
   }
 };
 
+} // namespace
+
+namespace {
+/// --of-schedule-stages: forward work (unmarked, and depending on nothing
+/// marked) ahead of backward work, keeping each group's order, which is a
+/// topological order since the forward group is closed under operands.
+struct ScheduleStagesPass
+    : of::impl::ScheduleStagesPassBase<ScheduleStagesPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      FailureOr<FuncPlacements> placements = collectPlacements(func);
+      if (failed(placements))
+        return signalPassFailure();
+      Block &body = func.getBody().front();
+      if (placements->list.size() > 1) {
+        llvm::SmallPtrSet<Operation *, 32> backward;
+        SmallVector<Operation *> late;
+        for (Operation &op : body.without_terminator()) {
+          bool after = op.hasAttr("of.backward") ||
+                       llvm::any_of(op.getOperands(), [&](Value v) {
+                         return backward.contains(v.getDefiningOp());
+                       });
+          if (after) {
+            backward.insert(&op);
+            late.push_back(&op);
+          }
+        }
+        for (Operation *op : late)
+          op->moveBefore(body.getTerminator());
+      }
+      for (Operation &op : body)
+        op.removeAttr("of.backward");
+    }
+  }
+};
 } // namespace

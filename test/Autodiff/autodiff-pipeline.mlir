@@ -11,8 +11,8 @@ of.placement @s0 {device = "cpu", shape = [2], ranks = [0, 1]}
 of.placement @s1 {device = "cpu", shape = [1], ranks = [2]}
 
 // GRAD-LABEL: func.func @two_stages_grad(
-// GRAD: %[[DH:.*]] = of.matmul %{{.*}}, %arg2 {transpose_b = true}
-// GRAD: of.boxing %[[DH]] : tensor<6x8xf32> -> tensor<6x8xf32, #of.sbp<@s0, [B]>>
+// GRAD: %[[DH:.*]] = of.matmul %{{.*}}, %arg2 {of.backward, transpose_b = true}
+// GRAD: of.boxing %[[DH]] {of.backward} : tensor<6x8xf32> -> tensor<6x8xf32, #of.sbp<@s0, [B]>>
 
 // SBP-LABEL: func.func @two_stages_grad(
 // SBP-DAG: of.constant dense<1.000000e+00> : tensor<f32> -> tensor<f32, #of.sbp<@s0, [B]>>

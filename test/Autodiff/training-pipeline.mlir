@@ -4,6 +4,7 @@
 // of squared gradients comes to @s1 before the norm, whose factor goes back.
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw max-grad-norm=1.0" | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cpu,train=adamw,max-grad-norm=1.0,stop-after=partition | FileCheck %s --check-prefix=PART
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=2,stop-after=partition | FileCheck %s --check-prefix=SCHED
 
 of.placement @s0 {device = "cpu", shape = [1], ranks = [0]}
 of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}
@@ -29,6 +30,22 @@ of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}
 // PART-SAME: of.ranks = array<i64: 1>
 // PART: of.recv from 0 into %{{.*}} : tensor<f32>
 // PART: of.send %{{.*}} to 0 : tensor<f32>
+// With 2 micro-batches, --of-schedule-stages runs both forward passes
+// first (GPipe): rank 0 sends both micro-batches' activations before it
+// receives a gradient, and rank 1 receives both before it sends one back.
+// SCHED-LABEL: func.func @two_stages_train_step(
+// SCHED-SAME: of.ranks = array<i64: 0>
+// SCHED: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// SCHED-NOT: of.recv
+// SCHED: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// SCHED: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// SCHED: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// SCHED-LABEL: func.func @two_stages_train_step__role1(
+// SCHED: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// SCHED-NOT: of.send
+// SCHED: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// SCHED: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// SCHED: of.send %{{.*}} to 0 : tensor<6x8xf32>
 func.func @two_stages(%x: tensor<6x8xf32, #of.sbp<@s0, [B]>>,
                       %w1: tensor<8x8xf32, #of.sbp<@s0, [B]>> {of.param},
                       %w2: tensor<8x4xf32, #of.sbp<@s1, [B]>> {of.param})
@@ -37,7 +54,8 @@ func.func @two_stages(%x: tensor<6x8xf32, #of.sbp<@s0, [B]>>,
   %t = of.tanh %h : (tensor<6x8xf32>) -> tensor<6x8xf32>
   %m = of.boxing %t : tensor<6x8xf32> -> tensor<6x8xf32, #of.sbp<@s1, [B]>>
   %y = of.matmul %m, %w2 : (tensor<6x8xf32, #of.sbp<@s1, [B]>>, tensor<8x4xf32, #of.sbp<@s1, [B]>>) -> tensor<6x4xf32>
-  %l = of.reduce_sum %y {axes = array<i64: 0, 1>} : (tensor<6x4xf32>) -> tensor<f32>
+  %u = of.tanh %y : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %l = of.reduce_sum %u {axes = array<i64: 0, 1>} : (tensor<6x4xf32>) -> tensor<f32>
   %lb = of.boxing %l : tensor<f32> -> tensor<f32, #of.sbp<@s1, [B]>>
   return %lb : tensor<f32, #of.sbp<@s1, [B]>>
 }

@@ -227,8 +227,10 @@ def test_zero(layout, rng, tmp_path):
         assert f"f32 [{local}" in line and "S(0)" in line, line
 
 
-@pytest.mark.parametrize("layout", ["1-rank", "data-2", "megatron-2"])
+@pytest.mark.parametrize("layout", ["1-rank", "data-2", "megatron-2", "stages-2",
+                                    "stages-data-2x2"])
 def test_gradient_accumulation(layout, rng, tmp_path):
     """Two micro-batches of 3 rows per step train exactly like one batch of
-    6 (the reference)."""
+    6 (the reference). On pipeline stages both forward passes run before
+    the backward passes (--of-schedule-stages)."""
     run_training(layout, "sgd", rng, tmp_path, accumulate=2)

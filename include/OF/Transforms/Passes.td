@@ -56,6 +56,11 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
     parameter's `B` is an all-reduce. Fails, naming the op, when an op on
     such a path has no gradient.
 
+    In a function over several placements (pipeline stages) the ops that
+    the backward pass adds carry the unit attribute `of.backward`, which
+    `--of-schedule-stages` reads (and removes); the gradient of a boxing
+    between placements is boxed back to the source's placement.
+
     `seed-argument = true` gives `@<name>_grad` one more argument, last,
     named `loss_seed` and of the loss's type: the loss's cotangent (the
     seed of the backward pass, otherwise the constant 1). The gradients
@@ -293,10 +298,33 @@ def PartitionPass : Pass<"of-partition", "::mlir::ModuleOp"> {
     cheapest plan under the cost model options (the same as
     `--of-propagate-sbp`'s): on a hierarchy, a shortest-path search over
     single-axis steps (see `cheapestBoxing` in `Sbp.h`).
+
+    A function over several placements (pipeline stages) gives every rank of
+    every placement the ops of the placements it is on; a value of another
+    placement is an empty `tensor<0xT>` there. A boxing between placements
+    becomes, on each rank, the sends (`of.send`) of the parts of its shard
+    that other ranks need and the receives (`of.recv`) of the parts it
+    needs, placed with `tensor.extract_slice`/`tensor.insert_slice`, in one
+    order that every rank follows.
   }];
   let options = OF_CostModelOptions;
   let dependentDialects = ["::mlir::of::OFDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def ScheduleStagesPass : Pass<"of-schedule-stages", "::mlir::ModuleOp"> {
+  let summary = "Run the forward work of every micro-batch before the backward work (GPipe) in pipelines";
+  let description = [{
+    In a function over several placements (pipeline stages), moves every op
+    that `--of-autodiff` did not add for the backward pass (`of.backward`),
+    and that depends on no such op, ahead of the first backward op. A
+    training step with `accumulate=K` thus runs the forward passes of its K
+    micro-batches before their backward passes, and after `--of-partition`
+    the first stage computes micro-batch i + 1 while the next one computes
+    micro-batch i (GPipe's schedule; its activations of all K micro-batches
+    stay live until their backward pass). Functions on one placement are
+    left alone. The `of.backward` marks are removed.
+  }];
 }
 
 def TestSbpSignaturesPass : Pass<"of-test-sbp-signatures", "::mlir::ModuleOp"> {
