@@ -34,8 +34,8 @@ import pytest
 from ofrun import _run, check, compile_program, tool
 
 jax = pytest.importorskip("jax")
-from test_training import (BATCH, DIMS, LAYOUTS, OPTIMIZERS, jax_loss,  # noqa: E402
-                           mlp_program, reference_train)
+from test_training import (ADAMW_EPSILON, BATCH, DIMS, LAYOUTS, OPTIMIZERS,  # noqa: E402
+                           jax_loss, mlp_program, reference_train)
 
 ADAMW, LR = OPTIMIZERS["adamw"]
 F16_TOL = 2e-3
@@ -126,7 +126,8 @@ def test_f16_tracks_reference(rng, tmp_path):
     losses, final = train("1-rank", "", steps, inputs, tmp_path, "track")
     params = {k: inputs[k] for k in ("w0", "b0", "w1", "b1")}
     data = (jax.numpy.asarray(inputs["x"], jax.numpy.float64), jax.numpy.asarray(inputs["y"]))
-    ref, ref_params = reference_train(jax_loss, "adamw", params, lambda s: data, LR, steps)
+    ref, ref_params = reference_train(jax_loss, "adamw", params, lambda s: data, LR, steps,
+                                      epsilon=ADAMW_EPSILON)
     # A step skipped for overflow (large initial logits can overflow f16 at
     # 2^16) repeats the loss of the step before and delays the reference
     # curve by one step; the final AdamW state must say as many.
