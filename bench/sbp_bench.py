@@ -24,7 +24,7 @@ forward weak scaling from 1 to 2 ranks.
    for rank 1 to post its receive between runs). The peer, in the same run,
    is MPI_Send / MPI_Recv of the same bytes (`collective_bench --only
    send/recv`, one way = half its ping-pong).
-4. A pipelined training step: an MLP 1024-2048-2048-2048-10 (SGD), batch
+4. A pipelined training step: an MLP of 4 layers 2048 x 2048 (SGD), batch
    512 as 4 micro-batches (`accumulate=4`), as two stages on 2 ranks (the
    first two layers, then the rest) against the same step on 1 rank, one
    thread per rank (OMP_NUM_THREADS=1), per-run time of `of-run --repeat`.
@@ -214,7 +214,7 @@ def boundary(tools, repeat, tmp):
               f"{nbytes / coll_ms / 1e6:>9.2f}")
 
 
-PIPE_DIMS = [1024, 2048, 2048, 2048, 10]
+PIPE_DIMS = [2048, 2048, 2048, 2048, 2048]
 
 
 def pipeline_step_text(stages, micro=128, k=4):

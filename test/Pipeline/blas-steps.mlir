@@ -62,3 +62,17 @@ func.func @two_batches(%x: tensor<8x1x64x32xf32>, %w: tensor<4x32x16xf32>) -> te
   %y = of.matmul %x, %w : (tensor<8x1x64x32xf32>, tensor<4x32x16xf32>) -> tensor<8x4x64x16xf32>
   return %y : tensor<8x4x64x16xf32>
 }
+
+// A product of a slice at an offset (a micro-batch of stacked inputs, as
+// accumulate=K makes them) reads a contiguous copy of the slice, so that
+// it is a gemm rather than generated loops.
+// CHECK-LABEL: ofrt.program "slice_at_offset"
+// CHECK: ofrt.copy @arg0 to @[[T:.*]] {bytes = 2048 : i64, source_offset = 2048 : i64}
+// CHECK: ofrt.library "blas.gemm" [@[[T]], @arg1, @{{.*}}] params [1, 16, 64, 32, 0, 32, 1, 0, 64, 1, 0, 64]
+// CHECK-NOT: ofrt.launch
+func.func @slice_at_offset(%x: tensor<2x16x32xf32>, %b: tensor<32x64xf32>) -> tensor<16x64xf32> {
+  %s = of.slice %x {starts = array<i64: 1, 0, 0>, limits = array<i64: 2, 16, 32>} : (tensor<2x16x32xf32>) -> tensor<1x16x32xf32>
+  %a = of.reshape %s : (tensor<1x16x32xf32>) -> tensor<16x32xf32>
+  %y = of.matmul %a, %b : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}

@@ -489,6 +489,42 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     }
   }
 
+  // A gemm step reads its operands from the start of their buffers: a
+  // product whose A or B is a contiguous view at an offset (a micro-batch's
+  // slice of stacked inputs) reads a contiguous copy, when that makes it a
+  // gemm (generated loops are two orders of magnitude slower).
+  if (useBlas) {
+    SmallVector<linalg::ContractOp> contracts;
+    body.walk([&](linalg::ContractOp op) { contracts.push_back(op); });
+    for (linalg::ContractOp contract : contracts) {
+      if (gemmParams(contract))
+        continue;
+      SmallVector<std::pair<unsigned, Value>> replaced;
+      SmallVector<Operation *> added;
+      for (unsigned i = 0; i < 2; ++i) {
+        Value v = contract->getOperand(i);
+        auto type = cast<MemRefType>(v.getType());
+        int64_t offset;
+        if (traceRoot(v) == v || !isContiguous(type, offset) || offset == 0)
+          continue;
+        OpBuilder cb(contract);
+        auto copy = memref::AllocOp::create(
+            cb, contract.getLoc(),
+            MemRefType::get(type.getShape(), type.getElementType()));
+        added.push_back(copy);
+        added.push_back(memref::CopyOp::create(cb, contract.getLoc(), v, copy));
+        contract->setOperand(i, copy);
+        replaced.push_back({i, v});
+      }
+      if (replaced.empty() || gemmParams(contract))
+        continue;
+      for (auto [i, v] : replaced)
+        contract->setOperand(i, v);
+      for (Operation *op : llvm::reverse(added))
+        op->erase();
+    }
+  }
+
   for (Operation &op : body.without_terminator())
     if (failed(visit(&op)))
       return failure();
