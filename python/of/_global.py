@@ -42,6 +42,13 @@ def to_global(t, plc=None, sbp=None):
     if sbp is None:
         raise ValueError("to_global needs an sbp for a local tensor")
     sbp = normalize_sbp(plc, sbp, t.ndim)
+    if t._placement is not None and set(t._placement.ranks) != set(plc.ranks):
+        raise NotImplementedError(
+            f"to_global: moving a tensor from ranks {list(t._placement.ranks)} to ranks "
+            f"{list(plc.ranks)} (a pipeline stage) is not supported by the Python "
+            "frontend yet, which keeps every global value on every rank of its job; "
+            "write the stages as an .mlir program for of-opt and of-run "
+            "(docs/getting-started.md, 'Pipeline stages')")
     program = tracing()
     if program is not None and t._program is program:
         if t._placement is None:

@@ -49,6 +49,12 @@ if size == 2:
     np.testing.assert_allclose(y.numpy(), x_value @ w_value, rtol=1e-5)
     assert y.sbp == (S(0),), y.sbp
     np.testing.assert_allclose(g.sum().numpy(), x_value.sum(), rtol=1e-6)
+    # moving to other ranks (pipeline stages) is a clear exception here
+    try:
+        g.to_global(of.placement("cpu", ranks=[1]), B)
+        raise AssertionError("no exception")
+    except NotImplementedError as e:
+        assert "pipeline stage" in str(e) and "of-run" in str(e), e
     # mismatched placements and global/local mixes are clear exceptions
     q = of.placement("cpu", ranks=[1, 0])
     try:
