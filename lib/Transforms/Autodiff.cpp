@@ -98,8 +98,11 @@ public:
       return failure();
     if (placements->list.size() > 1) {
       llvm::SmallPtrSet<Operation *, 32> primal(forward.begin(), forward.end());
+      // Constants are not marked: canonicalization merges equal ones and
+      // hoists them, and a marked one would hold back forward users.
       for (Operation &op : body.without_terminator())
-        if (!primal.contains(&op) && &op != ret.getOperation())
+        if (!primal.contains(&op) && &op != ret.getOperation() &&
+            !op.hasTrait<OpTrait::ConstantLike>())
           op.setAttr("of.backward", b.getUnitAttr());
     }
 

@@ -251,6 +251,10 @@ SmallVector<int64_t> roleKey(func::FuncOp func,
                              const FuncPlacements &placements,
                              const CostModel &model, int64_t rank) {
   SmallVector<int64_t> key;
+  // Which placements the rank is on (an absent value and an empty shard
+  // have the same shape).
+  for (const Mesh &p : placements.list)
+    key.push_back(p.coordinateOf(rank).has_value());
   auto addType = [&](Type t) {
     if (auto rt = dyn_cast<RankedTensorType>(t)) {
       auto local = cast<RankedTensorType>(localTypeOn(rt, placements, rank));
@@ -704,6 +708,8 @@ LogicalResult localize(func::FuncOp func, const FuncPlacements &placements,
   SmallVector<Type> globalResults(func.getResultTypes());
   // Ops of placements this rank is not on; erased at the end.
   SmallVector<Operation *> elsewhere;
+  // Boxings whose local result is their input, folded at the end.
+  SmallVector<Operation *> aliases;
 
   for (Operation &op : llvm::make_early_inc_range(body)) {
     if (auto boxing = dyn_cast<BoxingOp>(op)) {
@@ -734,6 +740,15 @@ LogicalResult localize(func::FuncOp func, const FuncPlacements &placements,
             emitBoxingSteps(b, boxing.getLoc(), boxing.getInput(), from,
                             getSbp(from).getEntries(), getSbp(to).getEntries(),
                             *src, *coord, model, global);
+      }
+      // The boxing's result is another value than its input (perhaps on
+      // another placement) even where this rank's data is the same: an
+      // alias keeps their global types apart until the end.
+      if (cur == boxing.getInput() && from != to) {
+        cur = UnrealizedConversionCastOp::create(b, boxing.getLoc(),
+                                                 cur.getType(), cur)
+                  .getResult(0);
+        aliases.push_back(cur.getDefiningOp());
       }
       global[cur] = to;
       boxing.getResult().replaceAllUsesWith(cur);
@@ -874,6 +889,10 @@ LogicalResult localize(func::FuncOp func, const FuncPlacements &placements,
     }
   }
 
+  for (Operation *alias : aliases) {
+    alias->getResult(0).replaceAllUsesWith(alias->getOperand(0));
+    alias->erase();
+  }
   // Results computed elsewhere are empty here; then the ops of other
   // placements go, users first.
   auto ret = cast<func::ReturnOp>(body.getTerminator());

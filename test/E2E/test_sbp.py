@@ -143,6 +143,8 @@ CROSS_4 = [
     ([2], [2, 3], ["P"], [2, 2], [0, 1, 2, 3], ["S(1)", "P(max)"]),
     ([1], [3], ["B"], [2, 2], [0, 1, 2, 3], ["S(0)", "S(0)"]),
     ([3], [0, 1, 2], ["S(0)"], [1], [3], ["B"]),
+    # rank 0's shard is the same on both (its local result is its input)
+    ([2], [0, 1], ["S(0)"], [2, 2], [0, 1, 2, 3], ["S(0)", "B"]),
 ]
 
 
@@ -156,10 +158,13 @@ def cross_program(cases):
         ts = ttype(shape, sbp=sa, placement=f"a{k}")
         td = ttype(shape, sbp=sb, placement=f"b{k}")
         tb = ttype(shape, sbp=["B"] * len(gb), placement=f"b{k}")
+        tab = ttype(shape, sbp=["B"] * len(ga), placement=f"a{k}")
         args.append(f'%x{k}: {ts} {{of.name = "x{k}"}}')
         lines.append(f"%y{k} = of.boxing %x{k} : {ts} -> {td}")
         lines.append(f"%b{k} = of.boxing %y{k} : {td} -> {tb}")
-        rets += [(f"%y{k}", td, f"y{k}"), (f"%b{k}", tb, f"b{k}")]
+        # the source is also boxed on its own placement afterwards
+        lines.append(f"%c{k} = of.boxing %x{k} : {ts} -> {tab}")
+        rets += [(f"%y{k}", td, f"y{k}"), (f"%b{k}", tb, f"b{k}"), (f"%c{k}", tab, f"c{k}")]
     results = ", ".join(f'{t} {{of.name = "{n}"}}' for _, t, n in rets)
     body = "\n  ".join(lines)
     return ("\n".join(header) + f"\nfunc.func @main({', '.join(args)}) -> ({results}) {{\n"
@@ -177,6 +182,7 @@ def test_transitions_between_placements(nproc, cases, rng, tmp_path):
         # Slices move exactly; a P source is one rank's values and zeros.
         check(out[f"y{k}"], inputs[f"x{k}"], 0, name=f"{case} (as the target)")
         check(out[f"b{k}"], inputs[f"x{k}"], 0, name=f"{case} (boxed to B)")
+        check(out[f"c{k}"], inputs[f"x{k}"], 0, name=f"{case} (source boxed to B)")
 
 
 # --------------------------------------------------------------------------
