@@ -206,10 +206,7 @@ TransferPlan planTransfers(ArrayRef<int64_t> shape, const Mesh &from,
                            ArrayRef<SbpEntry> fromNd, const Mesh &to,
                            ArrayRef<SbpEntry> toNd) {
   TransferPlan plan;
-  plan.settled.assign(fromNd.begin(), fromNd.end());
-  for (SbpEntry &e : plan.settled)
-    if (e.isPartial())
-      e = SbpEntry::broadcast();
+  plan.settled = of::settled(fromNd);
   // Distinct source shards, each with the ranks that hold it.
   SmallVector<std::pair<Box, SmallVector<int64_t>>> shards;
   for (auto [pos, rank] : llvm::enumerate(from.ranks)) {

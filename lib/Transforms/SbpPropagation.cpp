@@ -279,15 +279,11 @@ LogicalResult operandDists(Operation *op, const FuncPlacement &fp,
 double transferCost(const CostModel &model, ArrayRef<int64_t> shape,
                     int64_t elementBytes, ArrayRef<SbpEntry> from,
                     ArrayRef<int64_t> grid) {
-  NdSbp settled(from.begin(), from.end());
-  for (SbpEntry &e : settled)
-    if (e.isPartial())
-      e = SbpEntry::broadcast();
   double bytes = static_cast<double>(elementBytes);
   for (int64_t d : shape)
     bytes *= static_cast<double>(d);
   LinkCost link = model.axis(0);
-  return model.boxingCost(shape, elementBytes, from, settled, grid) +
+  return model.boxingCost(shape, elementBytes, from, of::settled(from), grid) +
          link.latency + bytes / link.bandwidth;
 }
 

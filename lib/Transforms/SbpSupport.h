@@ -46,6 +46,16 @@ struct FuncPlacements {
 /// distributed); failure, after an error naming the op, when one is unknown.
 FailureOr<FuncPlacements> collectPlacements(func::FuncOp func);
 
+/// `nd` with its partial axes (P, P(max)) as B: what a value settled on its
+/// placement is, before it moves to another one.
+inline NdSbp settled(ArrayRef<SbpEntry> nd) {
+  NdSbp out(nd.begin(), nd.end());
+  for (SbpEntry &e : out)
+    if (e.isPartial())
+      e = SbpEntry::broadcast();
+  return out;
+}
+
 /// Bytes per element of a shaped type (at least 1).
 inline int64_t elementBytes(Type type) {
   Type e = cast<ShapedType>(type).getElementType();
