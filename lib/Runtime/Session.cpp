@@ -757,7 +757,9 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
     return fail("input '", info.name, "' takes the global ",
                 dtypeName(info.dtype), " ", formatDims(info.dist.globalShape),
                 " (", info.globalBytes, " bytes), got ", bytes);
-  if (!data && bytes)
+  // A rank whose part is empty (an uneven split's, or another pipeline
+  // stage's input) reads nothing.
+  if (!data && bytes && info.bytes)
     return fail("input '", info.name, "': the data pointer is NULL");
   // The loader checked that this rank is in the mesh with this local shape,
   // or outside it (another pipeline stage's input) with an empty buffer.

@@ -11,7 +11,9 @@
 
 #include "Npy.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <unistd.h>
@@ -173,18 +175,31 @@ private:
   size_t position_ = 0;
 };
 
+/// Reads the first `limit` bytes of `path` (all of it by default) into
+/// `bytes`; `size` is the file's size.
 bool readFile(const std::string &path, std::vector<unsigned char> &bytes,
-              std::string &error) {
+              std::string &error, uint64_t &size, uint64_t limit = UINT64_MAX) {
   FILE *file = std::fopen(path.c_str(), "rb");
   if (!file) {
     error = "cannot open '" + path + "': " + std::strerror(errno);
     return false;
   }
+  bytes.clear();
   unsigned char chunk[1 << 16];
   size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0)
+  while (bytes.size() < limit &&
+         (got = std::fread(
+              chunk, 1, std::min<uint64_t>(sizeof chunk, limit - bytes.size()),
+              file)) > 0)
     bytes.insert(bytes.end(), chunk, chunk + got);
   bool failed = std::ferror(file);
+  size = bytes.size();
+  if (!failed && bytes.size() >= limit) {
+    failed = std::fseek(file, 0, SEEK_END) != 0;
+    long end = failed ? -1 : std::ftell(file);
+    failed = end < 0;
+    size = failed ? 0 : static_cast<uint64_t>(end);
+  }
   std::fclose(file);
   if (failed) {
     error = "cannot read '" + path + "'";
@@ -217,9 +232,12 @@ std::string describeTensor(ofrt_dtype dtype,
   return text + "]";
 }
 
-bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
+bool readNpy(const std::string &path, NpyArray &array, std::string &error,
+             bool withData) {
   std::vector<unsigned char> bytes;
-  if (!readFile(path, bytes, error))
+  uint64_t size;
+  if (!readFile(path, bytes, error, size,
+                withData ? UINT64_MAX : uint64_t(1) << 16))
     return false;
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
@@ -236,9 +254,12 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
     return fail("truncated header");
   uint64_t headerLength = readLittleEndian(bytes.data() + 8, lengthBytes);
   uint64_t dataOffset = 8 + lengthBytes + headerLength;
-  if (dataOffset > bytes.size())
+  if (dataOffset > size)
     return fail("truncated header: it claims " + std::to_string(headerLength) +
-                " bytes, the file has " + std::to_string(bytes.size()));
+                " bytes, the file has " + std::to_string(size));
+  if (dataOffset > bytes.size() &&
+      !readFile(path, bytes, error, size, dataOffset)) // a long header
+    return false;
   // Versions 1 and 2 are latin-1, 3 is UTF-8; the keys and values accepted
   // are ASCII either way.
   std::string header(bytes.begin() + 8 + lengthBytes,
@@ -268,7 +289,7 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
   for (int64_t dim : array.shape)
     if (__builtin_mul_overflow(expected, static_cast<uint64_t>(dim), &expected))
       return fail("the shape overflows 64 bits of bytes");
-  uint64_t actual = bytes.size() - dataOffset;
+  uint64_t actual = size - dataOffset;
   if (actual < expected)
     return fail("truncated data: " + describeTensor(array.dtype, array.shape) +
                 " needs " + std::to_string(expected) + " bytes, the file has " +
@@ -277,7 +298,10 @@ bool readNpy(const std::string &path, NpyArray &array, std::string &error) {
     return fail(std::to_string(actual - expected) +
                 " trailing bytes after the " + std::to_string(expected) +
                 " data bytes of " + describeTensor(array.dtype, array.shape));
-  array.data.assign(bytes.begin() + static_cast<long>(dataOffset), bytes.end());
+  array.data.clear();
+  if (withData)
+    array.data.assign(bytes.begin() + static_cast<long>(dataOffset),
+                      bytes.end());
   return true;
 }
 

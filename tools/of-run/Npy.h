@@ -29,8 +29,10 @@ struct NpyArray {
 };
 
 /// Reads `path`; on failure returns false and sets `error` to a message
-/// naming the file.
-bool readNpy(const std::string &path, NpyArray &array, std::string &error);
+/// naming the file. Without `withData` only the header is read (and the
+/// file's size checked against it): `array.data` stays empty.
+bool readNpy(const std::string &path, NpyArray &array, std::string &error,
+             bool withData = true);
 
 /// Writes a C-order array of `dtype` and `shape` to `path` (version 1.0, or
 /// 2.0 for a header too long for 1.0).

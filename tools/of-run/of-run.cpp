@@ -446,7 +446,9 @@ int feedBatches(ofrt_session *session, const std::vector<BatchInput> &batches,
                 int64_t step) {
   for (const BatchInput &batch : batches) {
     const unsigned char *data =
-        batch.array.data.data() + (step % batch.count) * batch.batchBytes;
+        batch.array.data.empty()
+            ? nullptr // this rank's part is empty (another stage's input)
+            : batch.array.data.data() + (step % batch.count) * batch.batchBytes;
     if (ofrt_error *err = ofrt_session_set_input_global(session, batch.index,
                                                         data, batch.batchBytes))
       return error(err);
@@ -566,7 +568,9 @@ int bindInputs(ofrt_session *session, const Options &options,
                                                        : dimsOf(info);
     BatchInput batch{index, file, {}, 0, 0};
     std::string message;
-    if (!ofrun::readNpy(file, batch.array, message))
+    // A rank whose part is empty (an input of a pipeline stage it is not
+    // on) checks the header only.
+    if (!ofrun::readNpy(file, batch.array, message, info.bytes != 0))
       return error("--batch '" + std::string(info.name) + "': " + message);
     const std::vector<int64_t> &shape = batch.array.shape;
     if (batch.array.dtype != info.dtype ||
@@ -583,7 +587,9 @@ int bindInputs(ofrt_session *session, const Options &options,
                    file);
     }
     batch.count = shape[0];
-    batch.batchBytes = batch.array.data.size() / static_cast<size_t>(shape[0]);
+    batch.batchBytes = ofrt_dtype_size(info.dtype);
+    for (int64_t dim : expected)
+      batch.batchBytes *= static_cast<size_t>(dim);
     batches.push_back(std::move(batch));
   }
   for (const auto &[index, file] : files) {
@@ -595,15 +601,20 @@ int bindInputs(ofrt_session *session, const Options &options,
                                                        : dimsOf(info);
     ofrun::NpyArray array;
     std::string message;
-    if (!ofrun::readNpy(file, array, message))
+    // As for batches: an empty part needs the header only.
+    if (!ofrun::readNpy(file, array, message, info.bytes != 0))
       return error("input '" + std::string(info.name) + "': " + message);
     if (array.dtype != info.dtype || array.shape != expected)
       return error("input '" + std::string(info.name) + "': expected " +
                    ofrun::describeTensor(info.dtype, expected) + ", got " +
                    ofrun::describeTensor(array.dtype, array.shape) + " in " +
                    file);
+    size_t bytes = ofrt_dtype_size(info.dtype);
+    for (int64_t dim : expected)
+      bytes *= static_cast<size_t>(dim);
     if (ofrt_error *err = ofrt_session_set_input_global(
-            session, index, array.data.data(), array.data.size()))
+            session, index, array.data.empty() ? nullptr : array.data.data(),
+            bytes))
       return error(err);
   }
   return 0;

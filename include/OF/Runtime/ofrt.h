@@ -166,7 +166,9 @@ ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
  * rank takes its part by the input's distribution (a balanced slice per S
  * axis, the whole along B; along P the value on coordinate 0 and the
  * reduction's identity elsewhere: 0, or the lowest value for P(max)). An
- * input without a distribution is set whole, as by ofrt_session_set_input. */
+ * input without a distribution is set whole, as by ofrt_session_set_input.
+ * Where this rank's part is empty (an uneven split's, or an input of a
+ * pipeline stage the rank is not on) `data` may be NULL. */
 ofrt_error *ofrt_session_set_input_global(ofrt_session *session, size_t index,
                                           const void *data, size_t bytes);
 /* Copies this rank's current value of an input out (`bytes` is exactly its
