@@ -114,6 +114,18 @@ def compile_times(tools, tmp):
                   f"{programs:>10}{t_plan / base[layout]:>10.2f}x")
 
 
+def compile_plan(tools, tmp, name, text, pipeline="cpu"):
+    """`text` compiled with --of-pipeline=`pipeline` to tmp/name.ofp."""
+    src = pathlib.Path(tmp) / f"{name}.mlir"
+    src.write_text(text)
+    lowered = subprocess.run([f"{tools}/of-opt", f"--of-pipeline={pipeline}", str(src)],
+                             capture_output=True, check=True).stdout
+    plan = pathlib.Path(tmp) / f"{name}.ofp"
+    subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
+                   input=lowered, check=True)
+    return plan
+
+
 def run_time(tools, plan, inputs, nproc, repeat, tmp):
     cmd = [f"{tools}/of-run", "-n", str(nproc), str(plan), "--repeat", str(repeat),
            "--print-timing", "--output-dir", str(pathlib.Path(tmp) / f"out{nproc}")]
@@ -144,13 +156,8 @@ def weak_scaling(tools, repeat, tmp):
     times = {}
     for nproc in (1, 2):
         batch = 128 * nproc
-        src = pathlib.Path(tmp) / f"weak-{nproc}.mlir"
-        src.write_text(mlp_text(batch, nproc if nproc > 1 else None, "data"))
-        lowered = subprocess.run([f"{tools}/of-opt", "--of-pipeline=cpu", str(src)],
-                                 capture_output=True, check=True).stdout
-        plan = pathlib.Path(tmp) / f"weak-{nproc}.ofp"
-        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
-                       input=lowered, check=True)
+        plan = compile_plan(tools, tmp, f"weak-{nproc}",
+                            mlp_text(batch, nproc if nproc > 1 else None, "data"))
         inputs = dict(params, x=rng.standard_normal((batch, DIMS[0])).astype(np.float32))
         times[nproc] = run_time(tools, plan, inputs, nproc, repeat, tmp)
     x = rng.standard_normal((128, DIMS[0])).astype(np.float32)
@@ -198,13 +205,7 @@ def boundary(tools, repeat, tmp):
           f"{'OF GB/s':>9}")
     rng = np.random.default_rng(0)
     for rows in (16, 1024):
-        src = pathlib.Path(tmp) / f"boundary-{rows}.mlir"
-        src.write_text(boundary_text(rows))
-        lowered = subprocess.run([f"{tools}/of-opt", "--of-pipeline=cpu", str(src)],
-                                 capture_output=True, check=True).stdout
-        plan = pathlib.Path(tmp) / f"boundary-{rows}.ofp"
-        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
-                       input=lowered, check=True)
+        plan = compile_plan(tools, tmp, f"boundary-{rows}", boundary_text(rows))
         x = rng.standard_normal((rows, 1024)).astype(np.float32)
         _, coll_ms = run_time(tools, plan, {"x": x}, 2, repeat, tmp)
         nbytes = x.nbytes
@@ -273,14 +274,9 @@ def pipeline_training(tools, repeat, tmp):
                          / np.sqrt(PIPE_DIMS[i])).astype(np.float32)
     times = {}
     for nproc in (1, 2):
-        src = pathlib.Path(tmp) / f"pipe-train-{nproc}.mlir"
-        src.write_text(pipeline_step_text(nproc == 2, micro, k))
-        lowered = subprocess.run([f"{tools}/of-opt",
-                                  f"--of-pipeline=cpu,train=sgd,accumulate={k}", str(src)],
-                                 capture_output=True, check=True).stdout
-        plan = pathlib.Path(tmp) / f"pipe-train-{nproc}.ofp"
-        subprocess.run([f"{tools}/of-translate", "--of-plan-to-binary", "-o", str(plan)],
-                       input=lowered, check=True)
+        plan = compile_plan(tools, tmp, f"pipe-train-{nproc}",
+                            pipeline_step_text(nproc == 2, micro, k),
+                            f"cpu,train=sgd,accumulate={k}")
         cmd = ([f"{tools}/of-run"] + (["-n", "2"] if nproc == 2 else []) +
                [str(plan), "--entry", "mlp_train_step", "--set", "lr=0.01",
                 "--warmup", "2", "--repeat", str(repeat), "--print-timing",

@@ -168,6 +168,14 @@ public:
 private:
   LogicalResult visit(Operation *op);
   LogicalResult visitCollective(Operation *op);
+  /// Whether `v` is the whole of its root buffer, contiguous: what library
+  /// calls, collectives and transfers work on.
+  bool isWholeBuffer(Value v) {
+    auto type = cast<MemRefType>(v.getType());
+    int64_t offset;
+    return isContiguous(type, offset) && offset == 0 &&
+           byteSize(type) == byteSize(roots[rootOf(v)].type);
+  }
   LogicalResult visitTransfer(Operation *op);
   LogicalResult visitLibraryCall(of::LibraryCallOp op);
   /// The `dist` of a multi-rank program's input or output, from the
@@ -1128,10 +1136,7 @@ LogicalResult ProgramBuilder::visitLibraryCall(of::LibraryCallOp op) {
   Step step{Step::Library};
   step.name = op.getCallee().str();
   for (Value v : op->getOperands()) {
-    auto type = cast<MemRefType>(v.getType());
-    int64_t offset;
-    if (!isContiguous(type, offset) || offset != 0 ||
-        byteSize(type) != byteSize(roots[rootOf(v)].type))
+    if (!isWholeBuffer(v))
       return op.emitError("a library call needs whole contiguous buffers");
     step.buffers.push_back(rootOf(v));
   }
@@ -1145,13 +1150,9 @@ LogicalResult ProgramBuilder::visitLibraryCall(of::LibraryCallOp op) {
 
 LogicalResult ProgramBuilder::visitCollective(Operation *op) {
   Value in = op->getOperand(0), out = op->getOperand(1);
-  for (Value v : {in, out}) {
-    auto type = cast<MemRefType>(v.getType());
-    int64_t offset;
-    if (!isContiguous(type, offset) || offset != 0 ||
-        byteSize(type) != byteSize(roots[rootOf(v)].type))
+  for (Value v : {in, out})
+    if (!isWholeBuffer(v))
       return op->emitError("a collective needs whole contiguous buffers");
-  }
   auto placementRef = op->getAttrOfType<FlatSymbolRefAttr>("placement");
   auto placement = symbols.lookup<of::PlacementOp>(placementRef.getValue());
   if (!placement)
@@ -1193,10 +1194,7 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
 /// transfers a program of its own, so the program has one rank.
 LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   Value v = op->getOperand(0);
-  auto type = cast<MemRefType>(v.getType());
-  int64_t offset;
-  if (!isContiguous(type, offset) || offset != 0 ||
-      byteSize(type) != byteSize(roots[rootOf(v)].type))
+  if (!isWholeBuffer(v))
     return op->emitError("a transfer needs a whole contiguous buffer");
   auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
   int64_t peer = op->getAttrOfType<IntegerAttr>("peer").getInt();
