@@ -126,11 +126,14 @@ def compile_plan(tools, tmp, name, text, pipeline="cpu"):
     return plan
 
 
-def run_time(tools, plan, inputs, nproc, repeat, tmp):
-    cmd = [f"{tools}/of-run", "-n", str(nproc), str(plan), "--repeat", str(repeat),
-           "--print-timing", "--output-dir", str(pathlib.Path(tmp) / f"out{nproc}")]
+def run_time(tools, plan, inputs, nproc, repeat, tmp, extra=()):
+    """Per-run wall ms and collective ms of `plan` (`of-run -n nproc --repeat
+    repeat` plus `extra` options) on `inputs`, one thread per rank."""
+    stem = pathlib.Path(plan).stem
+    cmd = [f"{tools}/of-run", "-n", str(nproc), str(plan), *extra, "--repeat", str(repeat),
+           "--print-timing", "--output-dir", str(pathlib.Path(tmp) / f"out-{stem}")]
     for name, a in inputs.items():
-        path = pathlib.Path(tmp) / f"{name}-{nproc}.npy"
+        path = pathlib.Path(tmp) / f"{name}-{stem}.npy"
         np.save(path, a)
         cmd += ["--input", f"{name}={path}"]
     # One thread per rank for OpenBLAS and for libgomp (kernels, oneDNN):
@@ -277,21 +280,9 @@ def pipeline_training(tools, repeat, tmp):
         plan = compile_plan(tools, tmp, f"pipe-train-{nproc}",
                             pipeline_step_text(nproc == 2, micro, k),
                             f"cpu,train=sgd,accumulate={k}")
-        cmd = ([f"{tools}/of-run"] + (["-n", "2"] if nproc == 2 else []) +
-               [str(plan), "--entry", "mlp_train_step", "--set", "lr=0.01",
-                "--warmup", "2", "--repeat", str(repeat), "--print-timing",
-                "--output-dir", str(pathlib.Path(tmp) / f"pipe-out{nproc}")])
-        for name, a in data.items():
-            path = pathlib.Path(tmp) / f"pipe-{name}.npy"
-            np.save(path, a)
-            cmd += ["--input", f"{name}={path}"]
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        proc = subprocess.run(cmd, capture_output=True, env=env)
-        if proc.returncode:
-            raise SystemExit(f"of-run failed:\n{proc.stderr.decode()}")
-        text = proc.stdout.decode() + proc.stderr.decode()
-        m = re.search(r"total per run: ([0-9.]+) ms in steps, ([0-9.]+) ms wall", text)
-        times[nproc] = float(m.group(2))
+        times[nproc], _ = run_time(tools, plan, data, nproc, repeat, tmp,
+                                   ["--entry", "mlp_train_step", "--set", "lr=0.01",
+                                    "--warmup", "2"])
     print(f"{'ranks':<8}{'ms/step':>10}")
     for n in (1, 2):
         print(f"{n:<8}{times[n]:>10.2f}")
