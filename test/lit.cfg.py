@@ -2,6 +2,7 @@
 # lit configuration of the OF test suite.
 
 import os
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -36,6 +37,16 @@ config.substitutions.append(("%python", sys.executable))
 import shutil
 if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
+
+# A CUDA GPU with its driver: the GPU execution tests run only there (they
+# are reported UNSUPPORTED elsewhere, never passed).
+try:
+    _smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                          timeout=30)
+    if _smi.returncode == 0 and "GPU" in _smi.stdout:
+        config.available_features.add("cuda-gpu")
+except (OSError, subprocess.SubprocessError):
+    pass
 
 # The toolkit's libcuda link stub: loading it exercises the CUDA executor's
 # "no driver" path on machines without a GPU.

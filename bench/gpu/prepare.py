@@ -85,6 +85,7 @@ class Bundle:
         for sub in ("bin", "lib"):
             (self.out / sub).mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.tools / "of-run", self.out / "bin" / "of-run")
+        shutil.copy2(self.tools / "ofrt-comm-check", self.out / "bin" / "ofrt-comm-check")
         libofrt = (self.tools / ".." / "lib" / "libofrt.so").resolve()
         shutil.copy2(libofrt, self.out / "lib" / "libofrt.so")
         # The non-glibc libraries the runtime needs (ldd's view), except
@@ -240,6 +241,9 @@ def main():
     args.out.mkdir(parents=True)
     bundle = Bundle(args.tools, args.out)
     bundle.copy_runtime()
+    # NCCL on one rank: every communicator operation and the device copies
+    # of plan collectives (test/Runtime/comm-check.cpp).
+    bundle.cases.append({"name": "nccl communicator (1 rank)", "kind": "comm_check"})
     rng = np.random.default_rng(SEED)
     steps = [("op groups", lambda: add_op_groups(
                  bundle, [p.replace(";", ",") for p in args.pipelines.split(",")])),

@@ -82,6 +82,18 @@ class Runner:
                 "detail": f"{n - len(failures)}/{n} outputs, worst {worst:.1e}, {seconds:.2f} s"
                           + ("; " + "; ".join(failures[:6]) if failures else "")}
 
+    def run_comm_check(self, case):
+        """ofrt-comm-check --backend nccl: its summary line, or its failures."""
+        proc = subprocess.run([str(self.bundle / "bin" / "ofrt-comm-check"), "--backend", "nccl"],
+                              capture_output=True, timeout=120)
+        text = (proc.stdout + proc.stderr).decode(errors="replace")
+        summary = [l for l in text.splitlines() if l.startswith("comm-check")]
+        failures = [l for l in text.splitlines() if l.startswith("FAIL")]
+        if proc.returncode == 0 and summary:
+            return {"status": "PASS", "detail": summary[-1]}
+        return {"status": "FAIL" if proc.returncode == 1 else "ERROR",
+                "detail": "; ".join(failures[:3] + summary)[-1500:] or text[-1500:]}
+
     def run_train(self, case):
         state = self.work / (case["name"] + ".safetensors")
         proc, seconds = self.of_run_cmd(case["plan"], case["args"] + ["--save-state", str(state)],

@@ -2,12 +2,14 @@
 
 #include "Collective.h"
 
+#include "AlignedBytes.h"
 #include "Distribution.h"
 #include "PlanFile.h"
 #include "Reduce.h"
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 using namespace of::plan;
 
@@ -43,34 +45,51 @@ uint64_t productOf(const std::vector<int64_t> &dims, size_t begin,
   return result;
 }
 
-/// Copies rows [offset, offset + size) along the middle dimension of the
-/// [outer, extent, inner] tensor `whole` to the dense [outer, size, inner]
-/// `block`, or back.
-void packChunk(const unsigned char *whole, unsigned char *block,
-               uint64_t outer, uint64_t extent, uint64_t inner,
-               uint64_t offset, uint64_t size, size_t elementSize) {
-  uint64_t rowBytes = size * inner * elementSize;
-  for (uint64_t o = 0; o < outer; ++o)
-    std::memcpy(block + o * rowBytes,
-                whole + (o * extent + offset) * inner * elementSize,
-                static_cast<size_t>(rowBytes));
-}
-
-void unpackChunk(unsigned char *whole, const unsigned char *block,
-                 uint64_t outer, uint64_t extent, uint64_t inner,
-                 uint64_t offset, uint64_t size, size_t elementSize) {
-  uint64_t rowBytes = size * inner * elementSize;
-  for (uint64_t o = 0; o < outer; ++o)
-    std::memcpy(whole + (o * extent + offset) * inner * elementSize,
-                block + o * rowBytes, static_cast<size_t>(rowBytes));
-}
-
 bool overlaps(const unsigned char *a, uint64_t aBytes, const unsigned char *b,
               uint64_t bBytes) {
   return aBytes && bBytes && a < b + bBytes && b < a + aBytes;
 }
 
+class HostCollectiveMemory final : public CollectiveMemory {
+public:
+  Status allocate(uint64_t bytes, const std::string &what,
+                  void *&out) override {
+    AlignedBytes &storage = storage_.emplace_back();
+    if (Status status = storage.allocate(bytes, what.c_str()); status.failed())
+      return status;
+    out = storage.data();
+    return Status::success();
+  }
+  Status copyRows(void *dst, uint64_t dstPitch, const void *src,
+                  uint64_t srcPitch, uint64_t rowBytes,
+                  uint64_t rows) override {
+    if (rows == 1) {
+      std::memmove(dst, src, static_cast<size_t>(rowBytes));
+      return Status::success();
+    }
+    for (uint64_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<unsigned char *>(dst) + r * dstPitch,
+                  static_cast<const unsigned char *>(src) + r * srcPitch,
+                  static_cast<size_t>(rowBytes));
+    return Status::success();
+  }
+  Status fill(void *dst, uint64_t count, const void *element,
+              size_t elementSize) override {
+    auto *out = static_cast<unsigned char *>(dst);
+    for (uint64_t i = 0; i < count; ++i)
+      std::memcpy(out + i * elementSize, element, elementSize);
+    return Status::success();
+  }
+
+private:
+  std::deque<AlignedBytes> storage_;
+};
+
 } // namespace
+
+std::unique_ptr<CollectiveMemory> createHostCollectiveMemory() {
+  return std::make_unique<HostCollectiveMemory>();
+}
 
 const char *collectiveKindName(CollectiveKind kind) {
   switch (kind) {
@@ -268,12 +287,22 @@ Status CollectiveLayout::checkBuffers(const Collective &collective,
 // Preparing and running
 //===----------------------------------------------------------------------===//
 
+Status PreparedCollective::scratch(uint64_t bytes, const char *role,
+                                   unsigned char *&out) {
+  void *data = nullptr;
+  if (Status status = memory_.allocate(bytes, role, data); status.failed())
+    return fail(what_, ": ", status.message());
+  out = static_cast<unsigned char *>(data);
+  return Status::success();
+}
+
 Status PreparedCollective::prepare(const Collective &collective,
                                    const Buffer &src, const Buffer &dst,
                                    void *srcData, void *dstData, int worldRank,
-                                   Communicator *world, std::string what,
+                                   Communicator *world,
+                                   CollectiveMemory &memory, std::string what,
                                    std::unique_ptr<PreparedCollective> &out) {
-  std::unique_ptr<PreparedCollective> prepared(new PreparedCollective());
+  std::unique_ptr<PreparedCollective> prepared(new PreparedCollective(memory));
   PreparedCollective &p = *prepared;
   p.what_ = std::move(what);
   if (Status status = CollectiveLayout::compute(collective, src, dst,
@@ -292,6 +321,7 @@ Status PreparedCollective::prepare(const Collective &collective,
   p.dst_ = static_cast<unsigned char *>(dstData);
   p.srcBytes_ = src.size();
   p.dstBytes_ = dst.size();
+  bool aliased = overlaps(p.src_, p.srcBytes_, p.dst_, p.dstBytes_);
 
   if (p.kind_ == CollectiveKind::Send || p.kind_ == CollectiveKind::Recv) {
     p.needsComm_ = true;
@@ -300,6 +330,9 @@ Status PreparedCollective::prepare(const Collective &collective,
     if (world && (p.peer_ < 0 || p.peer_ >= world->size()))
       return fail(p.what_, ": the peer rank ", p.peer_, " is outside the job's ",
                   world->size(), " ranks");
+    if (world)
+      if (Status status = world->preparePeer(p.peer_, p.what_); status.failed())
+        return status;
     out = std::move(prepared);
     return Status::success();
   }
@@ -315,11 +348,10 @@ Status PreparedCollective::prepare(const Collective &collective,
   bool local = parts == 1 || p.kind_ == CollectiveKind::Slice ||
                p.kind_ == CollectiveKind::ToPartial;
   if (local) {
-    if (p.kind_ == CollectiveKind::Slice && parts > 1 &&
-        overlaps(p.src_, p.srcBytes_, p.dst_, p.dstBytes_))
-      if (Status status = p.staging_.allocate(p.srcBytes_, "a staging copy");
+    if (p.kind_ == CollectiveKind::Slice && parts > 1 && aliased)
+      if (Status status = p.scratch(p.srcBytes_, "a staging copy", p.staging_);
           status.failed())
-        return fail(p.what_, ": ", status.message());
+        return status;
     out = std::move(prepared);
     return Status::success();
   }
@@ -336,20 +368,13 @@ Status PreparedCollective::prepare(const Collective &collective,
                 layout.parts, " (this one ", layout.member, ")");
 
   size_t es = p.elementSize_;
-  auto allocate = [&](AlignedBytes &storage, uint64_t bytes,
-                      const char *role) -> Status {
-    if (Status status = storage.allocate(bytes, role); status.failed())
-      return fail(p.what_, ": ", status.message());
-    return Status::success();
-  };
-  bool aliased = overlaps(p.src_, p.srcBytes_, p.dst_, p.dstBytes_);
   switch (p.kind_) {
   case CollectiveKind::AllGather:
     for (uint64_t j = 0; j < parts; ++j)
       p.blockBytes_.push_back(p.outer_ * chunkSize(p.extent_, parts, j) *
                               p.inner_ * es);
     if (p.outer_ > 1)
-      if (Status s = allocate(p.scratch_, p.dstBytes_, "gather scratch");
+      if (Status s = p.scratch(p.dstBytes_, "gather scratch", p.scratch_);
           s.failed())
         return s;
     break;
@@ -358,7 +383,7 @@ Status PreparedCollective::prepare(const Collective &collective,
       p.counts_.push_back(p.outer_ * chunkSize(p.extent_, parts, j) *
                           p.inner_);
     if (p.outer_ > 1)
-      if (Status s = allocate(p.scratch_, p.srcBytes_, "scatter scratch");
+      if (Status s = p.scratch(p.srcBytes_, "scatter scratch", p.scratch_);
           s.failed())
         return s;
     break;
@@ -378,12 +403,12 @@ Status PreparedCollective::prepare(const Collective &collective,
                                   p.innerDst_ * es);
     }
     if (p.outer2_ > 1)
-      if (Status s = allocate(p.scratch_, p.srcBytes_, "all_to_all scratch");
+      if (Status s = p.scratch(p.srcBytes_, "all_to_all scratch", p.scratch_);
           s.failed())
         return s;
     if (p.outerDst_ > 1)
       if (Status s =
-              allocate(p.recvScratch_, p.dstBytes_, "all_to_all scratch");
+              p.scratch(p.dstBytes_, "all_to_all scratch", p.recvScratch_);
           s.failed())
         return s;
     break;
@@ -391,48 +416,83 @@ Status PreparedCollective::prepare(const Collective &collective,
   default:
     break;
   }
-  if (aliased && p.kind_ != CollectiveKind::AllReduce &&
-      p.kind_ != CollectiveKind::Broadcast)
-    if (Status s = allocate(p.staging_, p.srcBytes_, "a staging copy");
+  // Aliased buffers go through a staging copy (MPI forbids aliasing; an
+  // all-reduce whose buffers overlap without being equal moves its source
+  // first).
+  if (aliased && p.kind_ != CollectiveKind::Broadcast &&
+      !(p.kind_ == CollectiveKind::AllReduce && p.src_ == p.dst_))
+    if (Status s = p.scratch(p.srcBytes_, "a staging copy", p.staging_);
         s.failed())
       return s;
   out = std::move(prepared);
   return Status::success();
 }
 
-const unsigned char *PreparedCollective::stagedSource() {
+Status PreparedCollective::move(void *dst, const void *src, uint64_t bytes) {
+  if (dst == src || !bytes)
+    return Status::success();
+  return memory_.copyRows(dst, bytes, src, bytes, bytes, 1);
+}
+
+Status PreparedCollective::stagedSource(const unsigned char *&from) {
+  from = src_;
   if (!overlaps(src_, srcBytes_, dst_, dstBytes_))
-    return src_;
-  std::memcpy(staging_.data(), src_, static_cast<size_t>(srcBytes_));
-  return staging_.data();
+    return Status::success();
+  from = staging_;
+  return move(staging_, src_, srcBytes_);
+}
+
+Status PreparedCollective::pack(const unsigned char *whole,
+                                unsigned char *block, uint64_t outer,
+                                uint64_t extent, uint64_t inner,
+                                uint64_t offset, uint64_t size) {
+  uint64_t rowBytes = size * inner * elementSize_;
+  if (!rowBytes || !outer)
+    return Status::success();
+  return memory_.copyRows(block, rowBytes,
+                          whole + offset * inner * elementSize_,
+                          extent * inner * elementSize_, rowBytes, outer);
+}
+
+Status PreparedCollective::unpack(unsigned char *whole,
+                                  const unsigned char *block, uint64_t outer,
+                                  uint64_t extent, uint64_t inner,
+                                  uint64_t offset, uint64_t size) {
+  uint64_t rowBytes = size * inner * elementSize_;
+  if (!rowBytes || !outer)
+    return Status::success();
+  return memory_.copyRows(whole + offset * inner * elementSize_,
+                          extent * inner * elementSize_, block, rowBytes,
+                          rowBytes, outer);
 }
 
 Status PreparedCollective::runLocal() {
   switch (kind_) {
   case CollectiveKind::ToPartial:
     if (layout_.member != 0) {
-      fillIdentity(dtype_, reduce_, dst_, dstBytes_ / elementSize_);
-      return Status::success();
+      unsigned char identity[8];
+      fillIdentity(dtype_, reduce_, identity, 1);
+      return memory_.fill(dst_, dstBytes_ / elementSize_, identity,
+                          elementSize_);
     }
     break;
   case CollectiveKind::Slice:
     if (layout_.parts > 1) {
-      const unsigned char *from = stagedSource();
+      const unsigned char *from = nullptr;
+      if (Status status = stagedSource(from); status.failed())
+        return status;
       uint64_t parts = static_cast<uint64_t>(layout_.parts);
       uint64_t member = static_cast<uint64_t>(layout_.member);
-      packChunk(from, dst_, outer_, extent_, inner_,
-                chunkOffset(extent_, parts, member),
-                chunkSize(extent_, parts, member), elementSize_);
-      return Status::success();
+      return pack(from, dst_, outer_, extent_, inner_,
+                  chunkOffset(extent_, parts, member),
+                  chunkSize(extent_, parts, member));
     }
     break;
   default:
     break;
   }
   // The identity: source and destination have the same size.
-  if (dst_ != src_ && dstBytes_)
-    std::memmove(dst_, src_, static_cast<size_t>(dstBytes_));
-  return Status::success();
+  return move(dst_, src_, dstBytes_);
 }
 
 Status PreparedCollective::run() {
@@ -446,66 +506,79 @@ Status PreparedCollective::run() {
                 "; the session has no communicator (run the plan under MPI: "
                 "of-run -n N, or ofrt_session_create_with_comm)");
   uint64_t parts = static_cast<uint64_t>(layout_.parts);
-  size_t es = elementSize_;
   switch (kind_) {
   case CollectiveKind::AllReduce: {
-    uint64_t count = dstBytes_ / es;
+    uint64_t count = dstBytes_ / elementSize_;
     if (src_ != dst_ && overlaps(src_, srcBytes_, dst_, dstBytes_)) {
-      std::memmove(dst_, src_, static_cast<size_t>(dstBytes_));
-      return comm_->allReduce(dst_, dst_, count, dtype_, reduce_, what_);
+      // Through staging: a device copy may not overlap itself.
+      if (Status status = move(staging_, src_, srcBytes_); status.failed())
+        return status;
+      return comm_->allReduce(staging_, dst_, count, dtype_, reduce_, what_);
     }
     return comm_->allReduce(src_, dst_, count, dtype_, reduce_, what_);
   }
   case CollectiveKind::Broadcast:
-    if (layout_.member == 0 && src_ != dst_)
-      std::memmove(dst_, src_, static_cast<size_t>(dstBytes_));
+    if (layout_.member == 0)
+      if (Status status = move(dst_, src_, dstBytes_); status.failed())
+        return status;
     return comm_->broadcast(dst_, dstBytes_, 0, what_);
   case CollectiveKind::AllGather: {
-    const unsigned char *from = stagedSource();
+    const unsigned char *from = nullptr;
+    if (Status status = stagedSource(from); status.failed())
+      return status;
     if (outer_ <= 1)
       return comm_->allGatherV(from, dst_, blockBytes_, what_);
-    if (Status status =
-            comm_->allGatherV(from, scratch_.data(), blockBytes_, what_);
+    if (Status status = comm_->allGatherV(from, scratch_, blockBytes_, what_);
         status.failed())
       return status;
     uint64_t start = 0;
     for (uint64_t j = 0; j < parts; ++j) {
-      unpackChunk(dst_, scratch_.data() + start, outer_, extent_, inner_,
-                  chunkOffset(extent_, parts, j), chunkSize(extent_, parts, j),
-                  es);
+      if (Status status = unpack(dst_, scratch_ + start, outer_, extent_,
+                                 inner_, chunkOffset(extent_, parts, j),
+                                 chunkSize(extent_, parts, j));
+          status.failed())
+        return status;
       start += blockBytes_[j];
     }
     return Status::success();
   }
   case CollectiveKind::ReduceScatter: {
-    if (outer_ <= 1)
-      return comm_->reduceScatterV(stagedSource(), dst_, counts_, dtype_,
-                                   reduce_, what_);
+    if (outer_ <= 1) {
+      const unsigned char *from = nullptr;
+      if (Status status = stagedSource(from); status.failed())
+        return status;
+      return comm_->reduceScatterV(from, dst_, counts_, dtype_, reduce_, what_);
+    }
     uint64_t start = 0;
     for (uint64_t j = 0; j < parts; ++j) {
-      packChunk(src_, scratch_.data() + start, outer_, extent_, inner_,
-                chunkOffset(extent_, parts, j), chunkSize(extent_, parts, j),
-                es);
-      start += counts_[j] * es;
+      if (Status status = pack(src_, scratch_ + start, outer_, extent_, inner_,
+                               chunkOffset(extent_, parts, j),
+                               chunkSize(extent_, parts, j));
+          status.failed())
+        return status;
+      start += counts_[j] * elementSize_;
     }
-    return comm_->reduceScatterV(scratch_.data(), dst_, counts_, dtype_,
-                                 reduce_, what_);
+    return comm_->reduceScatterV(scratch_, dst_, counts_, dtype_, reduce_,
+                                 what_);
   }
   case CollectiveKind::AllToAll: {
     const unsigned char *sendFrom = src_;
     if (outer2_ > 1) {
       uint64_t start = 0;
       for (uint64_t j = 0; j < parts; ++j) {
-        packChunk(src_, scratch_.data() + start, outer2_, extent2_, inner2_,
-                  chunkOffset(extent2_, parts, j),
-                  chunkSize(extent2_, parts, j), es);
+        if (Status status = pack(src_, scratch_ + start, outer2_, extent2_,
+                                 inner2_, chunkOffset(extent2_, parts, j),
+                                 chunkSize(extent2_, parts, j));
+            status.failed())
+          return status;
         start += blockBytes_[j];
       }
-      sendFrom = scratch_.data();
+      sendFrom = scratch_;
     }
-    unsigned char *recvInto = outerDst_ > 1 ? recvScratch_.data() : dst_;
+    unsigned char *recvInto = outerDst_ > 1 ? recvScratch_ : dst_;
     if (sendFrom == src_ && recvInto == dst_)
-      sendFrom = stagedSource();
+      if (Status status = stagedSource(sendFrom); status.failed())
+        return status;
     if (Status status = comm_->allToAllV(sendFrom, blockBytes_, recvInto,
                                          recvBlockBytes_, what_);
         status.failed())
@@ -513,9 +586,11 @@ Status PreparedCollective::run() {
     if (outerDst_ > 1) {
       uint64_t start = 0;
       for (uint64_t j = 0; j < parts; ++j) {
-        unpackChunk(dst_, recvScratch_.data() + start, outerDst_, extent_,
-                    innerDst_, chunkOffset(extent_, parts, j),
-                    chunkSize(extent_, parts, j), es);
+        if (Status status = unpack(
+                dst_, recvScratch_ + start, outerDst_, extent_, innerDst_,
+                chunkOffset(extent_, parts, j), chunkSize(extent_, parts, j));
+            status.failed())
+          return status;
         start += recvBlockBytes_[j];
       }
     }

@@ -12,18 +12,23 @@
 // communicator. A sub-group of one rank needs no communicator: its
 // collective is local (a copy, a slice).
 //
+// The buffers may be host or device memory: the collective moves bytes
+// within them only through its `CollectiveMemory` (memcpy on the host; on a
+// GPU, copies enqueued on the step's stream, in order with the device
+// communicator's operations).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef OF_LIB_RUNTIME_COLLECTIVE_H
 #define OF_LIB_RUNTIME_COLLECTIVE_H
 
-#include "AlignedBytes.h"
 #include "Communicator.h"
 #include "Status.h"
 
 #include "OF/Runtime/PlanFormat_generated.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,16 +59,43 @@ struct CollectiveLayout {
                       int worldRank) const;
 };
 
+/// How a collective moves bytes within its buffers, and where its scratch
+/// lives. Copies of a device implementation are enqueued in stream order
+/// (they complete with the communicator's operations around them).
+class CollectiveMemory {
+public:
+  virtual ~CollectiveMemory() = default;
+  /// Scratch of `bytes` zeroed bytes, owned by this object; `what` names
+  /// it in messages.
+  virtual Status allocate(uint64_t bytes, const std::string &what,
+                          void *&out) = 0;
+  /// `rows` rows of `rowBytes` bytes from src (rows `srcPitch` bytes apart)
+  /// to dst (rows `dstPitch` apart). With one row, src and dst may overlap
+  /// (memmove); otherwise they do not.
+  virtual Status copyRows(void *dst, uint64_t dstPitch, const void *src,
+                          uint64_t srcPitch, uint64_t rowBytes,
+                          uint64_t rows) = 0;
+  /// Sets `count` elements of `elementSize` (1, 2, 4 or 8) bytes to
+  /// `element`.
+  virtual Status fill(void *dst, uint64_t count, const void *element,
+                      size_t elementSize) = 0;
+};
+
+/// Host memory: memcpy and heap scratch.
+std::unique_ptr<CollectiveMemory> createHostCollectiveMemory();
+
 /// A collective ready to run: pointers, counts, scratch and communicator.
 class PreparedCollective {
 public:
   /// `comm` may be null unless the sub-group has several ranks (then
   /// `needsCommunicator()` tells and run fails). `what` names the step in
-  /// messages ("all_gather at step 7 (program 'main')").
+  /// messages ("all_gather at step 7 (program 'main')"). `memory` is where
+  /// srcData and dstData live; it outlives the collective.
   static Status prepare(const plan::Collective &collective,
                         const plan::Buffer &src, const plan::Buffer &dst,
                         void *srcData, void *dstData, int worldRank,
-                        Communicator *world, std::string what,
+                        Communicator *world, CollectiveMemory &memory,
+                        std::string what,
                         std::unique_ptr<PreparedCollective> &out);
 
   Status run();
@@ -71,11 +103,23 @@ public:
   const std::string &what() const { return what_; }
 
 private:
-  PreparedCollective() = default;
+  explicit PreparedCollective(CollectiveMemory &memory) : memory_(memory) {}
   Status runLocal();
   /// Copies src to staging when src and dst overlap (MPI forbids aliasing);
-  /// returns the pointer to send from.
-  const unsigned char *stagedSource();
+  /// sets `from` to the pointer to send from.
+  Status stagedSource(const unsigned char *&from);
+  /// Chunk [offset, offset + size) of the middle dimension of the [outer,
+  /// extent, inner] `whole` to or from the dense [outer, size, inner]
+  /// `block`.
+  Status pack(const unsigned char *whole, unsigned char *block, uint64_t outer,
+              uint64_t extent, uint64_t inner, uint64_t offset, uint64_t size);
+  Status unpack(unsigned char *whole, const unsigned char *block,
+                uint64_t outer, uint64_t extent, uint64_t inner,
+                uint64_t offset, uint64_t size);
+  Status move(void *dst, const void *src, uint64_t bytes);
+  Status scratch(uint64_t bytes, const char *role, unsigned char *&out);
+
+  CollectiveMemory &memory_;
 
   plan::CollectiveKind kind_ = plan::CollectiveKind::AllReduce;
   plan::ReduceOp reduce_ = plan::ReduceOp::Sum;
@@ -97,7 +141,8 @@ private:
   uint64_t outerDst_ = 1, innerDst_ = 1;
   std::vector<uint64_t> blockBytes_, recvBlockBytes_; // per member
   std::vector<uint64_t> counts_;                      // elements per member
-  AlignedBytes scratch_, recvScratch_, staging_;
+  unsigned char *scratch_ = nullptr, *recvScratch_ = nullptr,
+                *staging_ = nullptr;
 };
 
 } // namespace of::rt

@@ -5,8 +5,10 @@
 // then from a cache) the communicator of an ordered subset, which is what a
 // plan's collective runs in: the ranks of a placement that share this rank's
 // grid coordinates on every axis but one. The interface is byte- and
-// element-count based and knows nothing of plans, so a NCCL backend can
-// implement it for device buffers later.
+// element-count based and knows nothing of plans: the MPI backend
+// (MpiCommunicator.cpp) runs it on host buffers and completes each
+// operation before returning; the NCCL backend (NcclCommunicator.h) runs it
+// on device buffers and enqueues each operation on a CUDA stream.
 //
 // Every operation that waits does so under a deadline (the communicator's
 // timeout, 60 s unless OF_COMM_TIMEOUT or setTimeout say otherwise): past it
@@ -89,6 +91,12 @@ public:
   virtual Status recv(void *data, uint64_t bytes, int peer, int tag,
                       const std::string &what) = 0;
   virtual Status barrier(const std::string &what) = 0;
+  /// Readies point-to-point messages with member `peer`, collectively with
+  /// it (a device communicator makes the pair's channel here, at
+  /// preparation, rather than at the first message).
+  virtual Status preparePeer(int peer, const std::string &what) {
+    return Status::success();
+  }
 
   /// Ends the whole job with exit code `code` (MPI_Abort); never returns.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -328,6 +328,11 @@ Status Executor::record(const PreparedStep *const *, size_t, size_t &) {
 Status Executor::replay(size_t) {
   return fail("this executor records no step graphs");
 }
+CollectiveMemory &Executor::collectiveMemory() {
+  if (!hostMemory_)
+    hostMemory_ = createHostCollectiveMemory();
+  return *hostMemory_;
+}
 
 std::unique_ptr<Executor> createCpuExecutor() {
   return std::make_unique<CpuExecutor>();

@@ -24,6 +24,7 @@
 
 #include "DynamicLibrary.h"
 #include "Executor.h"
+#include "NcclCommunicator.h"
 
 #ifndef OF_HAVE_CUDA_HEADERS
 
@@ -42,10 +43,12 @@ Status createCudaExecutor(int, std::unique_ptr<Executor> &) {
 #include <cublas_v2.h>
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <thread>
 
 using namespace of::plan;
 
@@ -75,6 +78,11 @@ namespace {
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemcpyDtoHAsync_v2)                                                      \
   X(cuMemcpyDtoDAsync_v2)                                                      \
+  X(cuMemcpy2DAsync_v2)                                                        \
+  X(cuMemsetD8Async)                                                           \
+  X(cuMemsetD16Async)                                                          \
+  X(cuMemsetD32Async)                                                          \
+  X(cuMemsetD2D32Async)                                                        \
   X(cuModuleLoadData)                                                          \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
@@ -82,6 +90,7 @@ namespace {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy_v2)                                                        \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamQuery)                                                             \
   X(cuEventCreate)                                                             \
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
@@ -139,16 +148,6 @@ void resolveDriver(void *library, CudaDriver &table, std::string &missing) {
 void resolveCublas(void *library, Cublas &table,
                    std::string &missing){OF_CUBLAS_FUNCTIONS(OF_RESOLVE)
 #undef OF_RESOLVE
-}
-
-/// The toolkit's library folders, for libraries not on the loader's path.
-std::vector<std::string> toolkitCandidates(const char *file) {
-  std::vector<std::string> names = {file};
-  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char *root = std::getenv(var); root && *root)
-      names.push_back(std::string(root) + "/lib64/" + file);
-  names.push_back(std::string("/usr/local/cuda/lib64/") + file);
-  return names;
 }
 
 /// The process's driver, loaded and initialised once (never unloaded: the
@@ -230,7 +229,7 @@ int localRankFromEnvironment() {
   return -1;
 }
 
-class CudaExecutor final : public Executor {
+class CudaExecutor final : public Executor, public CollectiveMemory {
 public:
   ~CudaExecutor() override;
   Status init(int rank);
@@ -247,6 +246,13 @@ public:
                        const std::string &what, void *&module) override;
   Status getGpuFunction(void *module, const std::string &name,
                         void *&function) override;
+  CollectiveMemory &collectiveMemory() override { return *this; }
+  Status collectiveCommunicator(Communicator *host,
+                                Communicator *&out) override;
+  Status copyRows(void *dst, uint64_t dstPitch, const void *src,
+                  uint64_t srcPitch, uint64_t rowBytes, uint64_t rows) override;
+  Status fill(void *dst, uint64_t count, const void *element,
+              size_t elementSize) override;
   bool canRecord(const PreparedStep &step) const override;
   Status record(const PreparedStep *const *steps, size_t count,
                 size_t &graph) override;
@@ -265,6 +271,9 @@ private:
   Status eventFor(uint32_t index, CUevent &out);
   Status gemm(const PreparedStep &step, CUstream stream);
   Status run(const PreparedStep &step, CUstream stream);
+  /// Waits for the streams under the communicator's deadline, watching for
+  /// its asynchronous errors (a program with device collectives).
+  Status synchronizeWithCollectives();
 
   const CudaDriver *cu_ = nullptr;
   const Cublas *blas_ = nullptr;
@@ -287,6 +296,14 @@ private:
   std::vector<void *> params_;      // a launch's kernel parameters
   std::vector<unsigned char> host_; // indices read back for checks
   bool syncEachStep_ = false;
+  // The stream of the collective step running (a CUstream; null, the
+  // default stream, outside steps): its communicator and copies use it.
+  void *currentStream_ = nullptr;
+  std::unique_ptr<DeviceCommunicator> nccl_; // the job's NCCL communicator
+  bool ncclMissing_ = false; // this libofrt was built without nccl.h
+  uint64_t maxPitch_ = 0;    // the largest pitch of a 2-D copy
+  void *bounce_ = nullptr;   // for a copy that overlaps itself
+  uint64_t bounceBytes_ = 0;
 };
 
 std::string CudaExecutor::describe(CUresult result) const {
@@ -331,6 +348,9 @@ Status CudaExecutor::init(int rank) {
       &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
   deviceLabel_ = formatMessage("CUDA device ", ordinal_, " (", name, ", sm_",
                                major, minor, ")");
+  int maxPitch = 0;
+  cu_->cuDeviceGetAttribute(&maxPitch, CU_DEVICE_ATTRIBUTE_MAX_PITCH, device_);
+  maxPitch_ = maxPitch > 0 ? static_cast<uint64_t>(maxPitch) : 0;
   if (Status status = check(cu_->cuDevicePrimaryCtxRetain(&context_, device_),
                             deviceLabel_ + ": retaining its context");
       status.failed())
@@ -356,6 +376,7 @@ CudaExecutor::~CudaExecutor() {
   for (CUstream stream : streams_)
     if (stream)
       cu_->cuStreamSynchronize(stream);
+  nccl_.reset(); // before the context it runs in goes
   for (auto &[graph, stream] : graphs_)
     cu_->cuGraphExecDestroy(graph);
   if (handle_)
@@ -438,10 +459,12 @@ Status CudaExecutor::check(const PreparedStep &step) {
                 "this runtime does not have yet (--of-pipeline=cuda compiles "
                 "convolutions to im2col gemms instead)");
   case StepKind::Collective:
-    return fail(step.name,
-                ": collectives on the GPU need the NCCL communicator, which "
-                "this runtime does not have yet; the CUDA executor runs "
-                "one-rank programs without collective steps");
+    if (ncclMissing_ && step.collective->needsCommunicator())
+      return fail(step.name,
+                  ": collectives on the GPU need NCCL, and this libofrt was "
+                  "built without its header (nccl.h); rebuild it where NCCL "
+                  "is installed");
+    return Status::success();
   case StepKind::EventRecord:
   case StepKind::EventWait: {
     CUevent event;
@@ -574,8 +597,13 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
   case StepKind::EventWait:
     return check(cu_->cuStreamWaitEvent(stream, events_[step.event], 0),
                  "cuStreamWaitEvent");
+  case StepKind::Collective: {
+    currentStream_ = stream;
+    Status status = step.collective->run();
+    currentStream_ = nullptr;
+    return status;
+  }
   case StepKind::Conv:
-  case StepKind::Collective:
     break;
   }
   return fail("this step does not run on the GPU");
@@ -592,6 +620,8 @@ Status CudaExecutor::execute(const PreparedStep &step) {
 }
 
 Status CudaExecutor::synchronize() {
+  if (nccl_)
+    return synchronizeWithCollectives();
   for (CUstream stream : streams_) {
     if (!stream)
       continue;
@@ -603,6 +633,142 @@ Status CudaExecutor::synchronize() {
                                 : "; run with OF_CUDA_SYNC=1 to find which "
                                   "step");
   }
+  return Status::success();
+}
+
+Status CudaExecutor::synchronizeWithCollectives() {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(nccl_->timeout());
+  for (CUstream stream : streams_) {
+    if (!stream)
+      continue;
+    for (;;) {
+      CUresult result = cu_->cuStreamQuery(stream);
+      if (result == CUDA_SUCCESS)
+        break;
+      if (result != CUDA_ERROR_NOT_READY)
+        return fail("a step of the run failed on ", deviceLabel_, ": ",
+                    describe(result),
+                    syncEachStep_ ? ""
+                                  : "; run with OF_CUDA_SYNC=1 to find "
+                                    "which step");
+      if (Status status = nccl_->checkAsyncErrors(); status.failed()) {
+        nccl_->abortAll();
+        return fail("a collective of the run failed on ", deviceLabel_, ": ",
+                    status.message(), "; the NCCL communicators of rank ",
+                    nccl_->worldRank(), " are aborted");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        nccl_->abortAll();
+        return fail("the run did not finish within ", nccl_->timeout(),
+                    " s on ", deviceLabel_, " of rank ", nccl_->worldRank(),
+                    ": a collective waits for a rank that does not reach it "
+                    "(OF_COMM_TIMEOUT sets the deadline); the NCCL "
+                    "communicators of this rank are aborted");
+      }
+      std::this_thread::yield();
+    }
+  }
+  return Status::success();
+}
+
+Status CudaExecutor::collectiveCommunicator(Communicator *host,
+                                            Communicator *&out) {
+  if (!nccl_ && !ncclMissing_) {
+    nccl_ = createNcclCommunicator(host, &currentStream_);
+    ncclMissing_ = !nccl_;
+  }
+  out = nccl_.get();
+  return Status::success();
+}
+
+Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
+                              uint64_t srcPitch, uint64_t rowBytes,
+                              uint64_t rows) {
+  auto stream = static_cast<CUstream>(currentStream_);
+  auto at = [](const void *pointer, uint64_t offset) {
+    return reinterpret_cast<CUdeviceptr>(pointer) + offset;
+  };
+  if (!rows || !rowBytes || (rows == 1 && dst == src))
+    return Status::success();
+  if (rows == 1) {
+    auto *d = static_cast<const unsigned char *>(dst);
+    auto *s = static_cast<const unsigned char *>(src);
+    if (d < s + rowBytes && s < d + rowBytes) {
+      // cuMemcpy does not copy onto itself: through a bounce buffer.
+      if (bounceBytes_ < rowBytes) {
+        if (Status status =
+                allocate(rowBytes, "a collective's bounce buffer", bounce_);
+            status.failed())
+          return status;
+        bounceBytes_ = rowBytes;
+      }
+      if (Status status =
+              check(cu_->cuMemcpyDtoDAsync_v2(at(bounce_, 0), at(src, 0),
+                                              rowBytes, stream),
+                    "cuMemcpyDtoDAsync");
+          status.failed())
+        return status;
+      src = bounce_;
+    }
+    return check(
+        cu_->cuMemcpyDtoDAsync_v2(at(dst, 0), at(src, 0), rowBytes, stream),
+        "cuMemcpyDtoDAsync");
+  }
+  if (srcPitch > maxPitch_ || dstPitch > maxPitch_ || rowBytes > maxPitch_) {
+    for (uint64_t r = 0; r < rows; ++r)
+      if (Status status = check(cu_->cuMemcpyDtoDAsync_v2(at(dst, r * dstPitch),
+                                                          at(src, r * srcPitch),
+                                                          rowBytes, stream),
+                                "cuMemcpyDtoDAsync");
+          status.failed())
+        return status;
+    return Status::success();
+  }
+  CUDA_MEMCPY2D copy{};
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = at(src, 0);
+  copy.srcPitch = srcPitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = at(dst, 0);
+  copy.dstPitch = dstPitch;
+  copy.WidthInBytes = rowBytes;
+  copy.Height = rows;
+  return check(cu_->cuMemcpy2DAsync_v2(&copy, stream), "cuMemcpy2DAsync");
+}
+
+Status CudaExecutor::fill(void *dst, uint64_t count, const void *element,
+                          size_t elementSize) {
+  auto stream = static_cast<CUstream>(currentStream_);
+  auto pointer = reinterpret_cast<CUdeviceptr>(dst);
+  if (!count)
+    return Status::success();
+  uint64_t bits = 0;
+  std::memcpy(&bits, element, elementSize);
+  if (bits == 0 || elementSize == 1)
+    return check(cu_->cuMemsetD8Async(pointer, static_cast<unsigned char>(bits),
+                                      count * elementSize, stream),
+                 "cuMemsetD8Async");
+  if (elementSize == 2)
+    return check(cu_->cuMemsetD16Async(
+                     pointer, static_cast<unsigned short>(bits), count, stream),
+                 "cuMemsetD16Async");
+  if (elementSize == 4)
+    return check(cu_->cuMemsetD32Async(pointer, static_cast<unsigned>(bits),
+                                       count, stream),
+                 "cuMemsetD32Async");
+  if (elementSize != 8)
+    return fail("filling elements of ", elementSize, " bytes");
+  // Two 32-bit columns, 8 bytes apart: the low words, then the high ones
+  // (little-endian).
+  for (int half = 0; half < 2; ++half)
+    if (Status status = check(
+            cu_->cuMemsetD2D32Async(pointer + 4 * half, 8,
+                                    static_cast<unsigned>(bits >> (32 * half)),
+                                    1, count, stream),
+            "cuMemsetD2D32Async");
+        status.failed())
+      return status;
   return Status::success();
 }
 

@@ -1,8 +1,8 @@
 //===- DynamicLibrary.h - Loading the libraries libofrt does not link -----===//
 //
 // libofrt loads the libraries a plan may need (the CUDA driver, cuBLAS,
-// OpenBLAS, oneDNN) with dlopen when a session first needs them, so that it
-// runs its other steps where they are not installed.
+// NCCL, OpenBLAS, oneDNN) with dlopen when a session first needs them, so
+// that it runs its other steps where they are not installed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 
 #include "Status.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ inline void *openFirst(const std::vector<std::string> &candidates,
     error += formatMessage("\n  ", why ? why : name.c_str());
   }
   return nullptr;
+}
+
+/// `file`, then `file` in the CUDA toolkit's library folder ($CUDA_HOME,
+/// $CUDA_PATH, /usr/local/cuda), for libraries not on the loader's path.
+inline std::vector<std::string> toolkitCandidates(const char *file) {
+  std::vector<std::string> names = {file};
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var); root && *root)
+      names.push_back(std::string(root) + "/lib64/" + file);
+  names.push_back(std::string("/usr/local/cuda/lib64/") + file);
+  return names;
 }
 
 } // namespace of::rt

@@ -17,6 +17,7 @@
 #ifndef OF_LIB_RUNTIME_EXECUTOR_H
 #define OF_LIB_RUNTIME_EXECUTOR_H
 
+#include "Collective.h"
 #include "KernelObject.h"
 #include "PlanFile.h"
 #include "Status.h"
@@ -129,6 +130,18 @@ public:
   virtual Status getGpuFunction(void *module, const std::string &name,
                                 void *&function);
 
+  /// Where the collectives of the program move bytes (host memory unless
+  /// the executor says otherwise); lives as long as the executor.
+  virtual CollectiveMemory &collectiveMemory();
+  /// The communicator the program's collectives run in, given the job's
+  /// (`host`, over MPI; null for a session without one): `host` itself
+  /// unless the device has its own (NCCL on a GPU, made here once).
+  virtual Status collectiveCommunicator(Communicator *host,
+                                        Communicator *&out) {
+    out = host;
+    return Status::success();
+  }
+
   /// Step graphs (CUDA graphs): consecutive steps on one stream recorded
   /// once and then replayed by one call, which saves a launch per step.
   /// Whether `step` can be recorded (it needs nothing from the host while
@@ -140,6 +153,9 @@ public:
                         size_t &graph);
   /// Runs a recorded graph again (complete at synchronize).
   virtual Status replay(size_t graph);
+
+private:
+  std::unique_ptr<CollectiveMemory> hostMemory_;
 };
 
 /// The CPU executor: every step runs to completion on the calling thread;

@@ -134,6 +134,11 @@ Status Session::prepare(const char *requestedEntry, int rank,
                 "; this runtime has CPU and CUDA executors");
   }
   onDevice_ = !executor_->hostMemory();
+  if (comm_)
+    if (Status status =
+            executor_->collectiveCommunicator(comm_, collectiveComm_);
+        status.failed())
+      return fail(label_, ": ", status.message());
 
   // Storage: the arena, then one allocation per input and per output.
   uint8_t *arena = nullptr;
@@ -485,7 +490,7 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
             collective, *program.buffers()->Get(collective.src()),
             *program.buffers()->Get(collective.dst()),
             bufferData(collective.src()), bufferData(collective.dst()), rank_,
-            comm_,
+            collectiveComm_, executor_->collectiveMemory(),
             formatMessage(collectiveKindName(collective.kind()), " at step ",
                           index, " (", label_, ")"),
             run);

@@ -157,6 +157,9 @@ private:
   int rank_ = 0;
   std::string entry_;
   Communicator *comm_ = nullptr;
+  /// The communicator of the program's collectives: comm_, or the device's
+  /// own (NCCL), which the executor owns.
+  Communicator *collectiveComm_ = nullptr;
   std::string label_;
   std::unique_ptr<Executor> executor_;
 
