@@ -43,8 +43,12 @@ if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
 try:
     _smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
                           timeout=30)
-    if _smi.returncode == 0 and "GPU" in _smi.stdout:
+    _gpus = [l for l in _smi.stdout.splitlines() if l.startswith("GPU ")]
+    if _smi.returncode == 0 and _gpus:
         config.available_features.add("cuda-gpu")
+    # Multi-rank NCCL needs a GPU per rank.
+    if _smi.returncode == 0 and len(_gpus) >= 2:
+        config.available_features.add("cuda-gpus-2")
 except (OSError, subprocess.SubprocessError):
     pass
 
