@@ -191,6 +191,10 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "sbp")
     return;
+  // On a GPU collectives run on their own stream: issued early, they
+  // overlap the compute that follows (see --of-build-plan's comm-stream).
+  if (options.target == "cuda")
+    pm.addPass(createEarlyBoxingPass());
   pm.addPass(createPartitionPass());
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "partition")

@@ -17,6 +17,7 @@
 
 #include "Collective.h"
 #include "Distribution.h"
+#include "OF/Runtime/StreamOrder.h"
 #include "Reduce.h"
 
 #include <algorithm>
@@ -355,6 +356,12 @@ private:
                   "' (expected \"cpu\" or \"cuda\")");
     if (program.num_streams() == 0)
       return fail(label_, ": num_streams is 0; a program needs a stream");
+    if (program.num_streams() > kMaxStreams)
+      return fail(label_, ": num_streams is ", program.num_streams(),
+                  "; a program has at most ", kMaxStreams);
+    if (program.num_events() > kMaxEvents)
+      return fail(label_, ": num_events is ", program.num_events(),
+                  "; a program has at most ", kMaxEvents);
     if (Status status = checkBuffers(); status.failed())
       return status;
     if (Status status = checkInputs(); status.failed())
@@ -366,6 +373,72 @@ private:
       if (Status status = checkStep(*program.steps()->Get(s), s);
           status.failed())
         return status;
+    return checkStreamOrder();
+  }
+
+  /// Steps on different streams that use overlapping memory are ordered
+  /// by events (StreamOrder.h); the steps themselves are checked.
+  Status checkStreamOrder() const {
+    const Program &program = *program_;
+    if (program.num_streams() < 2)
+      return Status::success();
+    StreamOrder order(program.num_streams());
+    auto useOf = [&](uint32_t index) {
+      const Buffer &b = buffer(index);
+      MemoryUse use;
+      if (b.kind() == BufferKind::Arena)
+        use.begin = b.offset();
+      else
+        use.space = 1 + index;
+      use.end = use.begin + b.size();
+      return use;
+    };
+    for (uint32_t s = 0; s < count(program.steps()); ++s) {
+      const Step &step = *program.steps()->Get(s);
+      std::vector<uint32_t> buffers;
+      switch (step.detail_type()) {
+      case StepDetail::EventRecord:
+        order.addRecord(step.stream(), step.detail_as_EventRecord()->event());
+        continue;
+      case StepDetail::EventWait:
+        order.addWait(step.stream(), step.detail_as_EventWait()->event());
+        continue;
+      case StepDetail::Launch:
+        if (auto *list = step.detail_as_Launch()->buffers())
+          buffers.assign(list->begin(), list->end());
+        break;
+      case StepDetail::LibraryCall:
+        if (auto *list = step.detail_as_LibraryCall()->buffers())
+          buffers.assign(list->begin(), list->end());
+        break;
+      case StepDetail::Copy:
+        buffers = {step.detail_as_Copy()->src(), step.detail_as_Copy()->dst()};
+        break;
+      case StepDetail::Collective:
+        buffers = {step.detail_as_Collective()->src(),
+                   step.detail_as_Collective()->dst()};
+        break;
+      case StepDetail::Output:
+        buffers = {step.detail_as_Output()->buffer()};
+        break;
+      default:
+        break;
+      }
+      std::vector<MemoryUse> uses;
+      for (uint32_t b : buffers)
+        if (buffer(b).size())
+          uses.push_back(useOf(b));
+      int64_t other = order.addStep(step.stream(), std::move(uses));
+      if (other >= 0) {
+        const Step &earlier = *program.steps()->Get(other);
+        return fail(label_, " step ", s, " (", stepKindWord(step),
+                    " on stream ", step.stream(), ") uses memory that step ",
+                    other, " (", stepKindWord(earlier), " on stream ",
+                    earlier.stream(),
+                    ") also uses, and no event orders the two: they may run "
+                    "at the same time");
+      }
+    }
     return Status::success();
   }
 

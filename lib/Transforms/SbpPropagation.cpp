@@ -23,6 +23,7 @@ namespace mlir::of {
 #define GEN_PASS_DEF_PROPAGATESBPPASS
 #define GEN_PASS_DEF_EXPLAINSBPPASS
 #define GEN_PASS_DEF_INSERTBOXINGPASS
+#define GEN_PASS_DEF_EARLYBOXINGPASS
 #define GEN_PASS_DEF_TESTSBPSIGNATURESPASS
 #include "OF/Transforms/Passes.h.inc"
 } // namespace mlir::of
@@ -710,6 +711,38 @@ struct InsertBoxingPass : of::impl::InsertBoxingPassBase<InsertBoxingPass> {
     if (failed(forEachFunction(getOperation(), interconnect, machineFile,
                                insertBoxingInFunction)))
       signalPassFailure();
+  }
+};
+
+/// Moves each boxing of `func`'s body up to right after the op that defines
+/// its operand (or to the body's start, for an argument), after the
+/// boxings already moved there, so boxings of one value keep their order.
+static void moveBoxingsEarly(func::FuncOp func) {
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return;
+  Block &body = func.getBody().front();
+  // The last op placed at each anchor (null: the body's start).
+  DenseMap<Operation *, Operation *> placedAfter;
+  SmallVector<BoxingOp> boxings(body.getOps<BoxingOp>());
+  for (BoxingOp boxing : boxings) {
+    Operation *anchor = boxing.getOperand().getDefiningOp();
+    if (anchor && anchor->getBlock() != &body)
+      continue;
+    Operation *&last = placedAfter[anchor];
+    if (last)
+      boxing->moveAfter(last);
+    else if (anchor)
+      boxing->moveAfter(anchor);
+    else
+      boxing->moveBefore(&body, body.begin());
+    last = boxing;
+  }
+}
+
+struct EarlyBoxingPass : of::impl::EarlyBoxingPassBase<EarlyBoxingPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      moveBoxingsEarly(func);
   }
 };
 

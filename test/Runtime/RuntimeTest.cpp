@@ -136,13 +136,15 @@ TEST(Runtime, RunsLaunchGemmCopyAndOutputs) {
       EXPECT_EQ(copy[i * 4 + j], product[i * 4 + j]);
     }
 
-  ASSERT_EQ(ofrt_session_num_steps(s), 8u);
+  ASSERT_EQ(ofrt_session_num_steps(s), 10u);
   EXPECT_STREQ(ofrt_session_step_name(s, 0), "launch add_f32_16");
   EXPECT_STREQ(ofrt_session_step_name(s, 1), "event record 0");
   EXPECT_STREQ(ofrt_session_step_name(s, 2), "event wait 0");
   EXPECT_STREQ(ofrt_session_step_name(s, 3), "library blas.gemm");
-  EXPECT_STREQ(ofrt_session_step_name(s, 4), "copy p->q");
-  EXPECT_STREQ(ofrt_session_step_name(s, 5), "output sum");
+  EXPECT_STREQ(ofrt_session_step_name(s, 4), "event record 1");
+  EXPECT_STREQ(ofrt_session_step_name(s, 5), "event wait 1");
+  EXPECT_STREQ(ofrt_session_step_name(s, 6), "copy p->q");
+  EXPECT_STREQ(ofrt_session_step_name(s, 7), "output sum");
   EXPECT_EQ(ofrt_session_profiled_runs(s), 2u);
   EXPECT_GE(ofrt_session_step_seconds(s, 3), 0.0);
 }
@@ -426,6 +428,46 @@ TEST(Runtime, ConvolutionStepsMatchLoops) {
   expectClose(0, y);
   expectClose(1, dx);
   expectClose(2, dw);
+}
+
+TEST(PlanErrors, StreamsThatRace) {
+  // Without the join (event 1), the copy on stream 0 reads p while the
+  // gemm on stream 1 may still write it.
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto &steps = mainProgram(sample).steps;
+  steps.erase(steps.begin() + 4, steps.begin() + 6);
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 4 (copy on stream 0) uses memory that step 3 "
+            "(library blas.gemm on stream 1) also uses, and no event orders "
+            "the two: they may run at the same time");
+  // Without the hand-off (event 0), the gemm may read s before the launch
+  // wrote it.
+  SamplePlan early = makeSamplePlan(kernelObject());
+  auto &earlySteps = mainProgram(early).steps;
+  earlySteps.erase(earlySteps.begin() + 1, earlySteps.begin() + 3);
+  for (auto &step : earlySteps)
+    if (step->detail.type == StepDetail::EventWait)
+      step->detail.AsEventWait()->event = 1;
+  EXPECT_EQ(openError(early.write()),
+            "program 'main' step 1 (library blas.gemm on stream 1) uses "
+            "memory that step 0 (launch add_f32_16 on stream 0) also uses, "
+            "and no event orders the two: they may run at the same time");
+  // Distinct arena buffers race where their bytes overlap: t, written on
+  // stream 0 while the gemm may still write p, shares p's bytes.
+  SamplePlan shared = makeSamplePlan(kernelObject());
+  auto &program = mainProgram(shared);
+  uint32_t t = addArena(program, "t", DType::F32, {16}, 64);
+  addLaunch(program, 0, "add_f32_16", {0, 1, t}, 16, 16);
+  std::rotate(program.steps.begin() + 4, program.steps.end() - 1,
+              program.steps.end());
+  EXPECT_EQ(openError(shared.write()),
+            "program 'main' step 4 (launch add_f32_16 on stream 0) uses "
+            "memory that step 3 (library blas.gemm on stream 1) also uses, "
+            "and no event orders the two: they may run at the same time");
+  // Placed elsewhere, it may run alongside.
+  program.buffers[t]->offset = 128 + 64;
+  program.arena_size = 256;
+  EXPECT_EQ(openError(shared.write()), "");
 }
 
 TEST(PlanErrors, ConvolutionParameters) {
@@ -973,18 +1015,18 @@ TEST(PlanErrors, BlobOutsideTheBlobSection) {
 
 TEST(PlanErrors, CopyOutOfRange) {
   SamplePlan sample = makeSamplePlan(kernelObject());
-  sample.plan.programs[0]->steps[4]->detail.AsCopy()->bytes = 4096;
+  sample.plan.programs[0]->steps[6]->detail.AsCopy()->bytes = 4096;
   EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 4 (copy): source range [0, 4096) exceeds "
+            "program 'main' step 6 (copy): source range [0, 4096) exceeds "
             "buffer 'p' of 64 bytes");
-  sample.plan.programs[0]->steps[4]->detail.AsCopy()->bytes = 32;
-  sample.plan.programs[0]->steps[4]->detail.AsCopy()->dst_offset = 40;
+  sample.plan.programs[0]->steps[6]->detail.AsCopy()->bytes = 32;
+  sample.plan.programs[0]->steps[6]->detail.AsCopy()->dst_offset = 40;
   EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 4 (copy): destination range [40, 72) exceeds "
+            "program 'main' step 6 (copy): destination range [40, 72) exceeds "
             "buffer 'q' of 64 bytes");
-  sample.plan.programs[0]->steps[4]->detail.AsCopy()->dst = 2;
+  sample.plan.programs[0]->steps[6]->detail.AsCopy()->dst = 2;
   EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 4 (copy): the destination 'w' is a constant");
+            "program 'main' step 6 (copy): the destination 'w' is a constant");
 }
 
 TEST(PlanErrors, GemmAccessOutOfRange) {
@@ -1069,16 +1111,16 @@ TEST(PlanErrors, WaitOnUnrecordedEvent) {
   mainProgram(sample).steps[1]->detail.AsEventWait()->event = 3;
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 1 (event wait): event 3, but the program has "
-            "1 events");
+            "2 events");
 }
 
 TEST(PlanErrors, StreamAndIndicesOutOfRange) {
   SamplePlan sample = makeSamplePlan(kernelObject());
-  mainProgram(sample).steps[4]->stream = 2;
+  mainProgram(sample).steps[6]->stream = 2;
   EXPECT_EQ(openError(sample.write()),
-            "program 'main' step 4 (copy): stream 2, but the program has 2 "
+            "program 'main' step 6 (copy): stream 2, but the program has 2 "
             "streams");
-  mainProgram(sample).steps[4]->stream = 0;
+  mainProgram(sample).steps[6]->stream = 0;
   mainProgram(sample).steps[0]->detail.AsLaunch()->buffers[1] = 77;
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 0 (launch add_f32_16): buffer index 77 is out "

@@ -258,8 +258,9 @@ inline std::vector<float> sampleWeight() {
 
 /// Entry "main" (inputs x, y: f32 [16]):
 ///   s = add_f32_16(x, y)            launch, stream 0, then event 0 recorded
-///   p = s (as 4x4) x w              blas.gemm on stream 1 after waiting on 0
-///   q = p                           copy
+///   p = s (as 4x4) x w              blas.gemm on stream 1 after waiting on 0,
+///                                   then event 1 recorded
+///   q = p                           copy, on stream 0 after waiting on 1
 ///   outputs "sum" = s, "y.gemm" = p (a name with a '.'), "copy" = q
 /// Entry "check" (input ids: i32 [8]): check.index_range [0, 16) on ids,
 /// output "ids" = ids.
@@ -280,7 +281,7 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
 
   auto entry = makeProgram("main", 192);
   entry->num_streams = 2;
-  entry->num_events = 1;
+  entry->num_events = 2;
   uint32_t x = addInput(*entry, "x", DType::F32, {16});
   uint32_t y = addInput(*entry, "y", DType::F32, {16});
   uint32_t w = addConstant(*entry, "w", DType::F32, {4, 4}, 1);
@@ -297,6 +298,12 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
   addLibraryCall(*entry, "blas.gemm", {s, w, p},
                  {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 4});
   entry->steps.back()->stream = 1;
+  EventRecordT done;
+  done.event = 1;
+  addStep(*entry, done, 1);
+  EventWaitT join;
+  join.event = 1;
+  addStep(*entry, join, 0);
   addCopy(*entry, p, q, 64);
   addOutput(*entry, "sum", s);
   addOutput(*entry, "y.gemm", p);

@@ -280,6 +280,31 @@ def InsertBoxingPass : Pass<"of-insert-boxing", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
 
+def EarlyBoxingPass : Pass<"of-early-boxing", "::mlir::ModuleOp"> {
+  let summary = "Move every boxing up to right after the value it converts";
+  let description = [{
+    Moves each `of.boxing` to right after the op that defines its operand
+    (an argument's to the start of the body); boxings of one value keep
+    their order. After `--of-partition` a gradient's all-reduce then comes
+    right after the gradient is computed rather than where the optimizer
+    reads it, so on a GPU, where `--of-build-plan` runs collectives on a
+    communication stream, it overlaps the rest of the backward pass. The
+    CUDA pipeline runs it before `--of-partition`: every rank partitions the
+    same reordered function, so all ranks issue their collectives in one
+    order.
+
+    ```mlir
+    %g = of.matmul %a, %b : ...
+    %h = of.tanh %x : ...
+    %r = of.boxing %g : ... [P] -> ... [B]
+    // becomes
+    %g = of.matmul %a, %b : ...
+    %r = of.boxing %g : ... [P] -> ... [B]
+    %h = of.tanh %x : ...
+    ```
+  }];
+}
+
 def PartitionPass : Pass<"of-partition", "::mlir::ModuleOp"> {
   let summary = "Turn global programs into per-rank programs with explicit collectives";
   let description = [{

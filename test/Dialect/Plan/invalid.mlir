@@ -79,3 +79,35 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 // expected-error@+1 {{needs exactly one of a kernel module (source form) or an `object` (binary form)}}
 ofrt.executable @k attributes {target = "x86_64-pc-linux-gnu"} {
 }
+
+// -----
+
+// A collective on stream 1 writes @r; the output on stream 0 reads it
+// without waiting for stream 1.
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cuda", ranks = array<i64: 0, 1>, num_streams = 2, num_events = 1} {
+  ofrt.buffer @x input binding "x" size 16 : tensor<4xf32>
+  ofrt.buffer @r arena offset 0 size 16 : tensor<4xf32>
+  ofrt.event_record 0
+  ofrt.event_wait 0 {stream = 1}
+  ofrt.collective "all_reduce" @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
+  // expected-error@+1 {{on stream 0 uses memory that step 2 (ofrt.collective on stream 1) also uses, and no event orders the two: they may run at the same time}}
+  ofrt.output "r" = @r
+}
+
+// -----
+
+// Distinct arena buffers that share bytes race too: @t is written on
+// stream 0 while the collective may still write @r.
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cuda", ranks = array<i64: 0, 1>, num_streams = 2, num_events = 2} {
+  ofrt.buffer @x input binding "x" size 16 : tensor<4xf32>
+  ofrt.buffer @r arena offset 0 size 16 : tensor<4xf32>
+  ofrt.buffer @t arena offset 8 size 16 : tensor<4xf32>
+  ofrt.event_record 0
+  ofrt.event_wait 0 {stream = 1}
+  ofrt.collective "all_reduce" @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
+  ofrt.event_record 1 {stream = 1}
+  // expected-error@+1 {{on stream 0 uses memory that step 2 (ofrt.collective on stream 1) also uses}}
+  ofrt.copy @x to @t {bytes = 16 : i64}
+  ofrt.event_wait 1
+  ofrt.output "r" = @r
+}

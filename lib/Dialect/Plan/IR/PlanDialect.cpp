@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/Runtime/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -189,6 +190,12 @@ LogicalResult ProgramOp::verify() {
     return emitOpError("arena_size must be non-negative");
   if (numStreams < 1)
     return emitOpError("needs at least one stream");
+  if (static_cast<uint64_t>(numStreams) > of::plan::kMaxStreams)
+    return emitOpError("has ") << numStreams << " streams; at most "
+                               << of::plan::kMaxStreams << " are allowed";
+  if (numEvents < 0 || static_cast<uint64_t>(numEvents) > of::plan::kMaxEvents)
+    return emitOpError("has ") << numEvents << " events; at most "
+                               << of::plan::kMaxEvents << " are allowed";
   auto module = (*this)->getParentOfType<ModuleOp>();
   llvm::SmallDenseSet<int64_t> recorded;
   for (Operation &op : getBody().front()) {
@@ -299,6 +306,75 @@ LogicalResult ProgramOp::verify() {
             });
     if (failed(result))
       return failure();
+  }
+  return verifyStreamOrder();
+}
+
+LogicalResult ProgramOp::verifyStreamOrder() {
+  if (getNumStreams() < 2)
+    return success();
+  // Every buffer outside the arena is a memory space of its own.
+  DenseMap<Operation *, uint64_t> spaces;
+  auto useOf = [&](Operation *step, Attribute ref) {
+    BufferOp buffer = lookupBuffer(*this, step, ref);
+    of::plan::MemoryUse use;
+    if (buffer.getKind() == BufferKind::Arena && buffer.getOffset()) {
+      use.begin = *buffer.getOffset();
+    } else {
+      use.space = spaces.try_emplace(buffer, spaces.size() + 1).first->second;
+    }
+    use.end = use.begin + buffer.getSize();
+    return use;
+  };
+  of::plan::StreamOrder order(getNumStreams());
+  SmallVector<std::pair<Operation *, int64_t>> steps; // with their stream
+  for (Operation &op : getBody().front()) {
+    if (isa<BufferOp>(op))
+      continue;
+    steps.push_back({&op, 0});
+    std::vector<of::plan::MemoryUse> uses;
+    int64_t &stream = steps.back().second;
+    auto addAll = [&](ArrayRef<Attribute> refs) {
+      for (Attribute ref : refs)
+        uses.push_back(useOf(&op, ref));
+    };
+    if (auto record = dyn_cast<EventRecordOp>(op)) {
+      stream = record.getStream();
+      order.addRecord(stream, record.getEvent());
+      continue;
+    }
+    if (auto wait = dyn_cast<EventWaitOp>(op)) {
+      stream = wait.getStream();
+      order.addWait(stream, wait.getEvent());
+      continue;
+    }
+    if (auto launch = dyn_cast<LaunchOp>(op)) {
+      stream = launch.getStream();
+      addAll(launch.getBuffers().getValue());
+    } else if (auto call = dyn_cast<LibraryCallOp>(op)) {
+      stream = call.getStream();
+      addAll(call.getBuffers().getValue());
+    } else if (auto copy = dyn_cast<CopyOp>(op)) {
+      stream = copy.getStream();
+      addAll({copy.getSourceAttr(), copy.getTargetAttr()});
+    } else if (auto coll = dyn_cast<CollectiveOp>(op)) {
+      stream = coll.getStream();
+      addAll({coll.getSourceAttr(), coll.getTargetAttr()});
+    } else if (auto output = dyn_cast<OutputOp>(op)) {
+      stream = output.getStream();
+      addAll({output.getBufferAttr()});
+    }
+    llvm::erase_if(uses, [](const of::plan::MemoryUse &use) {
+      return use.begin == use.end;
+    });
+    int64_t other = order.addStep(stream, std::move(uses));
+    if (other >= 0)
+      return op.emitOpError("on stream ")
+             << stream << " uses memory that step " << other << " ("
+             << steps[other].first->getName() << " on stream "
+             << steps[other].second
+             << ") also uses, and no event orders the two: they may run at "
+                "the same time";
   }
   return success();
 }

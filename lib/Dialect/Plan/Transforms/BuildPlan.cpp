@@ -48,7 +48,15 @@ struct Root {
 };
 
 struct Step {
-  enum Kind { Launch, Library, Copy, Output, Collective } kind;
+  enum Kind {
+    Launch,
+    Library,
+    Copy,
+    Output,
+    Collective,
+    EventRecord,
+    EventWait
+  } kind;
   std::string name;              // kernel, library function, output name
   SmallVector<unsigned> buffers; // root indices
   SmallVector<int64_t> params;   // library params
@@ -62,6 +70,11 @@ struct Step {
   DictionaryAttr dist; // outputs of multi-rank programs
   std::string updates; // outputs: the input this one replaces after a run
   bool dead = false;
+  int64_t stream = 0;
+  int64_t event = -1; // EventRecord, EventWait
+  /// A collective on the communication stream: the position of the step
+  /// after which the compute stream has waited for it (-1: the run's end).
+  int64_t joinedAt = -1;
   /// The outlined kernel of a launch.
   func::FuncOp kernel;
   /// In-place candidates of an elementwise kernel: (input root, output root).
@@ -159,13 +172,18 @@ private:
 class ProgramBuilder {
 public:
   ProgramBuilder(func::FuncOp func, KernelTable &kernels, SymbolTable &symbols,
-                 bool inPlace, bool useBlas, bool useDnn, StringRef device)
+                 bool inPlace, bool useBlas, bool useDnn, bool commStream,
+                 StringRef device)
       : func(func), kernels(kernels), symbols(symbols), inPlace(inPlace),
-        useBlas(useBlas), useDnn(useDnn), device(device) {}
+        useBlas(useBlas), useDnn(useDnn), commStream(commStream),
+        device(device) {}
 
   LogicalResult build(OpBuilder &planBuilder);
 
 private:
+  /// Puts the collectives that communicate on stream 1, each as early as
+  /// the buffers it uses allow, with the events that order the streams.
+  void scheduleCommunication();
   LogicalResult visit(Operation *op);
   LogicalResult visitCollective(Operation *op);
   /// Whether `v` is the whole of its root buffer, contiguous: what library
@@ -200,7 +218,7 @@ private:
   func::FuncOp func;
   KernelTable &kernels;
   SymbolTable &symbols;
-  bool inPlace, useBlas, useDnn;
+  bool inPlace, useBlas, useDnn, commStream;
   /// "cpu" or "cuda": the programs' device and their executable.
   StringRef device;
 
@@ -551,6 +569,9 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     steps.push_back(step);
   }
 
+  if (device == "cuda" && commStream)
+    scheduleCommunication();
+
   // Liveness over the live steps; outputs stay alive to the end.
   int64_t index = 0;
   for (Step &step : steps) {
@@ -567,6 +588,14 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   for (Step &step : steps)
     if (step.kind == Step::Output)
       roots[step.buffers[0]].last = end;
+  // A collective on the communication stream may still use its buffers
+  // until the compute stream waits for it: no other buffer shares their
+  // memory before then.
+  for (Step &step : steps)
+    if (step.stream != 0)
+      for (unsigned r : step.buffers)
+        roots[r].last =
+            std::max(roots[r].last, step.joinedAt >= 0 ? step.joinedAt : end);
 
   // In place: an elementwise kernel's output takes the slot of an input
   // that dies at it. Groups of roots share one placement.
@@ -618,12 +647,20 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   MLIRContext *ctx = func.getContext();
   auto entry = func->getAttrOfType<StringAttr>("of.entry");
   auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
+  int64_t numStreams = 1, numEvents = 0;
+  for (const Step &step : steps) {
+    numStreams = std::max(numStreams, step.stream + 1);
+    numEvents = std::max(numEvents, step.event + 1);
+  }
   auto program = ProgramOp::create(
       planBuilder, loc,
       entry ? entry : planBuilder.getStringAttr(func.getSymName()),
       ranks ? ranks : planBuilder.getDenseI64ArrayAttr({0}),
       planBuilder.getStringAttr(device),
-      planBuilder.getI64IntegerAttr(arena.size), IntegerAttr(), IntegerAttr());
+      planBuilder.getI64IntegerAttr(arena.size),
+      numStreams > 1 ? planBuilder.getI64IntegerAttr(numStreams)
+                     : IntegerAttr(),
+      numEvents > 0 ? planBuilder.getI64IntegerAttr(numEvents) : IntegerAttr());
   Block *block = new Block();
   program.getBody().push_back(block);
   OpBuilder pb = OpBuilder::atBlockEnd(block);
@@ -687,7 +724,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
           pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
           refs[step.buffers[1]], pb.getDenseI64ArrayAttr(step.group),
           pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(step.peer),
-          pb.getI64IntegerAttr(0),
+          pb.getI64IntegerAttr(step.stream),
           step.mesh.empty() ? DenseI64ArrayAttr()
                             : pb.getDenseI64ArrayAttr(step.mesh),
           pb.getI64IntegerAttr(step.axis),
@@ -696,9 +733,108 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
               : pb.getDenseI64ArrayAttr(step.shape),
           pb.getI64IntegerAttr(step.dim), pb.getI64IntegerAttr(step.dim2));
       break;
+    case Step::EventRecord:
+      EventRecordOp::create(pb, loc, pb.getI64IntegerAttr(step.event),
+                            pb.getI64IntegerAttr(step.stream));
+      break;
+    case Step::EventWait:
+      EventWaitOp::create(pb, loc, pb.getI64IntegerAttr(step.event),
+                          pb.getI64IntegerAttr(step.stream));
+      break;
     }
   }
   return success();
+}
+
+/// Whether `step` communicates (a local slice or to_partial does not).
+static bool communicates(const Step &step) {
+  return step.kind == Step::Collective && step.name != "slice" &&
+         step.name != "to_partial";
+}
+
+void ProgramBuilder::scheduleCommunication() {
+  llvm::erase_if(steps, [](const Step &step) { return step.dead; });
+  // Each communicating collective moves up to the last step that uses one
+  // of its buffers (the gradient it reduces was just computed), keeping
+  // the collectives in their order (every rank runs them in one order).
+  auto touches = [](const Step &a, const Step &b) {
+    for (unsigned r : a.buffers)
+      if (llvm::is_contained(b.buffers, r))
+        return true;
+    return false;
+  };
+  bool any = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!communicates(steps[i]))
+      continue;
+    any = true;
+    size_t j = i;
+    while (j > 0 && steps[j - 1].kind != Step::Collective &&
+           !touches(steps[j - 1], steps[i]))
+      --j;
+    std::rotate(steps.begin() + j, steps.begin() + i, steps.begin() + i + 1);
+  }
+  if (!any)
+    return;
+
+  // Stream 1 runs them. Before each, stream 1 waits for everything stream 0
+  // did so far (its inputs, and the last readers of the memory it will
+  // write); a step of stream 0 that uses a collective's buffers first
+  // waits for stream 1 to have finished that collective (stream 1 runs in
+  // order, so the latest such collective covers the earlier ones).
+  std::vector<Step> scheduled;
+  int64_t events = 0;
+  bool computedSinceHandOff = true;
+  // For each root, the latest collective (its index in `scheduled`) on
+  // stream 1 that uses it, and the event recorded after it.
+  DenseMap<unsigned, std::pair<size_t, int64_t>> pending;
+  size_t joined = 0; // collectives before this index are waited for
+  std::vector<size_t> collectives;
+  for (Step &step : steps) {
+    if (communicates(step)) {
+      if (computedSinceHandOff) {
+        Step record{Step::EventRecord};
+        record.event = events++;
+        Step wait{Step::EventWait};
+        wait.event = record.event;
+        wait.stream = 1;
+        scheduled.push_back(record);
+        scheduled.push_back(wait);
+        computedSinceHandOff = false;
+      }
+      step.stream = 1;
+      size_t at = scheduled.size();
+      scheduled.push_back(step);
+      collectives.push_back(at);
+      Step record{Step::EventRecord};
+      record.event = events++;
+      record.stream = 1;
+      scheduled.push_back(record);
+      for (unsigned r : step.buffers)
+        pending[r] = {at, record.event};
+      continue;
+    }
+    // A step of stream 0 (local collectives included).
+    std::optional<std::pair<size_t, int64_t>> latest;
+    for (unsigned r : step.buffers) {
+      auto it = pending.find(r);
+      if (it != pending.end() && it->second.first >= joined &&
+          (!latest || it->second.first > latest->first))
+        latest = it->second;
+    }
+    if (latest) {
+      Step wait{Step::EventWait};
+      wait.event = latest->second;
+      scheduled.push_back(wait);
+      for (size_t at : collectives)
+        if (at >= joined && at <= latest->first)
+          scheduled[at].joinedAt = scheduled.size() - 1;
+      joined = latest->first + 1;
+    }
+    scheduled.push_back(step);
+    computedSinceHandOff = true;
+  }
+  steps = std::move(scheduled);
 }
 
 LogicalResult ProgramBuilder::visit(Operation *op) {
@@ -1267,7 +1403,7 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
     }
     for (func::FuncOp func : funcs) {
       ProgramBuilder builder(func, kernelTable, symbols, inPlace, useBlas,
-                             useDnn, device);
+                             useDnn, commStream, device);
       if (failed(builder.build(b)))
         return signalPassFailure();
     }

@@ -90,13 +90,20 @@ def Plan_ProgramOp : Plan_Op<"program", [SymbolTable, IsolatedFromAbove,
     `entry` names the compiled function; `ranks` lists the ranks that run
     this program; `arena_size` is the bytes of the one arena that every
     `arena` buffer is placed in. Steps run in order on their `stream`;
-    across streams only `ofrt.event_record`/`ofrt.event_wait` order them.
+    across streams only `ofrt.event_record`/`ofrt.event_wait` order them,
+    and two steps on different streams that use overlapping memory must be
+    so ordered (the verifier refuses a program where they may run at once).
   }];
   let arguments = (ins StrAttr:$entry, DenseI64ArrayAttr:$ranks,
                        StrAttr:$device, I64Attr:$arena_size,
                        DefaultValuedAttr<I64Attr, "1">:$num_streams,
                        DefaultValuedAttr<I64Attr, "0">:$num_events);
   let regions = (region SizedRegion<1>:$body);
+  let extraClassDeclaration = [{
+    /// Two steps on different streams that use overlapping memory must be
+    /// ordered by events (StreamOrder.h).
+    ::mlir::LogicalResult verifyStreamOrder();
+  }];
   let assemblyFormat = "$entry attr-dict-with-keyword $body";
   let hasVerifier = 1;
 }

@@ -25,7 +25,12 @@ def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
       by size, best-fit gap, 64-byte aligned); an elementwise kernel writes
       in place over an input that dies at it;
     - returned buffers become `ofrt.output` steps named by the result's
-      `of.name` (else `outN`).
+      `of.name` (else `outN`);
+    - on a GPU (`comm-stream`), collectives that communicate run on stream
+      1, each moved up to the last step that uses one of its buffers (in
+      their order); stream 1 waits for stream 0 before each, and a step of
+      stream 0 that uses a collective's buffers waits for it; those buffers
+      stay alive until then.
 
     ```mlir
     func.func @f(%x: memref<4xf32> {of.name = "x"}) -> memref<4xf32> {
@@ -53,6 +58,11 @@ def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
     Option<"useDnn", "use-dnn", "bool", "true",
            "On the CPU, bf16 matrix products (into bf16 or f32) become "
            "gemm steps too, which the runtime runs on oneDNN">,
+    Option<"commStream", "comm-stream", "bool", "true",
+           "On a GPU, run the collectives that communicate on a second "
+           "stream, each as early as its buffers allow, ordered with the "
+           "compute stream by events (gradient all-reduces overlap the "
+           "rest of the backward pass)">,
     Option<"target", "target", "std::string", "\"\"",
            "Target triple of the CPU kernels (default: the host's)">,
     Option<"device", "device", "std::string", "\"cpu\"",
