@@ -199,10 +199,12 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "partition")
     return;
-  // CPU convolutions run through oneDNN; the CUDA runtime has no cuDNN
-  // steps yet, so its convolutions stay im2col gemms.
+  // Convolutions run through oneDNN on the CPU and cuDNN on a GPU (there
+  // only those padded symmetrically, as cuDNN's descriptor pads; the others
+  // stay im2col gemms).
   ConvertOFToLinalgPassOptions linalg;
-  linalg.convLibrary = options.target == "cpu" && options.useDnn;
+  linalg.convLibrary = options.useDnn;
+  linalg.convLibrarySymmetric = options.target == "cuda";
   pm.addPass(createConvertOFToLinalgPass(linalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudnnConvolutions.h"
 #include "DynamicLibrary.h"
 #include "Executor.h"
 #include "NcclCommunicator.h"
@@ -300,6 +301,7 @@ private:
   // default stream, outside steps): its communicator and copies use it.
   void *currentStream_ = nullptr;
   std::unique_ptr<DeviceCommunicator> nccl_; // the job's NCCL communicator
+  std::unique_ptr<CudnnConvolutions> convolutions_;
   bool ncclMissing_ = false; // this libofrt was built without nccl.h
   uint64_t maxPitch_ = 0;    // the largest pitch of a 2-D copy
   void *bounce_ = nullptr;   // for a copy that overlaps itself
@@ -376,7 +378,8 @@ CudaExecutor::~CudaExecutor() {
   for (CUstream stream : streams_)
     if (stream)
       cu_->cuStreamSynchronize(stream);
-  nccl_.reset(); // before the context it runs in goes
+  nccl_.reset(); // before the context they run in goes
+  convolutions_.reset();
   for (auto &[graph, stream] : graphs_)
     cu_->cuGraphExecDestroy(graph);
   if (handle_)
@@ -454,10 +457,9 @@ Status CudaExecutor::check(const PreparedStep &step) {
     return Status::success();
   }
   case StepKind::Conv:
-    return fail(step.name,
-                ": convolution library steps on the GPU need cuDNN, which "
-                "this runtime does not have yet (--of-pipeline=cuda compiles "
-                "convolutions to im2col gemms instead)");
+    if (!convolutions_)
+      convolutions_ = std::make_unique<CudnnConvolutions>();
+    return convolutions_->prepare(step, *this);
   case StepKind::Collective:
     if (ncclMissing_ && step.collective->needsCommunicator())
       return fail(step.name,
@@ -604,7 +606,7 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
     return status;
   }
   case StepKind::Conv:
-    break;
+    return convolutions_->run(step, stream);
   }
   return fail("this step does not run on the GPU");
 }

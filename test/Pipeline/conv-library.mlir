@@ -1,13 +1,16 @@
 // RUN: of-opt --of-pipeline=cpu,stop-after=linalg %s | FileCheck %s --check-prefix=LINALG
 // RUN: of-opt --of-pipeline=cpu,stop-after=plan %s | FileCheck %s
 // RUN: of-opt --of-pipeline=cpu,stop-after=plan,use-dnn=false %s | FileCheck %s --check-prefix=NODNN
-// RUN: of-opt --of-pipeline=cuda,stop-after=plan %s | FileCheck %s --check-prefix=NODNN
+// RUN: of-opt --of-pipeline=cuda,stop-after=plan %s | FileCheck %s --check-prefix=CUDA
+// RUN: of-opt --of-pipeline=cuda,stop-after=plan,use-dnn=false %s | FileCheck %s --check-prefix=NODNN
 
 // On the CPU, f32 convolutions and their gradients are oneDNN library steps
 // on the unpadded tensors: params [N, C, H, W, F, KH, KW, OH, OW, sh, sw,
 // dh, dw, pad_top, pad_bottom, pad_left, pad_right, groups]. The bias is
-// the step's third buffer. use-dnn=false, and the CUDA pipeline (no cuDNN
-// steps yet), keep the im2col gemm.
+// the step's third buffer. On a GPU they are the same steps, which the
+// CUDA executor runs through cuDNN, except where the padding is not
+// symmetric (cuDNN's descriptor pads symmetrically: @asymmetric stays an
+// im2col gemm there). use-dnn=false keeps the im2col gemm everywhere.
 
 // LINALG-LABEL: func.func @forward
 // LINALG-NOT: tensor.pad
@@ -16,6 +19,9 @@
 // CHECK-NOT: ofrt.launch
 // CHECK: ofrt.library "dnn.conv2d" [@arg0, @arg1, @arg2, @[[Y:.*]]] params [2, 4, 9, 9, 8, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 1, 1, 2]
 // CHECK-NEXT: ofrt.output "out0" = @[[Y]]
+// CUDA-LABEL: ofrt.program "forward"
+// CUDA-NOT: ofrt.launch
+// CUDA: ofrt.library "dnn.conv2d" [@arg0, @arg1, @arg2, @{{.*}}] params [2, 4, 9, 9, 8, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 1, 1, 2]
 // NODNN-LABEL: ofrt.program "forward"
 // NODNN-NOT: dnn.conv2d
 // NODNN: ofrt.launch
@@ -27,6 +33,9 @@ func.func @forward(%x: tensor<2x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<
 // CHECK-LABEL: ofrt.program "gradients"
 // CHECK-DAG: ofrt.library "dnn.conv2d_grad_input" [@arg0, @arg1, @{{.*}}] params [2, 4, 6, 6, 8, 3, 3, 6, 6, 1, 1, 2, 2, 2, 2, 2, 2, 1]
 // CHECK-DAG: ofrt.library "dnn.conv2d_grad_filter" [@arg2, @arg0, @{{.*}}] params [2, 4, 6, 6, 8, 3, 3, 6, 6, 1, 1, 2, 2, 2, 2, 2, 2, 1]
+// CUDA-LABEL: ofrt.program "gradients"
+// CUDA-DAG: ofrt.library "dnn.conv2d_grad_input" [@arg0, @arg1, @{{.*}}] params [2, 4, 6, 6, 8, 3, 3, 6, 6, 1, 1, 2, 2, 2, 2, 2, 2, 1]
+// CUDA-DAG: ofrt.library "dnn.conv2d_grad_filter" [@arg2, @arg0, @{{.*}}] params [2, 4, 6, 6, 8, 3, 3, 6, 6, 1, 1, 2, 2, 2, 2, 2, 2, 1]
 // NODNN-LABEL: ofrt.program "gradients"
 // NODNN-NOT: dnn.conv2d
 func.func @gradients(%dy: tensor<2x8x6x6xf32>, %w: tensor<8x4x3x3xf32>, %x: tensor<2x4x6x6xf32>) -> (tensor<2x4x6x6xf32>, tensor<8x4x3x3xf32>) {
@@ -69,4 +78,17 @@ func.func @bf16(%x: tensor<1x2x5x5xbf16>, %w: tensor<2x2x3x3xbf16>) -> tensor<1x
 func.func @half(%x: tensor<1x2x5x5xf16>, %w: tensor<2x2x3x3xf16>) -> tensor<1x2x3x3xf16> {
   %y = of.conv2d %x, %w : (tensor<1x2x5x5xf16>, tensor<2x2x3x3xf16>) -> tensor<1x2x3x3xf16>
   return %y : tensor<1x2x3x3xf16>
+}
+
+// Padded on one side only: a library step on the CPU, generated on a GPU.
+// CHECK-LABEL: ofrt.program "asymmetric"
+// CHECK: ofrt.library "dnn.conv2d" [@arg0, @arg1, @{{.*}}] params [1, 2, 4, 4, 2, 2, 2, 4, 4, 1, 1, 1, 1, 0, 1, 0, 1, 1]
+// CUDA-LABEL: ofrt.program "asymmetric"
+// CUDA-NOT: dnn.conv2d
+// CUDA: ofrt.launch @cuda_kernels
+// CUDA-NOT: dnn.conv2d
+// CUDA: ofrt.output
+func.func @asymmetric(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x2x2xf32>) -> tensor<1x2x4x4xf32> {
+  %y = of.conv2d %x, %w {padding = array<i64: 0, 1, 0, 1>} : (tensor<1x2x4x4xf32>, tensor<2x2x2x2xf32>) -> tensor<1x2x4x4xf32>
+  return %y : tensor<1x2x4x4xf32>
 }

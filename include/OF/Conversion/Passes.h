@@ -17,10 +17,13 @@ namespace of {
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
 /// converter drops SBP encodings. With `convLibrary`, f32 and bf16 convolutions
-/// and their gradients become of.library_call steps (oneDNN on the CPU).
+/// and their gradients become of.library_call steps (oneDNN on the CPU,
+/// cuDNN on a GPU), with `convLibrarySymmetric` only those padded
+/// symmetrically.
 void populateOFToLinalgPatterns(const TypeConverter &converter,
                                 RewritePatternSet &patterns,
-                                bool convLibrary = false);
+                                bool convLibrary = false,
+                                bool convLibrarySymmetric = false);
 
 #define GEN_PASS_DECL
 #include "OF/Conversion/Passes.h.inc"

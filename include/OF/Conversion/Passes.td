@@ -39,7 +39,9 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     With `conv-library`, f32 and bf16 convolutions and their gradients become
     `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN
-    (`--of-pipeline=cpu` sets it; the CUDA pipeline does not yet).
+    and the CUDA runtime through cuDNN (`--of-pipeline=cpu` and
+    `--of-pipeline=cuda` set it; the CUDA pipeline with
+    `conv-library-symmetric`, keeping other paddings generated).
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
@@ -49,7 +51,11 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
   let options = [
     Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
            "Run f32 and bf16 convolutions and their gradients as library steps "
-           "(of.library_call) instead of generated code">
+           "(of.library_call) instead of generated code">,
+    Option<"convLibrarySymmetric", "conv-library-symmetric", "bool",
+           /*default=*/"false",
+           "With conv-library, only convolutions padded symmetrically "
+           "(cuDNN's convolution descriptor pads so)">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

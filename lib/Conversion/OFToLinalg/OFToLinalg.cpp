@@ -1535,8 +1535,11 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// at 5-12 ms.
 template <typename OpTy>
 struct ConvLibraryLowering : OpConversionPattern<OpTy> {
-  ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx)
-      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2) {}
+  ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      bool symmetricOnly)
+      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
+        symmetricOnly(symmetricOnly) {}
+  bool symmetricOnly;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1567,6 +1570,9 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
     }
     ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
                       dilation = op.getDilation();
+    if (symmetricOnly && (padding[0] != padding[1] || padding[2] != padding[3]))
+      return rewriter.notifyMatchFailure(
+          op, "the library pads symmetrically; this padding is not");
     SmallVector<int64_t> params{
         x.getDimSize(0), x.getDimSize(1), x.getDimSize(2), x.getDimSize(3),
         w.getDimSize(0), w.getDimSize(2), w.getDimSize(3), y.getDimSize(2),
@@ -1883,7 +1889,8 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(converter, patterns, convLibrary);
+    populateOFToLinalgPatterns(converter, patterns, convLibrary,
+                               convLibrarySymmetric);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -1907,12 +1914,14 @@ struct ConvertOFToLinalgPass
 
 void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
                                           RewritePatternSet &patterns,
-                                          bool convLibrary) {
+                                          bool convLibrary,
+                                          bool convLibrarySymmetric) {
   MLIRContext *ctx = patterns.getContext();
   if (convLibrary)
     patterns.add<ConvLibraryLowering<Conv2DOp>,
                  ConvLibraryLowering<Conv2DGradInputOp>,
-                 ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx);
+                 ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx,
+                                                          convLibrarySymmetric);
   patterns.add<
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,

@@ -1,0 +1,465 @@
+//===- CudnnConvolutions.cpp - Convolution steps on a GPU through cuDNN ---===//
+//
+// See CudnnConvolutions.h. cudnn.h is compiled against for its types and
+// constants only; the library is loaded with dlopen into a table of
+// functions. The convolution API used here is cuDNN's descriptor API,
+// which cuDNN 9 marks deprecated in favour of its graph API but still
+// ships (libcudnn_cnn).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudnnConvolutions.h"
+
+#include "DynamicLibrary.h"
+#include "PlanFile.h"
+
+#ifndef OF_HAVE_CUDNN_HEADERS
+
+namespace of::rt {
+
+struct CudnnConvolutions::Impl {};
+CudnnConvolutions::CudnnConvolutions() = default;
+CudnnConvolutions::~CudnnConvolutions() = default;
+Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &) {
+  return fail(step.name, ": convolution steps on the GPU need cuDNN, and "
+                         "this libofrt was built without its header "
+                         "(cudnn.h); compile with use-dnn=false for im2col "
+                         "gemms");
+}
+Status CudnnConvolutions::run(const PreparedStep &step, void *) {
+  return fail(step.name, ": this libofrt has no cuDNN");
+}
+
+} // namespace of::rt
+
+#else
+
+#include <cudnn.h>
+
+#include <climits>
+#include <map>
+#include <mutex>
+#include <vector>
+
+// The descriptor API is deprecated in cuDNN 9 (the graph API replaces it);
+// the table below names its functions.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+using namespace of::plan;
+
+namespace of::rt {
+
+namespace {
+
+#define OF_CUDNN_FUNCTIONS(X)                                                  \
+  X(cudnnGetVersion)                                                           \
+  X(cudnnGetErrorString)                                                       \
+  X(cudnnCreate)                                                               \
+  X(cudnnDestroy)                                                              \
+  X(cudnnSetStream)                                                            \
+  X(cudnnCreateTensorDescriptor)                                               \
+  X(cudnnSetTensor4dDescriptor)                                                \
+  X(cudnnDestroyTensorDescriptor)                                              \
+  X(cudnnCreateFilterDescriptor)                                               \
+  X(cudnnSetFilter4dDescriptor)                                                \
+  X(cudnnDestroyFilterDescriptor)                                              \
+  X(cudnnCreateConvolutionDescriptor)                                          \
+  X(cudnnSetConvolution2dDescriptor)                                           \
+  X(cudnnSetConvolutionGroupCount)                                             \
+  X(cudnnSetConvolutionMathType)                                               \
+  X(cudnnDestroyConvolutionDescriptor)                                         \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)                                    \
+  X(cudnnGetConvolutionForwardWorkspaceSize)                                   \
+  X(cudnnConvolutionForward)                                                   \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                               \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize)                              \
+  X(cudnnConvolutionBackwardData)                                              \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                             \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                            \
+  X(cudnnConvolutionBackwardFilter)                                            \
+  X(cudnnAddTensor)
+
+struct Cudnn {
+#define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
+  OF_CUDNN_FUNCTIONS(OF_DECLARE_FUNCTION)
+#undef OF_DECLARE_FUNCTION
+};
+
+/// cuDNN, loaded once by the first convolution step.
+Status loadCudnn(const Cudnn *&out) {
+  static Cudnn cudnn;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> candidates;
+    if (const char *override = std::getenv("OF_CUDNN_LIBRARY");
+        override && *override)
+      candidates.push_back(override);
+    for (const std::string &name : toolkitCandidates("libcudnn.so.9"))
+      candidates.push_back(name);
+    std::string tried;
+    void *library = openFirst(candidates, tried);
+    if (!library) {
+      error = "convolution steps on the GPU need cuDNN 9, which cannot be "
+              "loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names another; or "
+              "compile with use-dnn=false for im2col gemms):" +
+              tried;
+      return;
+    }
+#define OF_RESOLVE(name)                                                       \
+  cudnn.name =                                                                 \
+      reinterpret_cast<decltype(cudnn.name)>(::dlsym(library, #name));         \
+  if (!cudnn.name && error.empty())                                            \
+    error = "cuDNN lacks the function " #name " (is it older than 9?)";
+    OF_CUDNN_FUNCTIONS(OF_RESOLVE)
+#undef OF_RESOLVE
+  });
+  if (!error.empty())
+    return Status::failure(error);
+  out = &cudnn;
+  return Status::success();
+}
+
+/// The largest workspace an algorithm may ask for.
+constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
+
+enum class Direction { Forward, GradInput, GradFilter };
+
+} // namespace
+
+struct CudnnConvolutions::Impl {
+  /// The descriptors and algorithm of one geometry, direction and type.
+  struct Plan {
+    Direction direction = Direction::Forward;
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    int algorithm = 0;
+    size_t workspaceBytes = 0;
+    bool doublePrecision = false;
+    std::string error; // why cuDNN cannot run it ("": it can)
+  };
+
+  ~Impl() {
+    if (!cudnn)
+      return;
+    for (auto &[key, plan] : plans) {
+      for (cudnnTensorDescriptor_t d : {plan.x, plan.y, plan.bias})
+        if (d)
+          cudnn->cudnnDestroyTensorDescriptor(d);
+      if (plan.w)
+        cudnn->cudnnDestroyFilterDescriptor(plan.w);
+      if (plan.conv)
+        cudnn->cudnnDestroyConvolutionDescriptor(plan.conv);
+    }
+    if (handle)
+      cudnn->cudnnDestroy(handle);
+  }
+
+  Status check(cudnnStatus_t status, const char *what) const {
+    if (status == CUDNN_STATUS_SUCCESS)
+      return Status::success();
+    return fail(what, ": ", cudnn->cudnnGetErrorString(status));
+  }
+
+  static std::vector<int64_t> key(const PreparedStep &step) {
+    const ConvGeometry &g = step.conv;
+    int64_t direction = step.function == kConvForwardFunction     ? 0
+                        : step.function == kConvGradInputFunction ? 1
+                                                                  : 2;
+    return {direction,
+            static_cast<int64_t>(step.args.size()),
+            static_cast<int64_t>(step.convType),
+            g.n,
+            g.c,
+            g.h,
+            g.w,
+            g.f,
+            g.kh,
+            g.kw,
+            g.strideH,
+            g.strideW,
+            g.dilationH,
+            g.dilationW,
+            g.padTop,
+            g.padLeft,
+            g.groups};
+  }
+
+  Status create(const PreparedStep &step, Plan &plan);
+
+  const Cudnn *cudnn = nullptr;
+  cudnnHandle_t handle = nullptr;
+  std::map<std::vector<int64_t>, Plan> plans;
+  // One workspace per stream (steps of two streams may overlap).
+  std::vector<void *> workspaces;
+  std::vector<size_t> workspaceBytes;
+};
+
+Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
+  const ConvGeometry &g = step.conv;
+  if (g.padTop != g.padBottom || g.padLeft != g.padRight)
+    return fail("cuDNN pads symmetrically, and this convolution pads [",
+                g.padTop, ", ", g.padBottom, "] x [", g.padLeft, ", ",
+                g.padRight,
+                "] (--of-pipeline=cuda keeps such convolutions "
+                "as im2col gemms)");
+  cudnnDataType_t type, compute = CUDNN_DATA_FLOAT;
+  cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
+  switch (step.convType) {
+  case DType::F32:
+    type = CUDNN_DATA_FLOAT;
+    math = CUDNN_FMA_MATH; // no TF32: f32 results as the CPU's
+    break;
+  case DType::F64:
+    type = compute = CUDNN_DATA_DOUBLE;
+    math = CUDNN_FMA_MATH;
+    plan.doublePrecision = true;
+    break;
+  case DType::BF16:
+    type = CUDNN_DATA_BFLOAT16;
+    break;
+  case DType::F16:
+    type = CUDNN_DATA_HALF;
+    break;
+  default:
+    return fail("cuDNN has no ", dtypeName(step.convType), " convolution");
+  }
+  auto narrow = [](int64_t v) { return static_cast<int>(v); };
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.oh, g.ow})
+    if (v > INT32_MAX)
+      return fail("an extent of ", v, " exceeds cuDNN's int");
+  plan.direction = step.function == kConvForwardFunction ? Direction::Forward
+                   : step.function == kConvGradInputFunction
+                       ? Direction::GradInput
+                       : Direction::GradFilter;
+  if (Status s = check(cudnn->cudnnCreateTensorDescriptor(&plan.x),
+                       "cudnnCreateTensorDescriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnCreateTensorDescriptor(&plan.y),
+                       "cudnnCreateTensorDescriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnCreateFilterDescriptor(&plan.w),
+                       "cudnnCreateFilterDescriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnCreateConvolutionDescriptor(&plan.conv),
+                       "cudnnCreateConvolutionDescriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetTensor4dDescriptor(
+                           plan.x, CUDNN_TENSOR_NCHW, type, narrow(g.n),
+                           narrow(g.c), narrow(g.h), narrow(g.w)),
+                       "the input's descriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetTensor4dDescriptor(
+                           plan.y, CUDNN_TENSOR_NCHW, type, narrow(g.n),
+                           narrow(g.f), narrow(g.oh), narrow(g.ow)),
+                       "the output's descriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetFilter4dDescriptor(
+                           plan.w, type, CUDNN_TENSOR_NCHW, narrow(g.f),
+                           narrow(g.c / g.groups), narrow(g.kh), narrow(g.kw)),
+                       "the weight's descriptor");
+      s.failed())
+    return s;
+  if (Status s =
+          check(cudnn->cudnnSetConvolution2dDescriptor(
+                    plan.conv, narrow(g.padTop), narrow(g.padLeft),
+                    narrow(g.strideH), narrow(g.strideW), narrow(g.dilationH),
+                    narrow(g.dilationW), CUDNN_CROSS_CORRELATION, compute),
+                "the convolution's descriptor");
+      s.failed())
+    return s;
+  if (Status s = check(
+          cudnn->cudnnSetConvolutionGroupCount(plan.conv, narrow(g.groups)),
+          "cudnnSetConvolutionGroupCount");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetConvolutionMathType(plan.conv, math),
+                       "cudnnSetConvolutionMathType");
+      s.failed())
+    return s;
+  if (plan.direction == Direction::Forward && step.args.size() == 4) {
+    if (Status s = check(cudnn->cudnnCreateTensorDescriptor(&plan.bias),
+                         "cudnnCreateTensorDescriptor");
+        s.failed())
+      return s;
+    if (Status s =
+            check(cudnn->cudnnSetTensor4dDescriptor(
+                      plan.bias, CUDNN_TENSOR_NCHW, type, 1, narrow(g.f), 1, 1),
+                  "the bias's descriptor");
+        s.failed())
+      return s;
+  }
+
+  // cuDNN's heuristics rank the algorithms; the first that works within
+  // the workspace cap is taken.
+  int returned = 0;
+  bool found = false;
+  auto pick = [&](const auto &results) {
+    for (int i = 0; i < returned && !found; ++i)
+      if (results[i].status == CUDNN_STATUS_SUCCESS &&
+          results[i].memory <= kMaxWorkspaceBytes) {
+        plan.algorithm = static_cast<int>(results[i].algo);
+        found = true;
+      }
+  };
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  switch (plan.direction) {
+  case Direction::Forward: {
+    cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    status = cudnn->cudnnGetConvolutionForwardAlgorithm_v7(
+        handle, plan.x, plan.w, plan.conv, plan.y,
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results);
+    pick(results);
+    if (found)
+      status = cudnn->cudnnGetConvolutionForwardWorkspaceSize(
+          handle, plan.x, plan.w, plan.conv, plan.y,
+          static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
+          &plan.workspaceBytes);
+    break;
+  }
+  case Direction::GradInput: {
+    cudnnConvolutionBwdDataAlgoPerf_t
+        results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    status = cudnn->cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        handle, plan.w, plan.y, plan.conv, plan.x,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results);
+    pick(results);
+    if (found)
+      status = cudnn->cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, plan.w, plan.y, plan.conv, plan.x,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
+          &plan.workspaceBytes);
+    break;
+  }
+  case Direction::GradFilter: {
+    cudnnConvolutionBwdFilterAlgoPerf_t
+        results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    status = cudnn->cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        handle, plan.x, plan.y, plan.conv, plan.w,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results);
+    pick(results);
+    if (found)
+      status = cudnn->cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, plan.x, plan.y, plan.conv, plan.w,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
+          &plan.workspaceBytes);
+    break;
+  }
+  }
+  if (Status s = check(status, "choosing the convolution's algorithm");
+      s.failed())
+    return s;
+  if (!found)
+    return fail("cuDNN has no algorithm for this convolution within a "
+                "workspace of ",
+                kMaxWorkspaceBytes >> 20, " MiB");
+  return Status::success();
+}
+
+CudnnConvolutions::CudnnConvolutions() : impl_(std::make_unique<Impl>()) {}
+CudnnConvolutions::~CudnnConvolutions() = default;
+
+Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
+  Impl &impl = *impl_;
+  if (!impl.cudnn)
+    if (Status status = loadCudnn(impl.cudnn); status.failed())
+      return fail(step.name, ": ", status.message());
+  if (!impl.handle)
+    if (Status status =
+            impl.check(impl.cudnn->cudnnCreate(&impl.handle), "cudnnCreate");
+        status.failed())
+      return fail(step.name, ": ", status.message());
+  std::vector<int64_t> key = Impl::key(step);
+  auto found = impl.plans.find(key);
+  if (found == impl.plans.end()) {
+    // Kept even when it fails: its descriptors go with the others.
+    found = impl.plans.emplace(key, Impl::Plan()).first;
+    if (Status status = impl.create(step, found->second); status.failed())
+      found->second.error = status.message();
+  }
+  if (!found->second.error.empty())
+    return fail(step.name, ": ", found->second.error);
+  // The step's stream's workspace grows to what its algorithm needs.
+  size_t bytes = found->second.workspaceBytes;
+  if (impl.workspaces.size() <= step.stream) {
+    impl.workspaces.resize(step.stream + 1, nullptr);
+    impl.workspaceBytes.resize(step.stream + 1, 0);
+  }
+  if (bytes > impl.workspaceBytes[step.stream]) {
+    if (Status status = device.allocate(
+            bytes, formatMessage("cuDNN's workspace for stream ", step.stream),
+            impl.workspaces[step.stream]);
+        status.failed())
+      return fail(step.name, ": ", status.message());
+    impl.workspaceBytes[step.stream] = bytes;
+  }
+  return Status::success();
+}
+
+Status CudnnConvolutions::run(const PreparedStep &step, void *stream) {
+  Impl &impl = *impl_;
+  auto found = impl.plans.find(Impl::key(step));
+  if (found == impl.plans.end() || !found->second.error.empty())
+    return fail("the convolution was not prepared");
+  const Impl::Plan &plan = found->second;
+  if (Status status =
+          impl.check(impl.cudnn->cudnnSetStream(
+                         impl.handle, static_cast<cudaStream_t>(stream)),
+                     "cudnnSetStream");
+      status.failed())
+    return status;
+  // alpha = 1, beta = 0 (beta = 1 to add the bias), in the compute type.
+  float oneF = 1.0f, zeroF = 0.0f;
+  double oneD = 1.0, zeroD = 0.0;
+  const void *one = plan.doublePrecision ? static_cast<const void *>(&oneD)
+                                         : static_cast<const void *>(&oneF);
+  const void *zero = plan.doublePrecision ? static_cast<const void *>(&zeroD)
+                                          : static_cast<const void *>(&zeroF);
+  void *workspace = impl.workspaces[step.stream];
+  size_t workspaceBytes = impl.workspaceBytes[step.stream];
+  const std::vector<void *> &a = step.args;
+  switch (plan.direction) {
+  case Direction::Forward: {
+    void *y = a.back();
+    if (Status status = impl.check(
+            impl.cudnn->cudnnConvolutionForward(
+                impl.handle, one, plan.x, a[0], plan.w, a[1], plan.conv,
+                static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
+                workspace, workspaceBytes, zero, plan.y, y),
+            "cudnnConvolutionForward");
+        status.failed())
+      return status;
+    if (plan.bias)
+      return impl.check(impl.cudnn->cudnnAddTensor(impl.handle, one, plan.bias,
+                                                   a[2], one, plan.y, y),
+                        "cudnnAddTensor (the bias)");
+    return Status::success();
+  }
+  case Direction::GradInput:
+    return impl.check(
+        impl.cudnn->cudnnConvolutionBackwardData(
+            impl.handle, one, plan.w, a[1], plan.y, a[0], plan.conv,
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
+            workspace, workspaceBytes, zero, plan.x, a[2]),
+        "cudnnConvolutionBackwardData");
+  case Direction::GradFilter:
+    return impl.check(
+        impl.cudnn->cudnnConvolutionBackwardFilter(
+            impl.handle, one, plan.x, a[0], plan.y, a[1], plan.conv,
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
+            workspace, workspaceBytes, zero, plan.w, a[2]),
+        "cudnnConvolutionBackwardFilter");
+  }
+  return fail("unknown convolution direction");
+}
+
+} // namespace of::rt
+
+#endif // OF_HAVE_CUDNN_HEADERS
