@@ -63,10 +63,6 @@ public:
   Status copyRows(void *dst, uint64_t dstPitch, const void *src,
                   uint64_t srcPitch, uint64_t rowBytes,
                   uint64_t rows) override {
-    if (rows == 1) {
-      std::memmove(dst, src, static_cast<size_t>(rowBytes));
-      return Status::success();
-    }
     for (uint64_t r = 0; r < rows; ++r)
       std::memcpy(static_cast<unsigned char *>(dst) + r * dstPitch,
                   static_cast<const unsigned char *>(src) + r * srcPitch,
@@ -328,11 +324,8 @@ Status PreparedCollective::prepare(const Collective &collective,
     p.comm_ = world;
     p.peer_ = collective.peer();
     if (world && (p.peer_ < 0 || p.peer_ >= world->size()))
-      return fail(p.what_, ": the peer rank ", p.peer_, " is outside the job's ",
-                  world->size(), " ranks");
-    if (world)
-      if (Status status = world->preparePeer(p.peer_, p.what_); status.failed())
-        return status;
+      return fail(p.what_, ": the peer rank ", p.peer_,
+                  " is outside the job's ", world->size(), " ranks");
     out = std::move(prepared);
     return Status::success();
   }
@@ -348,7 +341,10 @@ Status PreparedCollective::prepare(const Collective &collective,
   bool local = parts == 1 || p.kind_ == CollectiveKind::Slice ||
                p.kind_ == CollectiveKind::ToPartial;
   if (local) {
-    if (p.kind_ == CollectiveKind::Slice && parts > 1 && aliased)
+    // A slice reads its source through staging when the two overlap; a
+    // copy between overlapping ranges goes through staging too.
+    if (aliased &&
+        (p.src_ != p.dst_ || (p.kind_ == CollectiveKind::Slice && parts > 1)))
       if (Status status = p.scratch(p.srcBytes_, "a staging copy", p.staging_);
           status.failed())
         return status;
@@ -416,11 +412,12 @@ Status PreparedCollective::prepare(const Collective &collective,
   default:
     break;
   }
-  // Aliased buffers go through a staging copy (MPI forbids aliasing; an
-  // all-reduce whose buffers overlap without being equal moves its source
-  // first).
-  if (aliased && p.kind_ != CollectiveKind::Broadcast &&
-      !(p.kind_ == CollectiveKind::AllReduce && p.src_ == p.dst_))
+  // Aliased buffers go through a staging copy (MPI forbids aliasing, and
+  // device copies do not overlap), except an all-reduce or broadcast in
+  // place.
+  bool inPlace = p.src_ == p.dst_ && (p.kind_ == CollectiveKind::AllReduce ||
+                                      p.kind_ == CollectiveKind::Broadcast);
+  if (aliased && !inPlace)
     if (Status s = p.scratch(p.srcBytes_, "a staging copy", p.staging_);
         s.failed())
       return s;
@@ -431,7 +428,16 @@ Status PreparedCollective::prepare(const Collective &collective,
 Status PreparedCollective::move(void *dst, const void *src, uint64_t bytes) {
   if (dst == src || !bytes)
     return Status::success();
-  return memory_.copyRows(dst, bytes, src, bytes, bytes, 1);
+  auto *d = static_cast<unsigned char *>(dst);
+  auto *s = static_cast<const unsigned char *>(src);
+  if (overlaps(d, bytes, s, bytes)) {
+    // Through staging (prepare made it): copies do not overlap.
+    if (Status status = memory_.copyRows(staging_, bytes, s, bytes, bytes, 1);
+        status.failed())
+      return status;
+    s = staging_;
+  }
+  return memory_.copyRows(d, bytes, s, bytes, bytes, 1);
 }
 
 Status PreparedCollective::stagedSource(const unsigned char *&from) {

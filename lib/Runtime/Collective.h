@@ -70,8 +70,8 @@ public:
   virtual Status allocate(uint64_t bytes, const std::string &what,
                           void *&out) = 0;
   /// `rows` rows of `rowBytes` bytes from src (rows `srcPitch` bytes apart)
-  /// to dst (rows `dstPitch` apart). With one row, src and dst may overlap
-  /// (memmove); otherwise they do not.
+  /// to dst (rows `dstPitch` apart); src and dst do not overlap (a
+  /// collective stages an overlapping move).
   virtual Status copyRows(void *dst, uint64_t dstPitch, const void *src,
                           uint64_t srcPitch, uint64_t rowBytes,
                           uint64_t rows) = 0;
@@ -100,6 +100,8 @@ public:
 
   Status run();
   bool needsCommunicator() const { return needsComm_ && !comm_; }
+  /// Whether it runs the communicator (more than a local copy or slice).
+  bool communicates() const { return needsComm_; }
   const std::string &what() const { return what_; }
 
 private:

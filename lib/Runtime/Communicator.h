@@ -91,12 +91,6 @@ public:
   virtual Status recv(void *data, uint64_t bytes, int peer, int tag,
                       const std::string &what) = 0;
   virtual Status barrier(const std::string &what) = 0;
-  /// Readies point-to-point messages with member `peer`, collectively with
-  /// it (a device communicator makes the pair's channel here, at
-  /// preparation, rather than at the first message).
-  virtual Status preparePeer(int peer, const std::string &what) {
-    return Status::success();
-  }
 
   /// Ends the whole job with exit code `code` (MPI_Abort); never returns.
   [[noreturn]] virtual void abort(int code) = 0;

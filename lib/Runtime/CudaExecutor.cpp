@@ -48,8 +48,11 @@ Status createCudaExecutor(int, std::unique_ptr<Executor> &) {
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unistd.h>
 
 using namespace of::plan;
 
@@ -68,6 +71,7 @@ namespace {
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetName)                                                           \
   X(cuDeviceGetAttribute)                                                      \
+  X(cuDeviceGetPCIBusId)                                                       \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuDevicePrimaryCtxRelease_v2)                                              \
   X(cuCtxSetCurrent)                                                           \
@@ -95,6 +99,7 @@ namespace {
   X(cuEventCreate)                                                             \
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
+  X(cuEventQuery)                                                              \
   X(cuStreamWaitEvent)                                                         \
   X(cuStreamBeginCapture_v2)                                                   \
   X(cuStreamEndCapture)                                                        \
@@ -272,9 +277,13 @@ private:
   Status eventFor(uint32_t index, CUevent &out);
   Status gemm(const PreparedStep &step, CUstream stream);
   Status run(const PreparedStep &step, CUstream stream);
-  /// Waits for the streams under the communicator's deadline, watching for
-  /// its asynchronous errors (a program with device collectives).
+  /// Waits for the run's collectives, each under the communicator's
+  /// deadline from when its stream reached it, watching for NCCL's
+  /// asynchronous errors; then for the streams.
   Status synchronizeWithCollectives();
+  /// Fails when another rank of this host uses this rank's GPU (NCCL needs
+  /// a GPU per rank).
+  Status checkDistinctDevices(Communicator &host);
 
   const CudaDriver *cu_ = nullptr;
   const Cublas *blas_ = nullptr;
@@ -302,10 +311,16 @@ private:
   void *currentStream_ = nullptr;
   std::unique_ptr<DeviceCommunicator> nccl_; // the job's NCCL communicator
   std::unique_ptr<CudnnConvolutions> convolutions_;
-  bool ncclMissing_ = false; // this libofrt was built without nccl.h
-  uint64_t maxPitch_ = 0;    // the largest pitch of a 2-D copy
-  void *bounce_ = nullptr;   // for a copy that overlaps itself
-  uint64_t bounceBytes_ = 0;
+  uint64_t maxPitch_ = 0; // the largest pitch of a 2-D copy
+  // Each communicating collective step's events, recorded around its
+  // operation: started (its stream reached it) and done.
+  struct CollectiveEvents {
+    CUevent started = nullptr, done = nullptr;
+    std::string name;
+  };
+  std::vector<CollectiveEvents> collectiveEvents_;
+  std::map<const PreparedStep *, size_t> collectiveIndex_;
+  std::vector<size_t> runCollectives_; // issued since the last synchronize
 };
 
 std::string CudaExecutor::describe(CUresult result) const {
@@ -375,6 +390,10 @@ CudaExecutor::~CudaExecutor() {
   if (!context_)
     return;
   cu_->cuCtxSetCurrent(context_);
+  // Collectives still in flight finish, or are aborted past the deadline,
+  // before the streams are waited for.
+  if (nccl_ && !runCollectives_.empty())
+    (void)synchronizeWithCollectives();
   for (CUstream stream : streams_)
     if (stream)
       cu_->cuStreamSynchronize(stream);
@@ -387,6 +406,10 @@ CudaExecutor::~CudaExecutor() {
   for (CUevent event : events_)
     if (event)
       cu_->cuEventDestroy_v2(event);
+  for (CollectiveEvents &events : collectiveEvents_)
+    for (CUevent event : {events.started, events.done})
+      if (event)
+        cu_->cuEventDestroy_v2(event);
   for (CUstream stream : streams_)
     if (stream)
       cu_->cuStreamDestroy_v2(stream);
@@ -460,13 +483,21 @@ Status CudaExecutor::check(const PreparedStep &step) {
     if (!convolutions_)
       convolutions_ = std::make_unique<CudnnConvolutions>();
     return convolutions_->prepare(step, *this);
-  case StepKind::Collective:
-    if (ncclMissing_ && step.collective->needsCommunicator())
-      return fail(step.name,
-                  ": collectives on the GPU need NCCL, and this libofrt was "
-                  "built without its header (nccl.h); rebuild it where NCCL "
-                  "is installed");
+  case StepKind::Collective: {
+    if (!step.collective->communicates() || collectiveIndex_.count(&step))
+      return Status::success();
+    CollectiveEvents events;
+    events.name = step.name;
+    for (CUevent *event : {&events.started, &events.done})
+      if (Status status =
+              check(cu_->cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
+                    step.name + ": creating an event");
+          status.failed())
+        return status;
+    collectiveIndex_[&step] = collectiveEvents_.size();
+    collectiveEvents_.push_back(events);
     return Status::success();
+  }
   case StepKind::EventRecord:
   case StepKind::EventWait: {
     CUevent event;
@@ -600,10 +631,24 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
     return check(cu_->cuStreamWaitEvent(stream, events_[step.event], 0),
                  "cuStreamWaitEvent");
   case StepKind::Collective: {
+    auto found = collectiveIndex_.find(&step);
+    if (found != collectiveIndex_.end()) {
+      if (Status status =
+              check(cu_->cuEventRecord(collectiveEvents_[found->second].started,
+                                       stream),
+                    "cuEventRecord");
+          status.failed())
+        return status;
+      runCollectives_.push_back(found->second);
+    }
     currentStream_ = stream;
     Status status = step.collective->run();
     currentStream_ = nullptr;
-    return status;
+    if (status.failed() || found == collectiveIndex_.end())
+      return status;
+    return check(
+        cu_->cuEventRecord(collectiveEvents_[found->second].done, stream),
+        "cuEventRecord");
   }
   case StepKind::Conv:
     return convolutions_->run(step, stream);
@@ -639,46 +684,90 @@ Status CudaExecutor::synchronize() {
 }
 
 Status CudaExecutor::synchronizeWithCollectives() {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(nccl_->timeout());
-  for (CUstream stream : streams_) {
-    if (!stream)
-      continue;
+  // A collective waits for its peers from when its stream reaches it; only
+  // then does its deadline run (the compute before it may take long).
+  std::vector<size_t> issued = std::move(runCollectives_);
+  runCollectives_.clear();
+  for (size_t index : issued) {
+    const CollectiveEvents &events = collectiveEvents_[index];
+    std::optional<std::chrono::steady_clock::time_point> reached;
     for (;;) {
-      CUresult result = cu_->cuStreamQuery(stream);
-      if (result == CUDA_SUCCESS)
+      CUresult done = cu_->cuEventQuery(events.done);
+      if (done == CUDA_SUCCESS)
         break;
-      if (result != CUDA_ERROR_NOT_READY)
-        return fail("a step of the run failed on ", deviceLabel_, ": ",
-                    describe(result),
-                    syncEachStep_ ? ""
-                                  : "; run with OF_CUDA_SYNC=1 to find "
-                                    "which step");
+      if (done != CUDA_ERROR_NOT_READY)
+        return fail(events.name, " on ", deviceLabel_, ": ", describe(done));
       if (Status status = nccl_->checkAsyncErrors(); status.failed()) {
         nccl_->abortAll();
-        return fail("a collective of the run failed on ", deviceLabel_, ": ",
-                    status.message(), "; the NCCL communicators of rank ",
-                    nccl_->worldRank(), " are aborted");
+        return fail(events.name, " on ", deviceLabel_, ": ", status.message(),
+                    "; the NCCL communicators of rank ", nccl_->worldRank(),
+                    " are aborted");
       }
-      if (std::chrono::steady_clock::now() > deadline) {
+      auto now = std::chrono::steady_clock::now();
+      if (!reached && cu_->cuEventQuery(events.started) == CUDA_SUCCESS)
+        reached = now;
+      if (reached &&
+          now - *reached > std::chrono::duration<double>(nccl_->timeout())) {
         nccl_->abortAll();
-        return fail("the run did not finish within ", nccl_->timeout(),
-                    " s on ", deviceLabel_, " of rank ", nccl_->worldRank(),
-                    ": a collective waits for a rank that does not reach it "
-                    "(OF_COMM_TIMEOUT sets the deadline); the NCCL "
+        return fail(events.name, " on ", deviceLabel_, " of rank ",
+                    nccl_->worldRank(), " waited more than ", nccl_->timeout(),
+                    " s for the other ranks (a rank failed, or does not reach "
+                    "it; OF_COMM_TIMEOUT sets the deadline); the NCCL "
                     "communicators of this rank are aborted");
       }
       std::this_thread::yield();
     }
   }
+  for (CUstream stream : streams_) {
+    if (!stream)
+      continue;
+    if (CUresult result = cu_->cuStreamSynchronize(stream);
+        result != CUDA_SUCCESS)
+      return fail("a step of the run failed on ", deviceLabel_, ": ",
+                  describe(result),
+                  syncEachStep_ ? ""
+                                : "; run with OF_CUDA_SYNC=1 to find which "
+                                  "step");
+  }
+  return Status::success();
+}
+
+Status CudaExecutor::checkDistinctDevices(Communicator &host) {
+  // Each rank's host name and its GPU's PCI address, gathered.
+  constexpr size_t kRecord = 192;
+  std::vector<char> mine(kRecord, 0), all(kRecord * host.size(), 0);
+  ::gethostname(mine.data(), 127);
+  if (Status status =
+          check(cu_->cuDeviceGetPCIBusId(mine.data() + 128, 63, device_),
+                "cuDeviceGetPCIBusId");
+      status.failed())
+    return status;
+  if (Status status = host.allGatherV(
+          mine.data(), all.data(), std::vector<uint64_t>(host.size(), kRecord),
+          "comparing GPUs");
+      status.failed())
+    return status;
+  for (int other = 0; other < host.size(); ++other)
+    if (other != host.rank() &&
+        std::memcmp(all.data() + other * kRecord, mine.data(), kRecord) == 0)
+      return fail("ranks ", host.worldRanks()[std::min(other, host.rank())],
+                  " and ", host.worldRanks()[std::max(other, host.rank())],
+                  " both use ", deviceLabel_, " on host '", mine.data(),
+                  "'; NCCL needs a GPU per rank (ranks take their local rank "
+                  "modulo the device count; see CUDA_VISIBLE_DEVICES and "
+                  "OF_CUDA_DEVICE)");
   return Status::success();
 }
 
 Status CudaExecutor::collectiveCommunicator(Communicator *host,
                                             Communicator *&out) {
-  if (!nccl_ && !ncclMissing_) {
-    nccl_ = createNcclCommunicator(host, &currentStream_);
-    ncclMissing_ = !nccl_;
+  if (!nccl_) {
+    if (host && host->size() > 1)
+      if (Status status = checkDistinctDevices(*host); status.failed())
+        return status;
+    if (Status status = createNcclCommunicator(host, &currentStream_, nccl_);
+        status.failed())
+      return status;
   }
   out = nccl_.get();
   return Status::success();
@@ -693,31 +782,11 @@ Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
   };
   if (!rows || !rowBytes || (rows == 1 && dst == src))
     return Status::success();
-  if (rows == 1) {
-    auto *d = static_cast<const unsigned char *>(dst);
-    auto *s = static_cast<const unsigned char *>(src);
-    if (d < s + rowBytes && s < d + rowBytes) {
-      // cuMemcpy does not copy onto itself: through a bounce buffer.
-      if (bounceBytes_ < rowBytes) {
-        if (Status status =
-                allocate(rowBytes, "a collective's bounce buffer", bounce_);
-            status.failed())
-          return status;
-        bounceBytes_ = rowBytes;
-      }
-      if (Status status =
-              check(cu_->cuMemcpyDtoDAsync_v2(at(bounce_, 0), at(src, 0),
-                                              rowBytes, stream),
-                    "cuMemcpyDtoDAsync");
-          status.failed())
-        return status;
-      src = bounce_;
-    }
+  if (rows == 1)
     return check(
         cu_->cuMemcpyDtoDAsync_v2(at(dst, 0), at(src, 0), rowBytes, stream),
         "cuMemcpyDtoDAsync");
-  }
-  if (srcPitch > maxPitch_ || dstPitch > maxPitch_ || rowBytes > maxPitch_) {
+  auto byRows = [&]() -> Status {
     for (uint64_t r = 0; r < rows; ++r)
       if (Status status = check(cu_->cuMemcpyDtoDAsync_v2(at(dst, r * dstPitch),
                                                           at(src, r * srcPitch),
@@ -726,7 +795,9 @@ Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
           status.failed())
         return status;
     return Status::success();
-  }
+  };
+  if (srcPitch > maxPitch_ || dstPitch > maxPitch_ || rowBytes > maxPitch_)
+    return byRows();
   CUDA_MEMCPY2D copy{};
   copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   copy.srcDevice = at(src, 0);
@@ -736,7 +807,11 @@ Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
   copy.dstPitch = dstPitch;
   copy.WidthInBytes = rowBytes;
   copy.Height = rows;
-  return check(cu_->cuMemcpy2DAsync_v2(&copy, stream), "cuMemcpy2DAsync");
+  CUresult result = cu_->cuMemcpy2DAsync_v2(&copy, stream);
+  // The driver may refuse pitches that cuMemAllocPitch did not choose.
+  if (result == CUDA_ERROR_INVALID_VALUE)
+    return byRows();
+  return check(result, "cuMemcpy2DAsync");
 }
 
 Status CudaExecutor::fill(void *dst, uint64_t count, const void *element,

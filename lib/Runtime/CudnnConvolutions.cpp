@@ -162,6 +162,8 @@ struct CudnnConvolutions::Impl {
     return fail(what, ": ", cudnn->cudnnGetErrorString(status));
   }
 
+  /// Everything a plan depends on: the direction, the bias, the type and
+  /// the whole geometry.
   static std::vector<int64_t> key(const PreparedStep &step) {
     const ConvGeometry &g = step.conv;
     int64_t direction = step.function == kConvForwardFunction     ? 0
@@ -177,12 +179,16 @@ struct CudnnConvolutions::Impl {
             g.f,
             g.kh,
             g.kw,
+            g.oh,
+            g.ow,
             g.strideH,
             g.strideW,
             g.dilationH,
             g.dilationW,
             g.padTop,
+            g.padBottom,
             g.padLeft,
+            g.padRight,
             g.groups};
   }
 
@@ -301,15 +307,20 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
   // the workspace cap is taken.
   int returned = 0;
   bool found = false;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   auto pick = [&](const auto &results) {
     for (int i = 0; i < returned && !found; ++i)
       if (results[i].status == CUDNN_STATUS_SUCCESS &&
           results[i].memory <= kMaxWorkspaceBytes) {
         plan.algorithm = static_cast<int>(results[i].algo);
+        // 16-bit: the math the heuristics ranked the algorithm with (f32
+        // keeps FMA math, which the heuristics were asked for).
+        if (math == CUDNN_TENSOR_OP_MATH)
+          status = cudnn->cudnnSetConvolutionMathType(plan.conv,
+                                                      results[i].mathType);
         found = true;
       }
   };
-  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   switch (plan.direction) {
   case Direction::Forward: {
     cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];

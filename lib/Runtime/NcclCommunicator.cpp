@@ -16,9 +16,11 @@
 
 namespace of::rt {
 
-std::unique_ptr<DeviceCommunicator> createNcclCommunicator(Communicator *,
-                                                           void *const *) {
-  return nullptr;
+Status createNcclCommunicator(Communicator *, void *const *,
+                              std::unique_ptr<DeviceCommunicator> &) {
+  return fail("collectives on the GPU need NCCL, and this libofrt was built "
+              "without its header (nccl.h); rebuild it where NCCL is "
+              "installed");
 }
 
 } // namespace of::rt
@@ -161,7 +163,6 @@ public:
   Status recv(void *data, uint64_t bytes, int peer, int tag,
               const std::string &what) override;
   Status barrier(const std::string &what) override;
-  Status preparePeer(int peer, const std::string &what) override;
 
   [[noreturn]] void abort(int code) override {
     world_->abortAll();
@@ -175,19 +176,22 @@ public:
   Status checkAsyncErrors() override;
   void abortAll() override;
 
-private:
   /// Joins this group's NCCL communicator (once; collective over it).
   Status ready(const std::string &what);
+
+private:
+  /// Aborts this communicator alone (it may not be in the world's list).
+  void abortThis() {
+    if (comm_ && !aborted_)
+      nccl_->ncclCommAbort(comm_);
+    aborted_ = true;
+  }
   /// Waits out an operation NCCL left in progress, under the deadline.
   Status settle(ncclResult_t result, const std::string &what);
   /// NCCL's description of `result`, with its last error.
   std::string describe(ncclResult_t result) const;
   std::string ranksText() const { return formatRanks(worldRanks_); }
   cudaStream_t stream() const { return static_cast<cudaStream_t>(*stream_); }
-  /// The two-rank communicator of this rank and world rank `peer`, and the
-  /// peer's index in it.
-  Status pair(int peer, NcclCommunicator *&out, int &index,
-              const std::string &what);
   /// Runs `body` (NCCL calls) as one NCCL group.
   template <typename Body> Status group(const std::string &what, Body body);
 
@@ -208,11 +212,12 @@ NcclCommunicator::~NcclCommunicator() {
   groups_.clear();
   if (!comm_ || aborted_)
     return;
-  // Finalizing flushes outstanding work; a communicator that does not
-  // finish within the deadline is aborted instead.
+  // Finalizing flushes outstanding work and waits for the peers to
+  // finalize too; a communicator that does not finish soon (a peer has
+  // gone) is aborted instead.
   ncclResult_t state = nccl_->ncclCommFinalize(comm_);
   auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(timeout_);
+                  std::chrono::duration<double>(std::min(timeout_, 10.0));
   while (state == ncclInProgress &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -247,12 +252,15 @@ Status NcclCommunicator::settle(ncclResult_t result, const std::string &what) {
     if (state == ncclSuccess)
       return Status::success();
     if (state != ncclInProgress) {
+      Status failure =
+          fail(what, ": ", describe(state), "; the NCCL communicators of rank ",
+               world_->worldRank(), " are aborted");
+      abortThis();
       world_->abortAll();
-      return fail(what, ": ", describe(state),
-                  "; the NCCL communicators of rank ", world_->worldRank(),
-                  " are aborted");
+      return failure;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      abortThis();
       world_->abortAll();
       return fail(what, ": rank ", worldRank(), " waited ", timeout_,
                   " s for ranks ", ranksText(),
@@ -292,8 +300,7 @@ Status NcclCommunicator::ready(const std::string &what) {
       nccl_->ncclCommInitRankConfig(&comm_, size(), id, rank_, &config);
   if (result != ncclSuccess && result != ncclInProgress) {
     comm_ = nullptr;
-    return fail(label, ": ", nccl_->ncclGetErrorString(result),
-                " (does every rank have its own GPU?)");
+    return fail(label, ": ", nccl_->ncclGetErrorString(result));
   }
   return settle(result, label);
 }
@@ -330,6 +337,9 @@ Status NcclCommunicator::subGroup(const std::vector<int> &members,
   if (Status status = bootstrap_->subGroup(members, hostGroup, what);
       status.failed())
     return status;
+  if (!nccl_)
+    if (Status status = loadNccl(nccl_); status.failed())
+      return fail(what, ": ", status.message());
   auto made = std::make_unique<NcclCommunicator>(
       hostGroup, members, hostGroup->rank(), stream_, this);
   made->nccl_ = nccl_;
@@ -339,26 +349,6 @@ Status NcclCommunicator::subGroup(const std::vector<int> &members,
   out = made.get();
   groups_[members] = std::move(made);
   return Status::success();
-}
-
-Status NcclCommunicator::pair(int peer, NcclCommunicator *&out, int &index,
-                              const std::string &what) {
-  int self = worldRank();
-  std::vector<int> members = {std::min(self, peer), std::max(self, peer)};
-  index = members[0] == peer ? 0 : 1;
-  if (peer == self)
-    return fail(what, ": a message from rank ", self, " to itself");
-  Communicator *group = nullptr;
-  if (Status status = world_->subGroup(members, group, what); status.failed())
-    return status;
-  out = static_cast<NcclCommunicator *>(group);
-  return Status::success();
-}
-
-Status NcclCommunicator::preparePeer(int peer, const std::string &what) {
-  NcclCommunicator *channel = nullptr;
-  int index = 0;
-  return pair(peer, channel, index, what);
 }
 
 Status NcclCommunicator::allReduce(const void *src, void *dst, uint64_t count,
@@ -470,26 +460,20 @@ Status NcclCommunicator::broadcast(void *data, uint64_t bytes, int root,
 
 Status NcclCommunicator::send(const void *data, uint64_t bytes, int peer, int,
                               const std::string &what) {
-  NcclCommunicator *channel = nullptr;
-  int index = 0;
-  if (Status status = pair(worldRanks_[peer], channel, index, what);
-      status.failed())
+  // Messages between two ranks arrive in the order they were sent, which
+  // is what the tag promises.
+  if (Status status = ready(what); status.failed())
     return status;
-  return channel->settle(channel->nccl_->ncclSend(data, bytes, ncclUint8, index,
-                                                  channel->comm_, stream()),
-                         what);
+  return settle(nccl_->ncclSend(data, bytes, ncclUint8, peer, comm_, stream()),
+                what);
 }
 
 Status NcclCommunicator::recv(void *data, uint64_t bytes, int peer, int,
                               const std::string &what) {
-  NcclCommunicator *channel = nullptr;
-  int index = 0;
-  if (Status status = pair(worldRanks_[peer], channel, index, what);
-      status.failed())
+  if (Status status = ready(what); status.failed())
     return status;
-  return channel->settle(channel->nccl_->ncclRecv(data, bytes, ncclUint8, index,
-                                                  channel->comm_, stream()),
-                         what);
+  return settle(nccl_->ncclRecv(data, bytes, ncclUint8, peer, comm_, stream()),
+                what);
 }
 
 Status NcclCommunicator::barrier(const std::string &what) {
@@ -505,7 +489,7 @@ Status NcclCommunicator::checkAsyncErrors() {
     if (!c.comm_ || c.aborted_)
       return Status::success();
     ncclResult_t state = ncclSuccess;
-    if (ncclResult_t queried = nccl_->ncclCommGetAsyncError(c.comm_, &state);
+    if (ncclResult_t queried = c.nccl_->ncclCommGetAsyncError(c.comm_, &state);
         queried != ncclSuccess)
       state = queried;
     if (state == ncclSuccess || state == ncclInProgress)
@@ -524,30 +508,28 @@ Status NcclCommunicator::checkAsyncErrors() {
 void NcclCommunicator::abortAll() {
   if (world_ != this)
     return world_->abortAll();
-  auto abortOne = [&](NcclCommunicator &c) {
-    if (c.comm_ && !c.aborted_)
-      nccl_->ncclCommAbort(c.comm_);
-    c.aborted_ = true;
-  };
   for (auto &[members, made] : groups_)
-    abortOne(*made);
-  abortOne(*this);
+    made->abortThis();
+  abortThis();
 }
 
 } // namespace
 
-std::unique_ptr<DeviceCommunicator>
-createNcclCommunicator(Communicator *bootstrap, void *const *stream) {
-  std::vector<int> ranks;
+Status createNcclCommunicator(Communicator *bootstrap, void *const *stream,
+                              std::unique_ptr<DeviceCommunicator> &out) {
+  std::vector<int> ranks = {0};
   int rank = 0;
   if (bootstrap) {
     ranks = bootstrap->worldRanks();
     rank = bootstrap->rank();
-  } else {
-    ranks = {0};
   }
-  return std::make_unique<NcclCommunicator>(bootstrap, std::move(ranks), rank,
-                                            stream, nullptr);
+  auto world = std::make_unique<NcclCommunicator>(bootstrap, std::move(ranks),
+                                                  rank, stream, nullptr);
+  if (Status status = world->ready("the job's NCCL communicator");
+      status.failed())
+    return status;
+  out = std::move(world);
+  return Status::success();
 }
 
 } // namespace of::rt

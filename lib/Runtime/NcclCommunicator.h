@@ -6,12 +6,14 @@
 // returns). NCCL (libnccl.so.2) is loaded with dlopen on first use, like
 // the executor's other libraries.
 //
-// The communicator of a group of ranks is made when it is first asked for
-// (`subGroup`, at session preparation, collective over the group only): its
-// first member draws a NCCL unique id, the job's own communicator (MPI)
+// The job's communicator (all ranks) is joined when it is created, which
+// is collective over every rank: a CUDA session of a multi-rank job creates
+// it, so every rank makes its sessions in the same order. A communicator of
+// a sub-group is made when it is first asked for (`subGroup`, at session
+// preparation, collective over the group only). Joining one: its first
+// member draws a NCCL unique id, the job's own communicator (MPI)
 // broadcasts it within the group, and every member joins. Point-to-point
-// messages go through the two-rank communicator of the pair, made when a
-// plan's send or recv is prepared (`preparePeer`). A one-rank job needs no
+// messages go through the job's communicator. A one-rank job needs no
 // bootstrap communicator.
 //
 // Communicators are non-blocking (ncclConfig_t::blocking = 0): a call that
@@ -42,11 +44,13 @@ public:
   virtual void abortAll() = 0;
 };
 
-/// The NCCL communicator of the ranks of `bootstrap` (null: one rank), whose
-/// operations are enqueued on `*stream` (a CUstream; read at each call).
-/// Loads nothing yet: NCCL is loaded when the first group is made.
-std::unique_ptr<DeviceCommunicator>
-createNcclCommunicator(Communicator *bootstrap, void *const *stream);
+/// Loads NCCL and joins the NCCL communicator of the ranks of `bootstrap`
+/// (null: one rank), whose operations are enqueued on `*stream` (a
+/// CUstream; read at each call). Collective over those ranks. Fails with
+/// the reason where NCCL cannot be loaded (or this libofrt was built
+/// without nccl.h) or the ranks cannot join.
+Status createNcclCommunicator(Communicator *bootstrap, void *const *stream,
+                              std::unique_ptr<DeviceCommunicator> &out);
 
 } // namespace of::rt
 
