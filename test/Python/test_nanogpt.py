@@ -23,6 +23,12 @@ BATCH = 4
 # float32 against float32 with different summation orders; measured worst
 # relative step error ~3e-7 on 1 and 2 ranks.
 TOLERANCE = 1e-4
+# AdamW's epsilon, on both sides. At PyTorch's default of 1e-8, a gradient
+# element that is 0 in exact arithmetic but ~1e-9 from float32 rounding
+# moves its weight by a whole lr (OF_TEST_SEED=7965413584918782101 gave a
+# step error of 9.7e-4 on 2 ranks, megatron, at 1e-8; the same on the
+# commit before this change).
+ADAMW_EPSILON = 1e-6
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 from train_gpt import corpus, load_model as load_model_module  # noqa: E402
 
@@ -45,6 +51,8 @@ def torch_losses(seed):
     model = ns["GPT"](cfg)
     initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     opt = model.configure_optimizers(0.1, 3e-3, (0.9, 0.95))
+    for group in opt.param_groups:
+        group["eps"] = ADAMW_EPSILON
     x, y = batches(cfg, seed)
     losses = []
     for i in range(STEPS):
@@ -61,7 +69,7 @@ WORKER = r'''
 import json, sys
 import numpy as np
 sys.path.insert(0, {here!r})
-from test_nanogpt import load_model_module, batches, STEPS
+from test_nanogpt import load_model_module, batches, STEPS, ADAMW_EPSILON
 from train_gpt import megatron  # column/row-parallel MLP, vocabulary-parallel embedding
 import of
 
@@ -78,6 +86,8 @@ placement = of.placement("cpu", ranks=list(range(ranks))) if ranks > 1 else None
 if placement is not None:
     model.to_global(placement, megatron if layout == "megatron" else of.sbp.broadcast)
 opt = model.configure_optimizers(0.1, 3e-3, (0.9, 0.95))  # two groups, as nanoGPT
+for group in opt.param_groups:
+    group["eps"] = ADAMW_EPSILON
 step = of.compile(model, optimizer=opt)
 x, y = batches(cfg, seed)
 losses = []
