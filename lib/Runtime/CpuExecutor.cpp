@@ -296,6 +296,34 @@ private:
 
 } // namespace
 
+std::vector<int64_t> convolutionKey(const PreparedStep &step) {
+  const ConvGeometry &g = step.conv;
+  int64_t direction = step.function == kConvForwardFunction     ? 0
+                      : step.function == kConvGradInputFunction ? 1
+                                                                : 2;
+  return {direction,
+          static_cast<int64_t>(step.args.size()),
+          static_cast<int64_t>(step.convType),
+          g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.f,
+          g.kh,
+          g.kw,
+          g.oh,
+          g.ow,
+          g.strideH,
+          g.strideW,
+          g.dilationH,
+          g.dilationW,
+          g.padTop,
+          g.padBottom,
+          g.padLeft,
+          g.padRight,
+          g.groups};
+}
+
 Status checkIndexRange(const PreparedStep &step, const void *indices) {
   return step.indexType == DType::I32 ? checkIndices<int32_t>(step, indices)
                                       : checkIndices<int64_t>(step, indices);

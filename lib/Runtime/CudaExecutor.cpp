@@ -281,6 +281,8 @@ private:
   /// deadline from when its stream reached it, watching for NCCL's
   /// asynchronous errors; then for the streams.
   Status synchronizeWithCollectives();
+  /// Waits for every stream; a failure names the device.
+  Status waitForStreams();
   /// Fails when another rank of this host uses this rank's GPU (NCCL needs
   /// a GPU per rank).
   Status checkDistinctDevices(Communicator &host);
@@ -669,6 +671,10 @@ Status CudaExecutor::execute(const PreparedStep &step) {
 Status CudaExecutor::synchronize() {
   if (nccl_)
     return synchronizeWithCollectives();
+  return waitForStreams();
+}
+
+Status CudaExecutor::waitForStreams() {
   for (CUstream stream : streams_) {
     if (!stream)
       continue;
@@ -718,18 +724,7 @@ Status CudaExecutor::synchronizeWithCollectives() {
       std::this_thread::yield();
     }
   }
-  for (CUstream stream : streams_) {
-    if (!stream)
-      continue;
-    if (CUresult result = cu_->cuStreamSynchronize(stream);
-        result != CUDA_SUCCESS)
-      return fail("a step of the run failed on ", deviceLabel_, ": ",
-                  describe(result),
-                  syncEachStep_ ? ""
-                                : "; run with OF_CUDA_SYNC=1 to find which "
-                                  "step");
-  }
-  return Status::success();
+  return waitForStreams();
 }
 
 Status CudaExecutor::checkDistinctDevices(Communicator &host) {

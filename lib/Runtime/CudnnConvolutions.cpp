@@ -162,36 +162,6 @@ struct CudnnConvolutions::Impl {
     return fail(what, ": ", cudnn->cudnnGetErrorString(status));
   }
 
-  /// Everything a plan depends on: the direction, the bias, the type and
-  /// the whole geometry.
-  static std::vector<int64_t> key(const PreparedStep &step) {
-    const ConvGeometry &g = step.conv;
-    int64_t direction = step.function == kConvForwardFunction     ? 0
-                        : step.function == kConvGradInputFunction ? 1
-                                                                  : 2;
-    return {direction,
-            static_cast<int64_t>(step.args.size()),
-            static_cast<int64_t>(step.convType),
-            g.n,
-            g.c,
-            g.h,
-            g.w,
-            g.f,
-            g.kh,
-            g.kw,
-            g.oh,
-            g.ow,
-            g.strideH,
-            g.strideW,
-            g.dilationH,
-            g.dilationW,
-            g.padTop,
-            g.padBottom,
-            g.padLeft,
-            g.padRight,
-            g.groups};
-  }
-
   Status create(const PreparedStep &step, Plan &plan);
 
   const Cudnn *cudnn = nullptr;
@@ -387,7 +357,7 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
             impl.check(impl.cudnn->cudnnCreate(&impl.handle), "cudnnCreate");
         status.failed())
       return fail(step.name, ": ", status.message());
-  std::vector<int64_t> key = Impl::key(step);
+  std::vector<int64_t> key = convolutionKey(step);
   auto found = impl.plans.find(key);
   if (found == impl.plans.end()) {
     // Kept even when it fails: its descriptors go with the others.
@@ -416,7 +386,7 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
 
 Status CudnnConvolutions::run(const PreparedStep &step, void *stream) {
   Impl &impl = *impl_;
-  auto found = impl.plans.find(Impl::key(step));
+  auto found = impl.plans.find(convolutionKey(step));
   if (found == impl.plans.end() || !found->second.error.empty())
     return fail("the convolution was not prepared");
   const Impl::Plan &plan = found->second;

@@ -173,6 +173,11 @@ std::unique_ptr<Executor> createDescribingExecutor();
 /// device count. Fails with the reason where there is no driver or device.
 Status createCudaExecutor(int rank, std::unique_ptr<Executor> &out);
 
+/// What the library state of a Conv `step` depends on: its direction, its
+/// bias, its type and its whole geometry (the key of the executors' caches
+/// of oneDNN primitives and cuDNN descriptors).
+std::vector<int64_t> convolutionKey(const PreparedStep &step);
+
 /// Checks that every index of `step` (an IndexRangeCheck), read from
 /// `indices` in host memory, lies in [lo, hi).
 Status checkIndexRange(const PreparedStep &step, const void *indices);

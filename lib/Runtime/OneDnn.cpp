@@ -604,34 +604,6 @@ struct OneDnnPrimitives::Impl {
       }
     return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
   }
-
-  static std::vector<int64_t> key(const PreparedStep &step) {
-    const ConvGeometry &g = step.conv;
-    int64_t direction = step.function == kConvForwardFunction     ? 0
-                        : step.function == kConvGradInputFunction ? 1
-                                                                  : 2;
-    return {direction,
-            static_cast<int64_t>(step.args.size()),
-            static_cast<int64_t>(step.convType),
-            g.n,
-            g.c,
-            g.h,
-            g.w,
-            g.f,
-            g.kh,
-            g.kw,
-            g.oh,
-            g.ow,
-            g.strideH,
-            g.strideW,
-            g.dilationH,
-            g.dilationW,
-            g.padTop,
-            g.padBottom,
-            g.padLeft,
-            g.padRight,
-            g.groups};
-  }
 };
 
 OneDnnPrimitives::OneDnnPrimitives() : impl_(std::make_unique<Impl>()) {}
@@ -639,7 +611,7 @@ OneDnnPrimitives::~OneDnnPrimitives() = default;
 
 Status OneDnnPrimitives::prepare(const PreparedStep &step) {
   return impl_->prepareOnce(
-      impl_->convolutions, Impl::key(step),
+      impl_->convolutions, convolutionKey(step),
       [&](Primitive &conv) { return impl_->create(step, conv); });
 }
 
@@ -660,7 +632,7 @@ Status OneDnnPrimitives::runGemm(const PreparedStep &step, bool &ran) {
 }
 
 Status OneDnnPrimitives::run(const PreparedStep &step) {
-  auto found = impl_->convolutions.find(Impl::key(step));
+  auto found = impl_->convolutions.find(convolutionKey(step));
   if (found == impl_->convolutions.end())
     return fail(step.name, ": the convolution was not prepared");
   return impl_->run(step, found->second);
