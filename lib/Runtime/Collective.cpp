@@ -72,6 +72,12 @@ public:
   Status fill(void *dst, uint64_t count, const void *element,
               size_t elementSize) override {
     auto *out = static_cast<unsigned char *>(dst);
+    const auto *bytes = static_cast<const unsigned char *>(element);
+    if (std::all_of(bytes, bytes + elementSize,
+                    [](unsigned char b) { return b == 0; })) {
+      std::memset(out, 0, static_cast<size_t>(count * elementSize));
+      return Status::success();
+    }
     for (uint64_t i = 0; i < count; ++i)
       std::memcpy(out + i * elementSize, element, elementSize);
     return Status::success();

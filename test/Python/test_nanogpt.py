@@ -20,14 +20,22 @@ torch = pytest.importorskip("torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = 20
 BATCH = 4
-# float32 against float32 with different summation orders; measured worst
-# relative step error ~3e-7 on 1 and 2 ranks.
+# float32 against float32 with different summation orders: the relative
+# error of each step's loss. Over the first 10 steps it stays below
+# TOLERANCE (worst 9e-7 over 36 seeded runs of the three cases). AdamW then
+# amplifies rounding differences: a near-zero gradient element steps its
+# weight by up to a whole lr either way, so single later steps reach more
+# (6.9e-4 at step 17 with OF_TEST_SEED=6445285073336388687, 1 rank);
+# LATE_TOLERANCE bounds them. A wrong gradient or update is off by O(1e-2)
+# from the first steps.
 TOLERANCE = 1e-4
-# AdamW's epsilon, on both sides. At PyTorch's default of 1e-8, a gradient
-# element that is 0 in exact arithmetic but ~1e-9 from float32 rounding
-# moves its weight by a whole lr (OF_TEST_SEED=7965413584918782101 gave a
-# step error of 9.7e-4 on 2 ranks, megatron, at 1e-8; the same on the
-# commit before this change).
+LATE_STEPS = 10
+LATE_TOLERANCE = 5e-3
+# AdamW's epsilon, on both sides. At PyTorch's default of 1e-8 the
+# amplification is larger: OF_TEST_SEED=7965413584918782101 (2 ranks,
+# megatron) gave a loss error of 9.7e-4 at step 14 and a wpe difference of
+# 1.9e-2 (the same on the commit before the session that measured it);
+# at 1e-6 its worst loss error is 1.4e-7.
 ADAMW_EPSILON = 1e-6
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 from train_gpt import corpus, load_model as load_model_module  # noqa: E402
@@ -131,7 +139,8 @@ def test_nanogpt_matches_pytorch(tmp_path, rng, ranks, layout):
     # The comparison is not trivial: the curve moves (each step is a new
     # batch, so single steps are noisy and are not required to fall).
     assert max(want) - min(want) > 0.05, want
-    assert max(errors) < TOLERANCE, list(zip(got, want))
+    assert max(errors[:LATE_STEPS]) < TOLERANCE, list(zip(got, want))
+    assert max(errors) < LATE_TOLERANCE, list(zip(got, want))
     # The trained parameters, read back through state_dict(), match too.
     # AdamW turns rounding noise in a near-zero gradient into a full
     # +-lr step, so compare each tensor by the norm of its difference; the
