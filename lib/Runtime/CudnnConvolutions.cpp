@@ -52,7 +52,6 @@ namespace of::rt {
 namespace {
 
 #define OF_CUDNN_FUNCTIONS(X)                                                  \
-  X(cudnnGetVersion)                                                           \
   X(cudnnGetErrorString)                                                       \
   X(cudnnCreate)                                                               \
   X(cudnnDestroy)                                                              \

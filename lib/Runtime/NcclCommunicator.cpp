@@ -43,7 +43,6 @@ namespace of::rt {
 namespace {
 
 #define OF_NCCL_FUNCTIONS(X)                                                   \
-  X(ncclGetVersion)                                                            \
   X(ncclGetUniqueId)                                                           \
   X(ncclCommInitRankConfig)                                                    \
   X(ncclCommFinalize)                                                          \
@@ -66,7 +65,6 @@ struct Nccl {
 #define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
   OF_NCCL_FUNCTIONS(OF_DECLARE_FUNCTION)
 #undef OF_DECLARE_FUNCTION
-  int version = 0;
 };
 
 /// NCCL, loaded once by the first group made.
@@ -95,8 +93,6 @@ Status loadNccl(const Nccl *&out) {
     error = "NCCL lacks the function " #name " (is it older than 2.18?)";
     OF_NCCL_FUNCTIONS(OF_RESOLVE)
 #undef OF_RESOLVE
-    if (error.empty())
-      nccl.ncclGetVersion(&nccl.version);
   });
   if (!error.empty())
     return Status::failure(error);

@@ -211,6 +211,18 @@ inline void addCopy(plan::ProgramT &program, uint32_t src, uint32_t dst,
   addStep(program, std::move(copy));
 }
 
+/// Orders stream `to` after what stream `from` did so far: a record of
+/// `event` on `from`, then a wait for it on `to`.
+inline void addHandOff(plan::ProgramT &program, uint32_t event, uint32_t from,
+                       uint32_t to) {
+  plan::EventRecordT record;
+  record.event = event;
+  addStep(program, record, from);
+  plan::EventWaitT wait;
+  wait.event = event;
+  addStep(program, wait, to);
+}
+
 inline void addOutput(plan::ProgramT &program, const std::string &name,
                       uint32_t buffer) {
   plan::OutputT output;
@@ -289,21 +301,11 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
   uint32_t p = addArena(*entry, "p", DType::F32, {4, 4}, 64);
   uint32_t q = addArena(*entry, "q", DType::F32, {4, 4}, 128);
   addLaunch(*entry, 0, "add_f32_16", {x, y, s}, /*range=*/16, /*work=*/16);
-  EventRecordT record;
-  record.event = 0;
-  addStep(*entry, record, 0);
-  EventWaitT wait;
-  wait.event = 0;
-  addStep(*entry, wait, 1);
+  addHandOff(*entry, 0, /*from=*/0, /*to=*/1);
   addLibraryCall(*entry, "blas.gemm", {s, w, p},
                  {1, 4, 4, 4, 16, 4, 1, 16, 4, 1, 16, 4});
   entry->steps.back()->stream = 1;
-  EventRecordT done;
-  done.event = 1;
-  addStep(*entry, done, 1);
-  EventWaitT join;
-  join.event = 1;
-  addStep(*entry, join, 0);
+  addHandOff(*entry, 1, /*from=*/1, /*to=*/0);
   addCopy(*entry, p, q, 64);
   addOutput(*entry, "sum", s);
   addOutput(*entry, "y.gemm", p);
