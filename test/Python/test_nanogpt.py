@@ -37,6 +37,12 @@ LATE_TOLERANCE = 5e-3
 # 1.9e-2 (the same on the commit before the session that measured it);
 # at 1e-6 its worst loss error is 1.4e-7.
 ADAMW_EPSILON = 1e-6
+# Each parameter's update against PyTorch's (see the test). Over 30 seeded
+# runs of the three cases it stayed below 8.5e-4; one seed reaches 1.9e-2
+# (c_attn.weight, OF_TEST_SEED=2452705983123324865, 2 ranks data, whose
+# query weights take noise-driven steps), where the old bound of 1e-2 on
+# the weights themselves failed it. A wrong gradient is off by O(1).
+UPDATE_TOLERANCE = 0.1
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "python"))
 from train_gpt import corpus, load_model as load_model_module  # noqa: E402
 
@@ -141,22 +147,29 @@ def test_nanogpt_matches_pytorch(tmp_path, rng, ranks, layout):
     assert max(want) - min(want) > 0.05, want
     assert max(errors[:LATE_STEPS]) < TOLERANCE, list(zip(got, want))
     assert max(errors) < LATE_TOLERANCE, list(zip(got, want))
-    # The trained parameters, read back through state_dict(), match too.
-    # AdamW turns rounding noise in a near-zero gradient into a full
-    # +-lr step, so compare each tensor by the norm of its difference; the
-    # key part of c_attn.bias has an exactly zero true gradient (softmax
-    # ignores a shift of every score), so only its noise is trained.
+    # The trained parameters, read back through state_dict(), match too:
+    # each tensor's update (final - initial) against PyTorch's, by the norm
+    # of their difference relative to PyTorch's update, so a wrong gradient
+    # or optimizer step is off by O(1) even where the update is small next to
+    # the weight (layer norm gains). Rounding noise stays well below
+    # UPDATE_TOLERANCE but is not tiny: AdamW turns it into full +-lr steps
+    # where a true gradient is near zero, and softmax makes some exactly
+    # zero (a shift of a row of scores changes nothing), so their directions
+    # in c_attn carry only noise. The key part of c_attn.bias is such a
+    # direction through and through, so it is left out.
     final = np.load(final_file)
     C = 64
+    worst = (0.0, "")
     for name, value in torch_final.items():
-        got = final[name]
+        got, start = final[name], initial[name]
         if name.endswith("attn.c_attn.bias"):
-            got, value = np.delete(got, np.s_[C:2 * C]), np.delete(value, np.s_[C:2 * C])
-        diff = np.linalg.norm(got - value) / max(np.linalg.norm(value), 1e-12)
-        print(f"{name}: relative difference {diff:.1e}")
-        # (measured up to 1.6e-3, on attention biases whose gradients are
-        # small; a wrong gradient or update moves a tensor by O(1))
-        assert diff < 1e-2, name
+            keep = np.r_[0:C, 2 * C:3 * C]
+            got, value, start = got[keep], value[keep], start[keep]
+        want_update = value - start
+        diff = np.linalg.norm((got - start) - want_update) / np.linalg.norm(want_update)
+        worst = max(worst, (diff, name))
+        assert diff < UPDATE_TOLERANCE, (name, diff)
+    print(f"worst relative update difference {worst[0]:.1e} ({worst[1]})")
     moved = [np.linalg.norm(final[n] - initial[n]) / np.linalg.norm(initial[n])
              for n in initial if np.linalg.norm(initial[n]) > 0]
     assert max(moved) > 1e-2, "training changed the parameters"
