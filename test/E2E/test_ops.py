@@ -335,6 +335,14 @@ def g_softmax(rng):
             name = f"{op}_{'m' + str(-axis) if axis < 0 else axis}"
             p.op(f"%{name} = of.{op} {x} {{axis = {axis} : i64}} : ({p.t(x)}) -> {p.t(x)}")
             p.output(name, f"%{name}", p.t(x), ref, RED)
+    # Rows of 40 (on a GPU a warp per row: lanes stride over the row and
+    # combine by shuffles; 11 rows leave the second block 5 spare warps).
+    w = p.input("w", nonzero(rng, (11, 40), hi=4.0))
+    wv = f64(p.inputs["w"])
+    sm = softmax_ref(wv, -1)
+    for op, ref in (("softmax", sm), ("log_softmax", np.log(sm))):
+        p.op(f"%{op}_rows = of.{op} {w} {{axis = -1 : i64}} : ({p.t(w)}) -> {p.t(w)}")
+        p.output(f"{op}_rows", f"%{op}_rows", p.t(w), ref, RED)
     return p
 
 

@@ -1,11 +1,11 @@
 // --of-pipeline=cuda compiles every kernel of a plan for an NVIDIA GPU
 // (here as PTX, which needs no CUDA toolkit): an elementwise kernel over
-// all its elements in 256-thread blocks, a row reduction (rows across
-// threads, the reduced axis a loop), a full reduction in one block of 1024
+// all its elements in 256-thread blocks, row reductions a warp per row
+// (shuffles; f64 rows a thread per row), a full reduction in one block of 1024
 // threads (warp shuffles and shared memory), a gradient-like sum over the
 // outer axis a thread per output (its loops reordered), a few long rows a
 // block per row; the scatter-add of an embedding gradient a thread per column
-// (its iterations proven independent); the
+// and row (its column iterations proven independent, its rows dealt out); the
 // matrix product stays a blas.gemm library step; the program's device is
 // cuda. The plan round-trips through .ofp byte for byte (GPU modules as
 // blobs, launch tables verified by the runtime's loader); where no CUDA
@@ -35,16 +35,37 @@
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 2, 1, 1>
 // The max of 3 rows of 5000: a block of 256 threads per row.
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 3, 1, 1>
-// The embedding gradient's 48 columns, each a thread looping over the 30 positions.
-// CHECK-SAME: args = array<i64: 0, 1, 2>, block = array<i64: 48, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
-// The softmax's row reductions: a thread per row.
-// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 8, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
+// The embedding gradient's 48 columns times its 20 rows: 960 threads, each
+// looping over the 30 positions and applying those of its own row.
+// CHECK-SAME: args = array<i64: 0, 1, 2>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 4, 1, 1>
+// The sums of 20 rows of 64: a warp per row, 8 to a block (the last
+// block's spare warps skip the row).
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "[[WARP:k[0-9]+]]_kernel", grid = array<i64: 3, 1, 1>
+// f64 rows: a thread per row (warp shuffles move 32 bits).
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 16, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
+// The softmax's row reductions (8 rows of 100): a warp per row.
+// CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 256, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
 // The full reduction: one block of 1024 threads.
 // CHECK-SAME: args = array<i64: 0, 1>, block = array<i64: 1024, 1, 1>, function = "{{k[0-9]+}}_kernel", grid = array<i64: 1, 1, 1>
 // CHECK-SAME: target = "nvptx64-nvidia-cuda"
 // CHECK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_80">, assembly = "
 // CHECK-SAME: .target sm_80
 // CHECK: shfl.sync.bfly
+// The warp sums of the 20 rows of 64: the warp is block * 8 + thread / 32,
+// the spare ones (past row 19) skip, lanes stride by 32 elements, five
+// butterfly shuffles over the full warp, lane 0 adds into the output.
+// CHECK: gpu.binary @[[WARP]]_kernel
+// CHECK-SAME: .maxntid 256, 1, 1
+// CHECK-SAME: shr.u64 {{[^,]*}}, {{[^,]*}}, 5;
+// CHECK-SAME: mul.wide.u32 {{[^,]*}}, {{[^,]*}}, 8;
+// CHECK-SAME: setp.gt.u64 {{[^,]*}}, {{[^,]*}}, 19;
+// CHECK-SAME: and.b64 {{[^,]*}}, {{[^,]*}}, 31;
+// CHECK-SAME: shfl.sync.bfly.b32 {{[^,]*}}, {{[^,]*}}, 1, 31, -1;
+// CHECK-SAME: shfl.sync.bfly.b32 {{[^,]*}}, {{[^,]*}}, 2, 31, -1;
+// CHECK-SAME: shfl.sync.bfly.b32 {{[^,]*}}, {{[^,]*}}, 4, 31, -1;
+// CHECK-SAME: shfl.sync.bfly.b32 {{[^,]*}}, {{[^,]*}}, 8, 31, -1;
+// CHECK-SAME: shfl.sync.bfly.b32 {{[^,]*}}, {{[^,]*}}, 16, 31, -1;
+// CHECK-SAME: st.global.b32
 // CHECK-LABEL: ofrt.program "f" attributes {{{.*}}device = "cuda"
 // CHECK: ofrt.launch @cuda_kernels "[[EW]]"
 // CHECK: ofrt.library "blas.gemm"
@@ -62,11 +83,13 @@
 func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name = "y"},
              %a: tensor<8x100xf32> {of.name = "a"}, %w: tensor<100x16xf32> {of.name = "w"},
              %g: tensor<100x400xf32> {of.name = "g"}, %r: tensor<3x5000xf32> {of.name = "r"},
-             %ids: tensor<30xi64> {of.name = "ids"}, %dy: tensor<30x48xf32> {of.name = "dy"})
+             %ids: tensor<30xi64> {of.name = "ids"}, %dy: tensor<30x48xf32> {of.name = "dy"},
+             %q: tensor<20x64xf32> {of.name = "q"}, %d: tensor<16x64xf64> {of.name = "d"})
     -> (tensor<1000xf32> {of.name = "z"}, tensor<8x100xf32> {of.name = "s"},
         tensor<f32> {of.name = "total"}, tensor<8x16xf32> {of.name = "p"},
         tensor<400xf32> {of.name = "colsum"}, tensor<3xf32> {of.name = "rowmax"},
-        tensor<20x48xf32> {of.name = "dtable"}) {
+        tensor<20x48xf32> {of.name = "dtable"}, tensor<20xf32> {of.name = "qsum"},
+        tensor<16xf64> {of.name = "dsum"}) {
   %t = of.tanh %x : (tensor<1000xf32>) -> tensor<1000xf32>
   %z = of.add %t, %y : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
   %s = of.softmax %a {axis = 1 : i64} : (tensor<8x100xf32>) -> tensor<8x100xf32>
@@ -75,5 +98,7 @@ func.func @f(%x: tensor<1000xf32> {of.name = "x"}, %y: tensor<1000xf32> {of.name
   %colsum = of.reduce_sum %g {axes = array<i64: 0>} : (tensor<100x400xf32>) -> tensor<400xf32>
   %rowmax = of.reduce_max %r {axes = array<i64: 1>} : (tensor<3x5000xf32>) -> tensor<3xf32>
   %dtable = of.embedding_grad %ids, %dy : (tensor<30xi64>, tensor<30x48xf32>) -> tensor<20x48xf32>
-  return %z, %s, %total, %p, %colsum, %rowmax, %dtable : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>, tensor<400xf32>, tensor<3xf32>, tensor<20x48xf32>
+  %qsum = of.reduce_sum %q {axes = array<i64: 1>} : (tensor<20x64xf32>) -> tensor<20xf32>
+  %dsum = of.reduce_sum %d {axes = array<i64: 1>} : (tensor<16x64xf64>) -> tensor<16xf64>
+  return %z, %s, %total, %p, %colsum, %rowmax, %dtable, %qsum, %dsum : tensor<1000xf32>, tensor<8x100xf32>, tensor<f32>, tensor<8x16xf32>, tensor<400xf32>, tensor<3xf32>, tensor<20x48xf32>, tensor<20xf32>, tensor<16xf64>
 }

@@ -616,8 +616,45 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
 /// reduction): each thread folds a strided share of the reduced elements
 /// (consecutive threads, consecutive elements) into an accumulator, a
 /// gpu.all_reduce combines the block's, and thread 0 folds the result
-/// into the output. The launch is built here; buildLaunches keeps it.
+/// into the output.
+///
+/// Many rows over a contiguous reduced axis (layer norms, the softmax of
+/// attention rows) take a warp per output instead, 8 to a 256-thread
+/// block, combined by gpu.subgroup_reduce (warp shuffles): a thread per
+/// row would read rows apart across a warp, one 32-byte sector per element.
+/// Reductions over an outer axis (bias gradients) keep a thread per output,
+/// whose neighbours read neighbouring elements. The launch is built here;
+/// buildLaunches keeps it.
 constexpr int64_t kBlockReduceMinLength = 256;
+constexpr int64_t kWarpReduceMinLength = 32;
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kWarpsPerBlock = 8;
+
+/// Whether every input that the reduction reads along its reduced
+/// dimensions has a reduced dimension innermost (the memref's unit-stride
+/// dimension), so that a warp reads consecutive elements.
+bool reducesInnermost(linalg::LinalgOp op, ArrayRef<unsigned> reductionDims) {
+  bool any = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    bool readsReduced = llvm::any_of(
+        reductionDims, [&](unsigned d) { return map.isFunctionOfDim(d); });
+    if (!readsReduced)
+      continue;
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!type || map.getNumResults() == 0 ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return false;
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!last || !llvm::is_contained(reductionDims, last.getPosition()))
+      return false;
+    any = true;
+  }
+  return any;
+}
 
 LogicalResult reduceInBlocks(ModuleOp kernels) {
   SmallVector<linalg::LinalgOp> ops;
@@ -649,16 +686,20 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
           .push_back(d);
       (it == utils::IteratorType::parallel ? outputs : length) *= ranges[d];
     }
-    // A thread per output is better when outputs fill the GPU or the
-    // reductions are short.
-    if (length < kBlockReduceMinLength || outputs > length || outputs == 0)
+    if (outputs == 0 || length < kWarpReduceMinLength)
+      continue;
+    bool perBlock = length >= kBlockReduceMinLength && outputs <= length;
+    if (!perBlock && !reducesInnermost(linalgOp, reductionDims))
       continue;
     FailureOr<linalg::GenericOp> generalized = asGeneric(rewriter, linalgOp);
     if (failed(generalized))
       continue;
     linalg::GenericOp generic = *generalized;
     std::optional<Combiner> combiner = matchCombiner(generic);
-    if (!combiner)
+    // Warp shuffles move 32 bits (narrower values are packed).
+    if (!combiner ||
+        (!perBlock &&
+         combiner->identity.getType().getIntOrFloatBitWidth() > 32))
       continue;
 
     Location loc = generic.getLoc();
@@ -666,12 +707,32 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
     auto cst = [&](OpBuilder &at, int64_t v) {
       return arith::ConstantIndexOp::create(at, loc, v).getResult();
     };
-    int64_t threads =
-        std::min<int64_t>(outputs == 1 ? 1024 : 256, llvm::alignTo(length, 32));
+    // Threads per output (a block's, or a warp), and outputs per block.
+    int64_t lanes = perBlock ? std::min<int64_t>(outputs == 1 ? 1024 : 256,
+                                                 llvm::alignTo(length, 32))
+                             : kWarpSize;
+    int64_t rows = perBlock ? 1 : std::min(kWarpsPerBlock, outputs);
     Value one = cst(b, 1);
-    auto launch = gpu::LaunchOp::create(b, loc, cst(b, outputs), one, one,
-                                        cst(b, threads), one, one);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, cst(b, llvm::divideCeil(outputs, rows)),
+                              one, one, cst(b, lanes * rows), one, one);
     OpBuilder ib = OpBuilder::atBlockEnd(&launch.getBody().front());
+    Value output = launch.getBlockIds().x, lane = launch.getThreadIds().x;
+    OpBuilder kb = ib;
+    if (!perBlock) {
+      output = arith::AddIOp::create(
+          ib, loc, arith::MulIOp::create(ib, loc, output, cst(ib, rows)),
+          arith::DivUIOp::create(ib, loc, lane, cst(ib, kWarpSize)));
+      lane = arith::RemUIOp::create(ib, loc, lane, cst(ib, kWarpSize));
+      // The last block's spare warps (a whole warp takes the branch, so
+      // its shuffles stay full-warp).
+      if (outputs % rows) {
+        Value inRange = arith::CmpIOp::create(
+            ib, loc, arith::CmpIPredicate::ult, output, cst(ib, outputs));
+        kb = scf::IfOp::create(ib, loc, inRange, /*withElse=*/false)
+                 .getThenBodyBuilder();
+      }
+    }
     // Delinearises `linear` over `dims` (row-major) into `indices`.
     SmallVector<Value> indices(ranges.size());
     auto delinearize = [&](OpBuilder &at, Value linear,
@@ -684,7 +745,7 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
           linear = arith::DivUIOp::create(at, loc, linear, n);
       }
     };
-    delinearize(ib, launch.getBlockIds().x, parallelDims);
+    delinearize(kb, output, parallelDims);
     // The element of `operand` at `indices`.
     auto position = [&](OpBuilder &at, OpOperand &operand) {
       AffineMap map = generic.getMatchingIndexingMap(&operand);
@@ -699,10 +760,9 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
                                     position(at, operand));
     };
     Value identity =
-        arith::ConstantOp::create(ib, loc, combiner->identity).getResult();
-    auto loop =
-        scf::ForOp::create(ib, loc, launch.getThreadIds().x, cst(ib, length),
-                           cst(ib, threads), ValueRange{identity});
+        arith::ConstantOp::create(kb, loc, combiner->identity).getResult();
+    auto loop = scf::ForOp::create(kb, loc, lane, cst(kb, length),
+                                   cst(kb, lanes), ValueRange{identity});
     {
       OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
       delinearize(lb, loop.getInductionVar(), reductionDims);
@@ -720,13 +780,19 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
       scf::YieldOp::create(lb, loc,
                            map.lookup(body.getTerminator()->getOperand(0)));
     }
-    Value total = gpu::AllReduceOp::create(
-        ib, loc, loop.getResult(0),
-        gpu::AllReduceOperationAttr::get(ib.getContext(), combiner->kind),
-        /*uniform=*/true);
-    Value first = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::eq,
-                                        launch.getThreadIds().x, cst(ib, 0));
-    auto guard = scf::IfOp::create(ib, loc, first, /*withElse=*/false);
+    Value total =
+        perBlock
+            ? gpu::AllReduceOp::create(kb, loc, loop.getResult(0),
+                                       gpu::AllReduceOperationAttr::get(
+                                           kb.getContext(), combiner->kind),
+                                       /*uniform=*/true)
+                  .getResult()
+            : gpu::SubgroupReduceOp::create(kb, loc, loop.getResult(0),
+                                            combiner->kind, /*uniform=*/true)
+                  .getResult();
+    Value first = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, lane,
+                                        cst(kb, 0));
+    auto guard = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
     {
       OpBuilder gb = guard.getThenBodyBuilder();
       // The output's position depends on the parallel dimensions only.
@@ -816,6 +882,29 @@ Value rootBuffer(Value memref) {
   return memref;
 }
 
+struct Access {
+  Value memref;
+  ValueRange indices;
+  bool write;
+};
+
+/// The loads and stores in `body`, in order; false if it has other memory
+/// effects.
+bool collectAccesses(Block *body, SmallVectorImpl<Access> &accesses) {
+  WalkResult walk = body->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      accesses.push_back({load.getMemRef(), load.getIndices(), false});
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      accesses.push_back({store.getMemRef(), store.getIndices(), true});
+    } else if (!isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
+               !isViewOrConstant(op) && !isMemoryEffectFree(op)) {
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
 /// Whether the iterations of a top-level `loop` of a kernel are
 /// independent: the loop carries no value, its body only computes, loads
 /// and stores (no other memory effects), and every buffer it stores to is
@@ -828,24 +917,8 @@ bool iterationsAreIndependent(scf::ForOp loop) {
   if (loop.getNumResults())
     return false;
   Value iv = loop.getInductionVar();
-  struct Access {
-    Value memref;
-    ValueRange indices;
-    bool write;
-  };
   SmallVector<Access> accesses;
-  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      accesses.push_back({load.getMemRef(), load.getIndices(), false});
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      accesses.push_back({store.getMemRef(), store.getIndices(), true});
-    } else if (!isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
-               !isViewOrConstant(op) && !isMemoryEffectFree(op)) {
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  if (!collectAccesses(loop.getBody(), accesses))
     return false;
   llvm::SmallDenseSet<Value> written;
   for (const Access &a : accesses)
@@ -872,23 +945,136 @@ bool iterationsAreIndependent(scf::ForOp loop) {
   return !written.empty();
 }
 
+/// An independent loop over columns whose body is one loop scattering
+/// into rows chosen by data (an embedding gradient's
+/// `for p: table[ids[p], c] += dy[p, c]`) would have a thread per column,
+/// each looping over every position and waiting on each row it updates.
+/// Its rows are dealt out too: thread (v, c) applies, in position order,
+/// the positions whose row r has r mod S == v, so each element still gets
+/// its additions in the same order, on one thread. Needs every access to
+/// the written buffers to be at [r, c] (or [c, r]) for one value r that
+/// the inner loop computes from buffers nothing writes.
+struct ScatterRows {
+  Operation *row; // defines r, in the inner loop's body
+  int64_t extent; // the rows of the written buffer
+};
+
+std::optional<ScatterRows> scatterRows(scf::ForOp loop) {
+  scf::ForOp inner;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto f = dyn_cast<scf::ForOp>(op); f && !inner)
+      inner = f;
+    else if (!isViewOrConstant(&op))
+      return std::nullopt;
+  }
+  if (!inner || inner.getNumResults())
+    return std::nullopt;
+  SmallVector<Access> accesses;
+  if (!collectAccesses(inner.getBody(), accesses))
+    return std::nullopt;
+  llvm::SmallDenseSet<Value> written;
+  for (const Access &a : accesses)
+    if (a.write)
+      written.insert(rootBuffer(a.memref));
+  Value iv = loop.getInductionVar(), row;
+  int64_t extent = 0;
+  for (const Access &a : accesses) {
+    if (!written.contains(rootBuffer(a.memref)))
+      continue;
+    auto type = cast<MemRefType>(a.memref.getType());
+    if (a.indices.size() != 2 || (a.indices[0] != iv && a.indices[1] != iv))
+      return std::nullopt;
+    unsigned d = a.indices[0] == iv ? 1 : 0;
+    if ((row && a.indices[d] != row) || type.isDynamicDim(d))
+      return std::nullopt;
+    row = a.indices[d];
+    extent = extent ? std::min(extent, type.getDimSize(d)) : type.getDimSize(d);
+  }
+  Operation *def = row ? row.getDefiningOp() : nullptr;
+  if (!def || def->getBlock() != inner.getBody())
+    return std::nullopt;
+  // r comes from the inner loop's own computation over buffers that no
+  // iteration writes.
+  SmallVector<Operation *> work{def};
+  llvm::SmallPtrSet<Operation *, 8> seen{def};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (op->getNumRegions())
+      return std::nullopt;
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && written.contains(rootBuffer(load.getMemRef())))
+      return std::nullopt;
+    for (Value operand : op->getOperands())
+      if (Operation *d = operand.getDefiningOp();
+          d && d->getBlock() == inner.getBody() && seen.insert(d).second)
+        work.push_back(d);
+  }
+  return ScatterRows{def, extent};
+}
+
+/// How many threads a scatter's rows are dealt out to fill: enough to
+/// cover an H100/H200's SMs several times over.
+constexpr int64_t kScatterThreads = 1 << 16;
+
 /// Makes every top-level scf.for of `kernel` whose iterations are
 /// independent an scf.parallel, which buildLaunches spreads over threads
-/// (the columns of an embedding gradient's scatter-add, say).
+/// (the columns of an embedding gradient's scatter-add, say, with its rows
+/// dealt out as scatterRows says).
 void parallelizeIndependentLoops(func::FuncOp kernel) {
   for (auto loop : llvm::make_early_inc_range(
            kernel.getBody().front().getOps<scf::ForOp>())) {
     if (!iterationsAreIndependent(loop))
       continue;
+    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    std::optional<ScatterRows> rows;
+    int64_t slices = 1;
+    if (lb && ub && step && *step > 0 && *ub > *lb) {
+      int64_t columns = llvm::divideCeil(*ub - *lb, *step);
+      if (columns < kScatterThreads && (rows = scatterRows(loop)))
+        slices = std::min<int64_t>(rows->extent,
+                                   llvm::divideCeil(kScatterThreads, columns));
+    }
     OpBuilder b(loop);
-    auto parallel = scf::ParallelOp::create(
-        b, loop.getLoc(), ValueRange{loop.getLowerBound()},
-        ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+    Location loc = loop.getLoc();
+    // The slice is the outer dimension, so a warp's threads share it (the
+    // ownership test is uniform) and take consecutive columns.
+    SmallVector<Value> lbs{loop.getLowerBound()}, ubs{loop.getUpperBound()},
+        steps{loop.getStep()};
+    if (slices > 1) {
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      lbs.insert(lbs.begin(), zero);
+      ubs.insert(ubs.begin(), arith::ConstantIndexOp::create(b, loc, slices));
+      steps.insert(steps.begin(), one);
+    }
+    auto parallel = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
     IRMapping map;
-    map.map(loop.getInductionVar(), parallel.getInductionVars()[0]);
+    map.map(loop.getInductionVar(), parallel.getInductionVars().back());
     OpBuilder pb = OpBuilder::atBlockBegin(parallel.getBody());
     for (Operation &op : loop.getBody()->without_terminator())
       pb.clone(op, map);
+    if (slices > 1) {
+      // Everything after r in the inner loop's body runs only for the rows
+      // this thread owns.
+      Operation *row = map.lookup(rows->row->getResult(0)).getDefiningOp();
+      OpBuilder rb(row->getContext());
+      rb.setInsertionPointAfter(row);
+      Value owned = arith::CmpIOp::create(
+          rb, loc, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(
+              rb, loc, row->getResult(0),
+              arith::ConstantIndexOp::create(rb, loc, slices)),
+          parallel.getInductionVars().front());
+      auto guard = scf::IfOp::create(rb, loc, owned, /*withElse=*/false);
+      Block *body = row->getBlock();
+      Operation *yield = guard.thenBlock()->getTerminator();
+      for (Operation &op : llvm::make_early_inc_range(
+               llvm::make_range(std::next(guard->getIterator()),
+                                body->getTerminator()->getIterator())))
+        op.moveBefore(yield);
+    }
     loop.erase();
   }
 }
@@ -1022,11 +1208,13 @@ struct LowerCudaKernelsPass
       kernels->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                        UnitAttr::get(ctx));
       // gpu.all_reduce (of reduceInBlocks) becomes warp shuffles and
-      // workgroup memory once its launch is a gpu.func.
+      // workgroup memory once its launch is a gpu.func, gpu.subgroup_reduce
+      // warp shuffles.
       if (failed(runPipeline(*outline, kernels)))
         return signalPassFailure();
       RewritePatternSet allReduce(ctx);
       populateGpuAllReducePatterns(allReduce);
+      populateGpuLowerSubgroupReduceToShufflePatterns(allReduce, kWarpSize);
       if (failed(applyPatternsGreedily(kernels, std::move(allReduce))) ||
           failed(runPipeline(*toBinary, kernels)))
         return signalPassFailure();
