@@ -65,6 +65,12 @@ func.func @bf16(%x: tensor<1x2x5x5xbf16>, %w: tensor<2x2x3x3xbf16>) -> tensor<1x
   return %y : tensor<1x2x3x3xbf16>
 }
 
+// cuDNN has f16 convolutions (f32 accumulation, one rounding): on the GPU
+// the step runs on the f16 buffers themselves.
+// CUDA-LABEL: ofrt.program "half"
+// CUDA-NOT: ofrt.launch
+// CUDA: ofrt.library "dnn.conv2d" [@arg0, @arg1, @[[Y16:buf[0-9]+]]] params [1, 2, 5, 5, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1]
+// CUDA-NEXT: ofrt.output "out0" = @[[Y16]]
 // CHECK-LABEL: ofrt.program "half"
 // CHECK: ofrt.buffer @[[X32:buf[0-9]+]] arena {{.*}} : tensor<1x2x5x5xf32>
 // CHECK: ofrt.buffer @[[W32:buf[0-9]+]] arena {{.*}} : tensor<2x2x3x3xf32>

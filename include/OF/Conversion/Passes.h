@@ -15,18 +15,18 @@ class TypeConverter;
 
 namespace of {
 
-/// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
-/// converter drops SBP encodings. With `convLibrary`, f32 and bf16 convolutions
-/// and their gradients become of.library_call steps (oneDNN on the CPU,
-/// cuDNN on a GPU), with `convLibrarySymmetric` only those padded
-/// symmetrically.
-void populateOFToLinalgPatterns(const TypeConverter &converter,
-                                RewritePatternSet &patterns,
-                                bool convLibrary = false,
-                                bool convLibrarySymmetric = false);
-
 #define GEN_PASS_DECL
 #include "OF/Conversion/Passes.h.inc"
+
+/// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
+/// converter drops SBP encodings. The options are the pass's: with
+/// `convLibrary`, convolutions and their gradients become of.library_call
+/// steps (oneDNN on the CPU, cuDNN on a GPU), with `convLibrarySymmetric`
+/// only those padded symmetrically, and with `convLibraryF16` f16 ones as
+/// they are rather than widened to f32.
+void populateOFToLinalgPatterns(const TypeConverter &converter,
+                                RewritePatternSet &patterns,
+                                const ConvertOFToLinalgPassOptions &options);
 
 #define GEN_PASS_REGISTRATION
 #include "OF/Conversion/Passes.h.inc"

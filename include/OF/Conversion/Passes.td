@@ -41,7 +41,10 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN
     and the CUDA runtime through cuDNN (`--of-pipeline=cpu` and
     `--of-pipeline=cuda` set it; the CUDA pipeline with
-    `conv-library-symmetric`, keeping other paddings generated).
+    `conv-library-symmetric`, keeping other paddings generated). f16 ones
+    are widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
+    rounded once, unless `conv-library-f16` (cuDNN's, with f32
+    accumulation) runs them as they are.
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
@@ -55,7 +58,10 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     Option<"convLibrarySymmetric", "conv-library-symmetric", "bool",
            /*default=*/"false",
            "With conv-library, only convolutions padded symmetrically "
-           "(cuDNN's convolution descriptor pads so)">
+           "(cuDNN's convolution descriptor pads so)">,
+    Option<"convLibraryF16", "conv-library-f16", "bool", /*default=*/"false",
+           "With conv-library, f16 convolutions as library steps on f16 "
+           "(cuDNN has them) rather than on operands widened to f32">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -1529,17 +1529,19 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// the generated form does; a bias is added before that rounding). Debian's
 /// oneDNN 2.6 has no f16 convolution on the CPU, so an f16 one is the f32
 /// library convolution of its operands widened, rounded once: the
-/// generated form's arithmetic (f32 accumulation, one rounding). oneDNN has
+/// generated form's arithmetic (f32 accumulation, one rounding); cuDNN has
+/// them (conv-library-f16), with the same arithmetic. oneDNN has
 /// no f64 convolution. Measured with bench/cpu_bench.py on 8x64x28x28, 3x3
 /// -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm
 /// at 5-12 ms.
 template <typename OpTy>
 struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      bool symmetricOnly)
+                      const ConvertOFToLinalgPassOptions &options)
       : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        symmetricOnly(symmetricOnly) {}
-  bool symmetricOnly;
+        symmetricOnly(options.convLibrarySymmetric),
+        nativeF16(options.convLibraryF16) {}
+  bool symmetricOnly, nativeF16;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1581,7 +1583,7 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
         padding[3],      op.getGroups()};
     Location loc = op.getLoc();
     RankedTensorType callType = type;
-    if (et.isF16()) {
+    if (et.isF16() && !nativeF16) {
       callType = accumulatorType(type);
       for (Value &input : inputs) {
         auto inType = cast<RankedTensorType>(input.getType());
@@ -1889,8 +1891,9 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(converter, patterns, convLibrary,
-                               convLibrarySymmetric);
+    populateOFToLinalgPatterns(
+        converter, patterns,
+        {convLibrary, convLibrarySymmetric, convLibraryF16});
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -1912,16 +1915,15 @@ struct ConvertOFToLinalgPass
 
 } // namespace
 
-void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
-                                          RewritePatternSet &patterns,
-                                          bool convLibrary,
-                                          bool convLibrarySymmetric) {
+void mlir::of::populateOFToLinalgPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    const ConvertOFToLinalgPassOptions &options) {
   MLIRContext *ctx = patterns.getContext();
-  if (convLibrary)
+  if (options.convLibrary)
     patterns.add<ConvLibraryLowering<Conv2DOp>,
                  ConvLibraryLowering<Conv2DGradInputOp>,
                  ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx,
-                                                          convLibrarySymmetric);
+                                                          options);
   patterns.add<
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
