@@ -58,3 +58,10 @@ _cuda_stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
 if os.path.exists(_cuda_stub):
     config.available_features.add("cuda-stub")
     config.substitutions.append(("%cuda_stub", _cuda_stub))
+# The toolkit's GPU libraries, which libofrt loads and resolves without a
+# GPU (of-run --check-libraries).
+for _feature, _file in (("cublas-library", "libcublas.so.13"),
+                        ("cudnn-library", "libcudnn.so.9"),
+                        ("nccl-library", "libnccl.so.2")):
+    if os.path.exists(os.path.join("/usr/local/cuda/lib64", _file)):
+        config.available_features.add(_feature)

@@ -23,4 +23,7 @@ for f in "$LIBS"/*.gz; do
 done
 export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
+# Which libraries the runtime finds there (informational: a missing one
+# fails the cases that need it, with the same message).
+"$BUNDLE/bin/of-run" --check-libraries || true
 python3 "$ROOT/bench/gpu/run.py" "$BUNDLE" "$@"

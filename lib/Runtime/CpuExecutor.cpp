@@ -55,6 +55,7 @@ struct OpenBlas {
   /// gemms among the threads itself; the pthread build would start its
   /// own threads from each.
   bool openMp = false;
+  std::string loadedFrom;
 };
 
 Status loadOpenBlas(const OpenBlas *&out) {
@@ -86,6 +87,7 @@ Status loadOpenBlas(const OpenBlas *&out) {
               tried;
       return;
     }
+    blas.loadedFrom = loadedPath(library);
     blas.sgemm =
         reinterpret_cast<decltype(blas.sgemm)>(::dlsym(library, "cblas_sgemm"));
     blas.dgemm =
@@ -295,6 +297,10 @@ private:
 };
 
 } // namespace
+
+Status checkOpenBlas(std::string &path) {
+  return loadAndLocate(loadOpenBlas, path);
+}
 
 std::vector<int64_t> convolutionKey(const PreparedStep &step) {
   const ConvGeometry &g = step.conv;

@@ -31,11 +31,19 @@
 
 namespace of::rt {
 
+constexpr const char *kNoCudaHeaders =
+    "this libofrt was built without the CUDA headers (cuda.h, cublas_v2.h); "
+    "rebuild it where the CUDA toolkit is installed to run CUDA programs";
+
 Status createCudaExecutor(int, std::unique_ptr<Executor> &) {
-  return fail("this libofrt was built without the CUDA headers (cuda.h, "
-              "cublas_v2.h); rebuild it where the CUDA toolkit is installed "
-              "to run CUDA programs");
+  return Status::failure(kNoCudaHeaders);
 }
+
+Status checkCudaDriver(std::string &) {
+  return Status::failure(kNoCudaHeaders);
+}
+
+Status checkCublas(std::string &) { return Status::failure(kNoCudaHeaders); }
 
 } // namespace of::rt
 
@@ -118,68 +126,40 @@ namespace {
   X(cublasDgemmStridedBatched_64)                                              \
   X(cublasGemmStridedBatchedEx_64)
 
-#define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
-
 struct CudaDriver {
-  OF_CUDA_FUNCTIONS(OF_DECLARE_FUNCTION)
+  OF_LIBRARY_TABLE(OF_CUDA_FUNCTIONS)
 };
 
 struct Cublas {
-  OF_CUBLAS_FUNCTIONS(OF_DECLARE_FUNCTION)
+  OF_LIBRARY_TABLE(OF_CUBLAS_FUNCTIONS)
 };
 
-#undef OF_DECLARE_FUNCTION
-
-/// Resolves every function of a table; fails naming the first missing one.
-template <typename Table>
-Status resolve(void *library, const char *what, Table &table,
-               void (*each)(void *, Table &, std::string &)) {
-  std::string missing;
-  each(library, table, missing);
-  if (!missing.empty())
-    return fail(what, " lacks the function ", missing,
-                " (is it older than CUDA 12?)");
-  return Status::success();
+LibrarySource driverSource() {
+  return {"the CUDA driver",
+          "OF_CUDA_DRIVER",
+          {"libcuda.so.1"},
+          "cannot load the CUDA driver (libcuda.so.1, installed with the "
+          "NVIDIA driver; $OF_CUDA_DRIVER names another):",
+          "OF needs CUDA 12 or later"};
 }
 
-void resolveDriver(void *library, CudaDriver &table, std::string &missing) {
-#define OF_RESOLVE(name)                                                       \
-  table.name =                                                                 \
-      reinterpret_cast<decltype(table.name)>(::dlsym(library, #name));         \
-  if (!table.name && missing.empty())                                          \
-    missing = #name;
-  OF_CUDA_FUNCTIONS(OF_RESOLVE)
-}
-
-void resolveCublas(void *library, Cublas &table,
-                   std::string &missing){OF_CUBLAS_FUNCTIONS(OF_RESOLVE)
-#undef OF_RESOLVE
+LibrarySource cublasSource() {
+  return {"cuBLAS", "OF_CUBLAS_LIBRARY", toolkitCandidates("libcublas.so.13"),
+          "gemm steps on the GPU need cuBLAS, which cannot be loaded "
+          "(libcublas.so.13 of CUDA 13; $OF_CUBLAS_LIBRARY names another):",
+          "OF needs CUDA 12 or later"};
 }
 
 /// The process's driver, loaded and initialised once (never unloaded: the
 /// driver does not support it).
 Status loadDriver(const CudaDriver *&out) {
-  static CudaDriver driver;
+  const CudaDriver *driver = nullptr;
+  if (Status status = loadLibrary(driverSource, driver); status.failed())
+    return status;
   static std::string error;
   static std::once_flag once;
-  std::call_once(once, [] {
-    const char *override = std::getenv("OF_CUDA_DRIVER");
-    std::string tried;
-    void *library =
-        openFirst({override && *override ? override : "libcuda.so.1"}, tried);
-    if (!library) {
-      error = "cannot load the CUDA driver (libcuda.so.1, installed with the "
-              "NVIDIA driver; $OF_CUDA_DRIVER names another):" +
-              tried;
-      return;
-    }
-    if (Status status =
-            resolve(library, "the CUDA driver", driver, resolveDriver);
-        status.failed()) {
-      error = status.message();
-      return;
-    }
-    CUresult result = driver.cuInit(0);
+  std::call_once(once, [driver] {
+    CUresult result = driver->cuInit(0);
     if (result == CUDA_ERROR_STUB_LIBRARY)
       error = "the loaded libcuda is the CUDA toolkit's link stub, not a "
               "driver: no NVIDIA driver is installed";
@@ -191,40 +171,24 @@ Status loadDriver(const CudaDriver *&out) {
   });
   if (!error.empty())
     return Status::failure(error);
-  out = &driver;
+  out = driver;
   return Status::success();
 }
 
 /// cuBLAS, loaded once when the first program with a gemm is prepared.
-Status loadCublas(const Cublas *&out) {
-  static Cublas cublas;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::string tried;
-    std::vector<std::string> candidates;
-    if (const char *override = std::getenv("OF_CUBLAS_LIBRARY");
-        override && *override)
-      candidates.push_back(override);
-    for (const std::string &name : toolkitCandidates("libcublas.so.13"))
-      candidates.push_back(name);
-    void *library = openFirst(candidates, tried);
-    if (!library) {
-      error = "gemm steps on the GPU need cuBLAS, which cannot be loaded "
-              "(libcublas.so.13 of CUDA 13; $OF_CUBLAS_LIBRARY names "
-              "another):" +
-              tried;
-      return;
-    }
-    if (Status status = resolve(library, "cuBLAS", cublas, resolveCublas);
-        status.failed())
-      error = status.message();
-  });
-  if (!error.empty())
-    return Status::failure(error);
-  out = &cublas;
-  return Status::success();
+Status loadCublas(const Cublas *&out) { return loadLibrary(cublasSource, out); }
+
+} // namespace
+
+Status checkCudaDriver(std::string &path) {
+  return loadAndLocate(loadDriver, path);
 }
+
+Status checkCublas(std::string &path) {
+  return loadAndLocate(loadCublas, path);
+}
+
+namespace {
 
 /// The first of the launchers' local-rank variables that is set, or -1.
 int localRankFromEnvironment() {

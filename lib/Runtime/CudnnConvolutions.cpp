@@ -29,6 +29,9 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &) {
 Status CudnnConvolutions::run(const PreparedStep &step, void *) {
   return fail(step.name, ": this libofrt has no cuDNN");
 }
+Status checkCudnn(std::string &) {
+  return fail("this libofrt was built without cuDNN's header (cudnn.h)");
+}
 
 } // namespace of::rt
 
@@ -79,45 +82,19 @@ namespace {
   X(cudnnAddTensor)
 
 struct Cudnn {
-#define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
-  OF_CUDNN_FUNCTIONS(OF_DECLARE_FUNCTION)
-#undef OF_DECLARE_FUNCTION
+  OF_LIBRARY_TABLE(OF_CUDNN_FUNCTIONS)
 };
 
-/// cuDNN, loaded once by the first convolution step.
-Status loadCudnn(const Cudnn *&out) {
-  static Cudnn cudnn;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char *override = std::getenv("OF_CUDNN_LIBRARY");
-        override && *override)
-      candidates.push_back(override);
-    for (const std::string &name : toolkitCandidates("libcudnn.so.9"))
-      candidates.push_back(name);
-    std::string tried;
-    void *library = openFirst(candidates, tried);
-    if (!library) {
-      error = "convolution steps on the GPU need cuDNN 9, which cannot be "
-              "loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names another; or "
-              "compile with use-dnn=false for im2col gemms):" +
-              tried;
-      return;
-    }
-#define OF_RESOLVE(name)                                                       \
-  cudnn.name =                                                                 \
-      reinterpret_cast<decltype(cudnn.name)>(::dlsym(library, #name));         \
-  if (!cudnn.name && error.empty())                                            \
-    error = "cuDNN lacks the function " #name " (is it older than 9?)";
-    OF_CUDNN_FUNCTIONS(OF_RESOLVE)
-#undef OF_RESOLVE
-  });
-  if (!error.empty())
-    return Status::failure(error);
-  out = &cudnn;
-  return Status::success();
+LibrarySource cudnnSource() {
+  return {"cuDNN", "OF_CUDNN_LIBRARY", toolkitCandidates("libcudnn.so.9"),
+          "convolution steps on the GPU need cuDNN 9, which cannot be "
+          "loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names another; or "
+          "compile with use-dnn=false for im2col gemms):",
+          "OF needs cuDNN 9"};
 }
+
+/// cuDNN, loaded once by the first convolution step.
+Status loadCudnn(const Cudnn *&out) { return loadLibrary(cudnnSource, out); }
 
 /// The largest workspace an algorithm may ask for.
 constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
@@ -125,6 +102,8 @@ constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 enum class Direction { Forward, GradInput, GradFilter };
 
 } // namespace
+
+Status checkCudnn(std::string &path) { return loadAndLocate(loadCudnn, path); }
 
 struct CudnnConvolutions::Impl {
   /// The descriptors and algorithm of one geometry, direction and type.

@@ -1,8 +1,10 @@
 //===- DynamicLibrary.h - Loading the libraries libofrt does not link -----===//
 //
 // libofrt loads the libraries a plan may need (the CUDA driver, cuBLAS,
-// NCCL, OpenBLAS, oneDNN) with dlopen when a session first needs them, so
-// that it runs its other steps where they are not installed.
+// cuDNN, NCCL, OpenBLAS, oneDNN, MPI) with dlopen when a session first
+// needs them, so that it runs its other steps where they are not installed.
+// Each is a table of function pointers (OF_LIBRARY_TABLE) filled once per
+// process by loadLibrary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,8 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include <link.h>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,6 +45,100 @@ inline std::vector<std::string> toolkitCandidates(const char *file) {
   names.push_back(std::string("/usr/local/cuda/lib64/") + file);
   return names;
 }
+
+/// Where a library comes from, and what to say when it cannot be used.
+struct LibrarySource {
+  /// The library in messages ("cuBLAS").
+  std::string name;
+  /// A variable naming the one file to load instead of `candidates`.
+  const char *overrideVariable;
+  /// The files to try, in order.
+  std::vector<std::string> candidates;
+  /// What needs the library and where it comes from; the loader's reasons
+  /// follow ("gemm steps on the GPU need cuBLAS, which cannot be loaded
+  /// (libcublas.so.13 of CUDA 13; $OF_CUBLAS_LIBRARY names another):").
+  std::string unavailable;
+  /// Which releases have every function of the table ("OF needs CUDA 12
+  /// or later").
+  std::string requirement;
+  /// Called once before the load (OpenMP's wait policy, say).
+  void (*beforeLoad)() = nullptr;
+};
+
+/// The members of a table of library functions: one pointer per function
+/// of an X-macro list, `resolve` (the first function the library lacks,
+/// or null), and the file the table was loaded from.
+#define OF_LIBRARY_TABLE(FUNCTIONS)                                            \
+  FUNCTIONS(OF_LIBRARY_TABLE_POINTER) std::string loadedFrom;                  \
+  const char *resolve(void *library) {                                         \
+    FUNCTIONS(OF_LIBRARY_TABLE_RESOLVE) return nullptr;                        \
+  }
+#define OF_LIBRARY_TABLE_POINTER(name) decltype(&::name) name = nullptr;
+#define OF_LIBRARY_TABLE_RESOLVE(name)                                         \
+  if (!(name = reinterpret_cast<decltype(name)>(::dlsym(library, #name))))     \
+    return #name;
+
+/// The path the dynamic loader gave `library`.
+inline std::string loadedPath(void *library) {
+  struct link_map *map = nullptr;
+  if (::dlinfo(library, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name)
+    return map->l_name;
+  return "";
+}
+
+/// Loads the library of `Table` (a struct of OF_LIBRARY_TABLE) once per
+/// process, never to unload it, and resolves every function of the table:
+/// $<overrideVariable> when set, else the first of the candidates that
+/// loads. Every later call gives the same table, or the same error.
+template <typename Table>
+Status loadLibrary(LibrarySource (*describe)(), const Table *&out) {
+  static Table table;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [describe] {
+    LibrarySource source = describe();
+    std::vector<std::string> candidates = source.candidates;
+    if (const char *path = std::getenv(source.overrideVariable); path && *path)
+      candidates = {path};
+    if (source.beforeLoad)
+      source.beforeLoad();
+    std::string tried;
+    void *library = openFirst(candidates, tried);
+    if (!library) {
+      error = source.unavailable + tried;
+      return;
+    }
+    table.loadedFrom = loadedPath(library);
+    if (const char *missing = table.resolve(library))
+      error = formatMessage(source.name, " (", table.loadedFrom,
+                            ") lacks the function ", missing, "; ",
+                            source.requirement);
+  });
+  if (!error.empty())
+    return Status::failure(error);
+  out = &table;
+  return Status::success();
+}
+
+/// Loads as `load` does and gives the file it loaded.
+template <typename Table>
+Status loadAndLocate(Status (*load)(const Table *&), std::string &path) {
+  const Table *table = nullptr;
+  Status status = load(table);
+  if (!status.failed())
+    path = table->loadedFrom;
+  return status;
+}
+
+/// Each library libofrt may use, loaded as a session would load it (once
+/// per process) with every function the runtime calls resolved; `path` is
+/// the file loaded (`ofrt_check_library`, `of-run --check-libraries`).
+Status checkOpenBlas(std::string &path);
+Status checkOneDnn(std::string &path);
+Status checkCudaDriver(std::string &path);
+Status checkCublas(std::string &path);
+Status checkCudnn(std::string &path);
+Status checkNccl(std::string &path);
 
 } // namespace of::rt
 

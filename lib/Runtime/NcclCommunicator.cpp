@@ -16,12 +16,16 @@
 
 namespace of::rt {
 
+constexpr const char *kNoNcclHeader =
+    "collectives on the GPU need NCCL, and this libofrt was built without "
+    "its header (nccl.h); rebuild it where NCCL is installed";
+
 Status createNcclCommunicator(Communicator *, void *const *,
                               std::unique_ptr<DeviceCommunicator> &) {
-  return fail("collectives on the GPU need NCCL, and this libofrt was built "
-              "without its header (nccl.h); rebuild it where NCCL is "
-              "installed");
+  return Status::failure(kNoNcclHeader);
 }
+
+Status checkNccl(std::string &) { return Status::failure(kNoNcclHeader); }
 
 } // namespace of::rt
 
@@ -62,43 +66,18 @@ namespace {
   X(ncclGroupEnd)
 
 struct Nccl {
-#define OF_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
-  OF_NCCL_FUNCTIONS(OF_DECLARE_FUNCTION)
-#undef OF_DECLARE_FUNCTION
+  OF_LIBRARY_TABLE(OF_NCCL_FUNCTIONS)
 };
 
-/// NCCL, loaded once by the first group made.
-Status loadNccl(const Nccl *&out) {
-  static Nccl nccl;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char *override = std::getenv("OF_NCCL_LIBRARY");
-        override && *override)
-      candidates.push_back(override);
-    for (const std::string &name : toolkitCandidates("libnccl.so.2"))
-      candidates.push_back(name);
-    std::string tried;
-    void *library = openFirst(candidates, tried);
-    if (!library) {
-      error = "collectives on the GPU need NCCL, which cannot be loaded "
-              "(libnccl.so.2; $OF_NCCL_LIBRARY names another):" +
-              tried;
-      return;
-    }
-#define OF_RESOLVE(name)                                                       \
-  nccl.name = reinterpret_cast<decltype(nccl.name)>(::dlsym(library, #name));  \
-  if (!nccl.name && error.empty())                                             \
-    error = "NCCL lacks the function " #name " (is it older than 2.18?)";
-    OF_NCCL_FUNCTIONS(OF_RESOLVE)
-#undef OF_RESOLVE
-  });
-  if (!error.empty())
-    return Status::failure(error);
-  out = &nccl;
-  return Status::success();
+LibrarySource ncclSource() {
+  return {"NCCL", "OF_NCCL_LIBRARY", toolkitCandidates("libnccl.so.2"),
+          "collectives on the GPU need NCCL, which cannot be loaded "
+          "(libnccl.so.2; $OF_NCCL_LIBRARY names another):",
+          "OF needs NCCL 2.18 or later"};
 }
+
+/// NCCL, loaded once by the first group made.
+Status loadNccl(const Nccl *&out) { return loadLibrary(ncclSource, out); }
 
 ncclDataType_t ncclTypeOf(DType dtype) {
   switch (dtype) {
@@ -510,6 +489,8 @@ void NcclCommunicator::abortAll() {
 }
 
 } // namespace
+
+Status checkNccl(std::string &path) { return loadAndLocate(loadNccl, path); }
 
 Status createNcclCommunicator(Communicator *bootstrap, void *const *stream,
                               std::unique_ptr<DeviceCommunicator> &out) {

@@ -65,40 +65,20 @@ namespace {
   X(dnnl_stream_wait)
 
 struct DnnlApi {
-#define OF_DNNL_POINTER(name) decltype(&::name) name = nullptr;
-  OF_DNNL_FUNCTIONS(OF_DNNL_POINTER)
-#undef OF_DNNL_POINTER
+  OF_LIBRARY_TABLE(OF_DNNL_FUNCTIONS)
 };
 
-Status loadDnnl(const DnnlApi *&out) {
-  static DnnlApi api;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char *override = std::getenv("OF_DNNL_LIBRARY");
-    std::string name = override && *override ? override : "libdnnl.so.2";
-    prepareOpenMp();
-    std::string tried;
-    void *library = openFirst({name}, tried);
-    if (!library) {
-      error = "cannot load oneDNN (libdnnl.so.2, on Debian the package "
-              "libdnnl2; $OF_DNNL_LIBRARY names another):" +
-              tried;
-      return;
-    }
-#define OF_DNNL_RESOLVE(fn)                                                    \
-  api.fn = reinterpret_cast<decltype(api.fn)>(::dlsym(library, #fn));          \
-  if (!api.fn && error.empty())                                                \
-    error =                                                                    \
-        formatMessage(name, " has no function " #fn "; OF needs oneDNN 2.x");
-    OF_DNNL_FUNCTIONS(OF_DNNL_RESOLVE)
-#undef OF_DNNL_RESOLVE
-  });
-  if (!error.empty())
-    return fail(error);
-  out = &api;
-  return Status::success();
+LibrarySource dnnlSource() {
+  return {"oneDNN",
+          "OF_DNNL_LIBRARY",
+          {"libdnnl.so.2"},
+          "cannot load oneDNN (libdnnl.so.2, on Debian the package libdnnl2; "
+          "$OF_DNNL_LIBRARY names another):",
+          "OF needs oneDNN 2.x (3.0 changed its C API)",
+          prepareOpenMp};
 }
+
+Status loadDnnl(const DnnlApi *&out) { return loadLibrary(dnnlSource, out); }
 
 /// One operand of a convolution primitive.
 struct Operand {
@@ -184,6 +164,8 @@ dnnl_data_type_t dnnlType(DType type) {
 }
 
 } // namespace
+
+Status checkOneDnn(std::string &path) { return loadAndLocate(loadDnnl, path); }
 
 struct OneDnnPrimitives::Impl {
   const DnnlApi *dnnl = nullptr;

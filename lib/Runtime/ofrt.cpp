@@ -10,6 +10,7 @@
 
 #include "Checkpoint.h"
 #include "Communicator.h"
+#include "DynamicLibrary.h"
 #include "PlanFile.h"
 #include "Session.h"
 
@@ -18,6 +19,8 @@
 #pragma GCC visibility pop
 
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <new>
 
 using namespace of::rt;
@@ -349,6 +352,44 @@ size_t ofrt_session_profiled_runs(const ofrt_session *session) {
 
 uint64_t ofrt_session_arena_bytes(const ofrt_session *session) {
   return session ? session->session->arenaBytes() : 0;
+}
+
+namespace {
+struct LibraryCheck {
+  const char *name;
+  Status (*check)(std::string &path);
+};
+constexpr LibraryCheck kLibraries[] = {
+    {"openblas", checkOpenBlas}, {"onednn", checkOneDnn},
+    {"cuda", checkCudaDriver},   {"cublas", checkCublas},
+    {"cudnn", checkCudnn},       {"nccl", checkNccl}};
+constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
+} // namespace
+
+size_t ofrt_library_count(void) { return kLibraryCount; }
+
+const char *ofrt_library_name(size_t index) {
+  return index < kLibraryCount ? kLibraries[index].name : nullptr;
+}
+
+ofrt_error *ofrt_library_check(const char *name, const char **path) {
+  static std::mutex mutex;
+  static std::string paths[kLibraryCount];
+  for (size_t i = 0; i < kLibraryCount; ++i) {
+    if (!name || std::strcmp(name, kLibraries[i].name) != 0)
+      continue;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (Status status = kLibraries[i].check(paths[i]); status.failed())
+      return toError(status);
+    if (path)
+      *path = paths[i].c_str();
+    return nullptr;
+  }
+  std::string known;
+  for (const LibraryCheck &library : kLibraries)
+    known += std::string(known.empty() ? "" : ", ") + library.name;
+  return toError(fail("ofrt_library_check: no library '",
+                      name ? name : "(null)", "'; the libraries are ", known));
 }
 
 int ofrt_comm_launched(void) { return launchedByMpi() ? 1 : 0; }

@@ -104,6 +104,12 @@ OPTIONS:
                       0's, and the share of the collectives.
   --list              Print the plan's entries and each one's inputs and
                       outputs with dtype and shape, then exit.
+  --check-libraries[=NAME,...]
+                      Load the libraries a plan may need (openblas, onednn,
+                      cuda, cublas, cudnn, nccl; all by default) as a
+                      session would, resolving every function OF calls, and
+                      print the file each came from or why it cannot be
+                      used; exit 1 if any cannot.
   --help              Print this help.
   --version           Print the version.
 
@@ -206,6 +212,35 @@ bool splitBinding(const std::string &binding, std::string &name,
   return true;
 }
 
+/// --check-libraries[=NAME,...]: loads each library (all by default) as a
+/// session would and prints where it came from or why it cannot be used;
+/// exits 1 if any of them cannot.
+int checkLibraries(const std::string &list) {
+  std::vector<std::string> names;
+  for (size_t start = 0; start < list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos)
+      comma = list.size();
+    names.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (names.empty())
+    for (size_t i = 0; i < ofrt_library_count(); ++i)
+      names.push_back(ofrt_library_name(i));
+  int failed = 0;
+  for (const std::string &name : names) {
+    const char *path = nullptr;
+    if (ofrt_error *error = ofrt_library_check(name.c_str(), &path)) {
+      std::printf("%-9s error: %s\n", name.c_str(), ofrt_error_message(error));
+      ofrt_error_free(error);
+      ++failed;
+    } else {
+      std::printf("%-9s ok     %s\n", name.c_str(), path);
+    }
+  }
+  return failed ? 1 : 0;
+}
+
 /// Parses argv; returns -1 to continue, else the exit code.
 int parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
@@ -256,6 +291,8 @@ int parseOptions(int argc, char **argv, Options &options) {
                   OF_VERSION, of::plan::kFormatVersion);
       return 0;
     }
+    if (arg == "--check-libraries")
+      return checkLibraries(hasInlineValue ? value : "");
     if (arg == "--print-timing" || arg == "--list") {
       if (hasInlineValue)
         return usageError("option '" + arg + "' takes no value");

@@ -80,6 +80,17 @@ const char *ofrt_dtype_name(ofrt_dtype dtype);
 const char *ofrt_error_message(const ofrt_error *error);
 void ofrt_error_free(ofrt_error *error);
 
+/* The libraries libofrt loads with dlopen when a plan first needs them:
+ * "openblas", "onednn", "cuda" (the driver), "cublas", "cudnn", "nccl",
+ * for index < ofrt_library_count(). */
+size_t ofrt_library_count(void);
+const char *ofrt_library_name(size_t index);
+/* Loads the library `name` as a session would (once per process; the
+ * driver is initialised too) and resolves every function libofrt calls in
+ * it. On success *path, unless path is NULL, is the file loaded (valid
+ * until the process ends); otherwise the error says why it cannot be used. */
+ofrt_error *ofrt_library_check(const char *name, const char **path);
+
 /* Opens and verifies a plan. The memory variant copies `data`. */
 ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out);
 ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,
