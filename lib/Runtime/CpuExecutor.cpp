@@ -177,8 +177,8 @@ Status checkIndices(const PreparedStep &step, const void *indices) {
     std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
     if (value < step.lo || value >= step.hi)
       return fail("index ", static_cast<int64_t>(value), " out of range [",
-                  step.lo, ", ", step.hi, ") in buffer '", step.indexBufferName,
-                  "' at element ", i);
+                  step.lo, ", ", step.hi, ") in ", step.indicesLabel,
+                  " at element ", i);
   }
   return Status::success();
 }

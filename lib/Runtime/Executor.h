@@ -47,6 +47,9 @@ struct PreparedStep {
   uint32_t stream = 0;
   /// The profiling name ("launch k", "library blas.gemm", ...).
   std::string name;
+  /// Where in the source program the step comes from ("model.py:42:1"), or
+  /// empty.
+  std::string origin;
 
   // Launch: the kernel and the data pointers of its buffers, in order; its
   // outermost loop's independent iterations (0: none) and its work.
@@ -83,7 +86,7 @@ struct PreparedStep {
   uint64_t indexCount = 0;
   plan::DType indexType = plan::DType::I64;
   int64_t lo = 0, hi = 0;
-  std::string indexBufferName;
+  std::string indicesLabel; // "input 'ids'" or "buffer 'buf3'"
 
   // Copy: memmove of `bytes` bytes (copies, outputs, one-rank collectives).
   bool isOutput = false; // the copy of an Output step

@@ -332,7 +332,7 @@ Status Session::runSteps() {
     if (profiling_)
       start = Clock::now();
     if (Status status = executor_->execute(steps_[i]); status.failed())
-      return status;
+      return fail(status.message(), " [", stepLabel(steps_[i], i), "]");
     if (profiling_) {
       // On a device a step's time is its completion, not its enqueueing.
       if (onDevice_)
@@ -400,13 +400,19 @@ Status Session::loadKernels() {
   return Status::success();
 }
 
+std::string Session::stepLabel(const PreparedStep &step, size_t index) const {
+  return formatMessage(label_, " step ", index, " (", step.name,
+                       step.origin.empty() ? "" : ", from ", step.origin, ")");
+}
+
 Status Session::prepareStep(const Step &step, uint32_t index) {
   const Program &program = *program_;
   PreparedStep prepared;
   prepared.stream = step.stream();
   prepared.name = describeStep(program, step);
-  std::string where =
-      formatMessage(label_, " step ", index, " (", prepared.name, ")");
+  if (step.origin())
+    prepared.origin = step.origin()->str();
+  std::string where = stepLabel(prepared, index);
 
   switch (step.detail_type()) {
   case StepDetail::Launch: {
@@ -469,7 +475,10 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       prepared.indexCount = buffer.size() / dtypeSize(buffer.dtype());
       prepared.lo = call.params()->Get(0);
       prepared.hi = call.params()->Get(1);
-      prepared.indexBufferName = std::string(text(buffer.name()));
+      prepared.indicesLabel =
+          buffer.binding() && buffer.binding()->size()
+              ? formatMessage("input '", text(buffer.binding()), "'")
+              : formatMessage("buffer '", text(buffer.name()), "'");
     }
     break;
   }

@@ -146,6 +146,8 @@ private:
   /// valid.
   void inputWasSet(size_t input);
   Status prepareStep(const plan::Step &step, uint32_t index);
+  /// "program 'main' step 3 (library blas.gemm, from model.py:42:1)".
+  std::string stepLabel(const PreparedStep &step, size_t index) const;
   void *bufferData(uint32_t index) const { return bufferData_[index]; }
   /// Gathers `mine`, this rank's part of the value `info` describes (an
   /// input's or output's, `kind` says which), on world rank 0.

@@ -297,6 +297,12 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
     std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
     std::vector<uint32_t> inputs;
     std::vector<flatbuffers::Offset<fb::Step>> steps;
+    // A step's origin (its op's marked source location), for errors.
+    auto origin = [&](Operation *op) {
+      std::string text = describeOrigin(getOrigin(op->getLoc()));
+      return text.empty() ? flatbuffers::Offset<flatbuffers::String>()
+                          : fbb.CreateString(text);
+    };
     auto indexOf = [&](Attribute ref) {
       return bufferIndex.lookup(cast<FlatSymbolRefAttr>(ref).getValue());
     };
@@ -356,7 +362,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     launch.getRange(), launch.getWork());
                 steps.push_back(fb::CreateStep(fbb, launch.getStream(),
                                                fb::StepDetail::Launch,
-                                               detail.Union()));
+                                               detail.Union(), origin(launch)));
                 return success();
               })
               .Case([&](LibraryCallOp call) -> LogicalResult {
@@ -367,7 +373,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     fbb, call.getFunction().str().c_str(), &refs, &params);
                 steps.push_back(fb::CreateStep(fbb, call.getStream(),
                                                fb::StepDetail::LibraryCall,
-                                               detail.Union()));
+                                               detail.Union(), origin(call)));
                 return success();
               })
               .Case([&](CopyOp copy) -> LogicalResult {
@@ -377,7 +383,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     copy.getTargetOffset(), copy.getBytes());
                 steps.push_back(fb::CreateStep(fbb, copy.getStream(),
                                                fb::StepDetail::Copy,
-                                               detail.Union()));
+                                               detail.Union(), origin(copy)));
                 return success();
               })
               .Case([&](CollectiveOp coll) -> LogicalResult {
@@ -413,21 +419,21 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     coll.getDim2());
                 steps.push_back(fb::CreateStep(fbb, coll.getStream(),
                                                fb::StepDetail::Collective,
-                                               detail.Union()));
+                                               detail.Union(), origin(coll)));
                 return success();
               })
               .Case([&](EventRecordOp record) -> LogicalResult {
                 auto detail = fb::CreateEventRecord(fbb, record.getEvent());
                 steps.push_back(fb::CreateStep(fbb, record.getStream(),
                                                fb::StepDetail::EventRecord,
-                                               detail.Union()));
+                                               detail.Union(), origin(record)));
                 return success();
               })
               .Case([&](EventWaitOp wait) -> LogicalResult {
                 auto detail = fb::CreateEventWait(fbb, wait.getEvent());
                 steps.push_back(fb::CreateStep(fbb, wait.getStream(),
                                                fb::StepDetail::EventWait,
-                                               detail.Union()));
+                                               detail.Union(), origin(wait)));
                 return success();
               })
               .Case([&](OutputOp output) -> LogicalResult {
@@ -443,7 +449,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                     updates.empty() ? nullptr : updates.c_str());
                 steps.push_back(fb::CreateStep(fbb, output.getStream(),
                                                fb::StepDetail::Output,
-                                               detail.Union()));
+                                               detail.Union(), origin(output)));
                 return success();
               })
               .Default([](Operation *other) {
@@ -737,11 +743,15 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
     if (program->steps())
       for (const fb::Step *step : *program->steps()) {
         IntegerAttr stream = b.getI64IntegerAttr(step->stream());
+        Location at =
+            step->origin()
+                ? markOrigin(NameLoc::get(b.getStringAttr(str(step->origin()))))
+                : loc;
         switch (step->detail_type()) {
         case fb::StepDetail::Launch: {
           const fb::Launch *l = step->detail_as_Launch();
           LaunchOp::create(
-              pb, loc,
+              pb, at,
               FlatSymbolRefAttr::get(
                   ctx, str(plan->executables()->Get(l->executable())->name())),
               b.getStringAttr(str(l->kernel())), refsOf(l->buffers()), stream,
@@ -753,14 +763,14 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
           SmallVector<int64_t> params;
           if (c->params())
             params.assign(c->params()->begin(), c->params()->end());
-          LibraryCallOp::create(pb, loc, b.getStringAttr(str(c->function())),
+          LibraryCallOp::create(pb, at, b.getStringAttr(str(c->function())),
                                 refsOf(c->buffers()),
                                 b.getDenseI64ArrayAttr(params), stream);
           break;
         }
         case fb::StepDetail::Copy: {
           const fb::Copy *c = step->detail_as_Copy();
-          CopyOp::create(pb, loc, refs[c->src()], refs[c->dst()],
+          CopyOp::create(pb, at, refs[c->src()], refs[c->dst()],
                          b.getI64IntegerAttr(c->src_offset()),
                          b.getI64IntegerAttr(c->dst_offset()),
                          b.getI64IntegerAttr(c->bytes()), stream);
@@ -778,7 +788,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
                 SmallVector<int64_t>(v->begin(), v->end()));
           };
           CollectiveOp::create(
-              pb, loc,
+              pb, at,
               b.getStringAttr(collectiveNames[static_cast<int>(c->kind())]),
               refs[c->src()], refs[c->dst()], b.getDenseI64ArrayAttr(group),
               b.getStringAttr(c->reduce() == fb::ReduceOp::Max ? "max" : "sum"),
@@ -789,20 +799,19 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         }
         case fb::StepDetail::EventRecord:
           EventRecordOp::create(
-              pb, loc,
+              pb, at,
               b.getI64IntegerAttr(step->detail_as_EventRecord()->event()),
               stream);
           break;
         case fb::StepDetail::EventWait:
           EventWaitOp::create(
-              pb, loc,
-              b.getI64IntegerAttr(step->detail_as_EventWait()->event()),
+              pb, at, b.getI64IntegerAttr(step->detail_as_EventWait()->event()),
               stream);
           break;
         case fb::StepDetail::Output: {
           const fb::Output *o = step->detail_as_Output();
           OutputOp::create(
-              pb, loc, b.getStringAttr(str(o->name())), refs[o->buffer()],
+              pb, at, b.getStringAttr(str(o->name())), refs[o->buffer()],
               stream, readDistribution(o->dist(), b),
               o->updates() ? b.getStringAttr(str(o->updates())) : StringAttr());
           break;

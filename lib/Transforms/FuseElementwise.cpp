@@ -2,9 +2,9 @@
 //
 // Implements --of-fuse-elementwise: upstream's elementwise fusion and
 // reshape-by-expansion folding, with a control function that keeps
-// contractions out of both, does not fuse a broadcast producer that calls
-// math functions into its larger consumer, and does not recompute a
-// multi-input producer that other users keep anyway. Upstream's
+// contractions and checked gathers out of both, does not fuse a broadcast
+// producer that calls math functions into its larger consumer, and does not
+// recompute a multi-input producer that other users keep anyway. Upstream's
 // linalg-fuse-elementwise-ops would fold the reshape around a batched matmul
 // into it and turn the linalg.contract into a generic that no longer maps onto
 // one BLAS call.
@@ -77,11 +77,20 @@ bool wouldDuplicate(OpOperand *fused) {
   return fullInputs > 1;
 }
 
-/// Fuse only where neither side is a contraction, and where no
-/// transcendental work or multi-input producer would be repeated.
+/// Whether `op` gathers with indices that the plan checks first (its
+/// `of.index_range`, which --of-build-plan turns into a check.index_range
+/// step). Upstream's fusion builds a new op without that attribute, so an
+/// embedding fused with the op after it read out of bounds unchecked.
+bool checksIndices(Operation *op) {
+  return op && op->hasAttr("of.index_range");
+}
+
+/// Fuse only where neither side is a contraction or a checked gather, and
+/// where no transcendental work or multi-input producer would be repeated.
 bool shouldFuse(OpOperand *fused) {
-  return !isContraction(fused->getOwner()) &&
-         !isContraction(fused->get().getDefiningOp()) &&
+  Operation *producer = fused->get().getDefiningOp();
+  return !isContraction(fused->getOwner()) && !isContraction(producer) &&
+         !checksIndices(fused->getOwner()) && !checksIndices(producer) &&
          !wouldRecomputeMath(fused) && !wouldDuplicate(fused);
 }
 

@@ -76,6 +76,27 @@ def test_compile_error_points_at_the_python_line():
     assert "F.layer_norm(x, (8,), self.w)" in message
 
 
+def test_run_error_points_at_the_python_line():
+    # A compiled step that fails at run time (a token id past the
+    # vocabulary) names the step and the Python line that made it.
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(16, 4)
+
+        def forward(self, ids):
+            return self.emb(ids).tanh()
+
+    line = Tagger.forward.__code__.co_firstlineno + 1
+    step = of.compile(Tagger())
+    assert step(of.tensor(np.array([[1, 2, 3]], np.int64))).shape == (1, 3, 4)
+    with pytest.raises(RuntimeError) as info:
+        step(of.tensor(np.array([[1, 20, 3]], np.int64)))
+    message = str(info.value)
+    assert "index 20 out of range [0, 16)" in message, message
+    assert f"(library check.index_range, from {__file__}:{line}:1)" in message, message
+
+
 def test_save_plan_runs_in_of_run(tmp_path, rng):
     model = MLP()
     compiled = of.compile(model)

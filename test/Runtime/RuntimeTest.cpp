@@ -511,7 +511,11 @@ TEST(SessionErrors, ConvolutionTypeTheCpuCannotRun) {
 }
 
 TEST(Runtime, IndexRangeCheck) {
-  Bytes file = makeSamplePlan(kernelObject()).write();
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  // Where the check comes from in the source, which the error names.
+  ASSERT_EQ(sample.plan.programs[1]->entry, "check");
+  sample.plan.programs[1]->steps[0]->origin = "model.py:7:1";
+  Bytes file = sample.write();
   PlanHandle plan;
   ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
             "");
@@ -522,7 +526,9 @@ TEST(Runtime, IndexRangeCheck) {
   ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, ids.data(), 32)),
             "");
   EXPECT_EQ(take(ofrt_session_run(session.session)),
-            "index 16 out of range [0, 16) in buffer 'ids' at element 5");
+            "index 16 out of range [0, 16) in input 'ids' at element 5 "
+            "[program 'check' step 0 (library check.index_range, from "
+            "model.py:7:1)]");
   std::vector<int32_t> out(8);
   EXPECT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 32)),
             "output 'ids' has no value: no run has completed successfully");

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -26,6 +27,50 @@ void PlanDialect::initialize() {
 #define GET_OP_LIST
 #include "OF/Dialect/Plan/IR/PlanOps.cpp.inc"
       >();
+}
+
+static constexpr llvm::StringLiteral kOriginMarker = "ofrt.origin";
+
+Location mlir::ofrt::markOrigin(Location source) {
+  return NameLoc::get(StringAttr::get(source->getContext(), kOriginMarker),
+                      source);
+}
+
+LocationAttr mlir::ofrt::getOrigin(Location loc) {
+  auto marked = dyn_cast<NameLoc>(loc);
+  if (!marked || marked.getName() != kOriginMarker)
+    return {};
+  return marked.getChildLoc();
+}
+
+std::string mlir::ofrt::describeOrigin(LocationAttr origin) {
+  if (!origin)
+    return "";
+  constexpr size_t kMaxPositions = 4;
+  SmallVector<std::string> positions;
+  bool more = false;
+  auto add = [&](std::string text) {
+    if (llvm::is_contained(positions, text))
+      return;
+    if (positions.size() == kMaxPositions)
+      more = true;
+    else
+      positions.push_back(std::move(text));
+  };
+  origin.walk([&](Location loc) {
+    if (auto file = dyn_cast<FileLineColLoc>(loc))
+      add((file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+           Twine(file.getColumn()))
+              .str());
+    else if (auto name = dyn_cast<NameLoc>(loc);
+             name && isa<UnknownLoc>(name.getChildLoc()))
+      add(name.getName().str());
+    return WalkResult::advance();
+  });
+  std::string text = llvm::join(positions, ", ");
+  if (more)
+    text += ", ...";
+  return text;
 }
 
 int64_t mlir::ofrt::getElementByteSize(Type type) {

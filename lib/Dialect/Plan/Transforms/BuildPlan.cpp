@@ -75,6 +75,8 @@ struct Step {
   /// A collective on the communication stream: the position of the step
   /// after which the compute stream has waited for it (-1: the run's end).
   int64_t joinedAt = -1;
+  /// The location of the op the step was made for (null: none).
+  LocationAttr origin;
   /// The outlined kernel of a launch.
   func::FuncOp kernel;
   /// In-place candidates of an elementwise kernel: (input root, output root).
@@ -551,9 +553,14 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     }
   }
 
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
+    size_t first = steps.size();
     if (failed(visit(&op)))
       return failure();
+    for (size_t i = first; i < steps.size(); ++i)
+      if (!steps[i].origin)
+        steps[i].origin = op.getLoc();
+  }
 
   // Outputs.
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -694,34 +701,36 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   for (const Step &step : steps) {
     if (step.dead)
       continue;
+    // Each step's op carries its source location, marked as its origin.
+    Location at = step.origin ? markOrigin(step.origin) : func.getLoc();
     switch (step.kind) {
     case Step::Launch:
-      LaunchOp::create(pb, loc,
+      LaunchOp::create(pb, at,
                        FlatSymbolRefAttr::get(ctx, device == "cuda"
                                                        ? "cuda_kernels"
                                                        : "cpu_kernels"),
                        pb.getStringAttr(step.name), bufferRefs(step));
       break;
     case Step::Library:
-      LibraryCallOp::create(pb, loc, pb.getStringAttr(step.name),
+      LibraryCallOp::create(pb, at, pb.getStringAttr(step.name),
                             bufferRefs(step),
                             pb.getDenseI64ArrayAttr(step.params));
       break;
     case Step::Copy:
-      CopyOp::create(pb, loc, refs[step.buffers[0]], refs[step.buffers[1]],
+      CopyOp::create(pb, at, refs[step.buffers[0]], refs[step.buffers[1]],
                      pb.getI64IntegerAttr(step.srcOffset),
                      pb.getI64IntegerAttr(step.dstOffset),
                      pb.getI64IntegerAttr(step.bytes));
       break;
     case Step::Output:
       OutputOp::create(
-          pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
+          pb, at, pb.getStringAttr(step.name), refs[step.buffers[0]],
           pb.getI64IntegerAttr(0), step.dist,
           step.updates.empty() ? StringAttr() : pb.getStringAttr(step.updates));
       break;
     case Step::Collective:
       CollectiveOp::create(
-          pb, loc, pb.getStringAttr(step.name), refs[step.buffers[0]],
+          pb, at, pb.getStringAttr(step.name), refs[step.buffers[0]],
           refs[step.buffers[1]], pb.getDenseI64ArrayAttr(step.group),
           pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(step.peer),
           pb.getI64IntegerAttr(step.stream),
@@ -734,11 +743,11 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
           pb.getI64IntegerAttr(step.dim), pb.getI64IntegerAttr(step.dim2));
       break;
     case Step::EventRecord:
-      EventRecordOp::create(pb, loc, pb.getI64IntegerAttr(step.event),
+      EventRecordOp::create(pb, at, pb.getI64IntegerAttr(step.event),
                             pb.getI64IntegerAttr(step.stream));
       break;
     case Step::EventWait:
-      EventWaitOp::create(pb, loc, pb.getI64IntegerAttr(step.event),
+      EventWaitOp::create(pb, at, pb.getI64IntegerAttr(step.event),
                           pb.getI64IntegerAttr(step.stream));
       break;
     }
