@@ -453,7 +453,9 @@ Status CudaExecutor::check(const PreparedStep &step) {
     if (!step.collective->communicates() || collectiveIndex_.count(&step))
       return Status::success();
     CollectiveEvents events;
-    events.name = step.name;
+    // Errors found at synchronization name the collective and its origin.
+    events.name =
+        step.origin.empty() ? step.name : step.name + " from " + step.origin;
     for (CUevent *event : {&events.started, &events.done})
       if (Status status =
               check(cu_->cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
