@@ -228,17 +228,20 @@ def add_gpt_benchmark(bundle):
 
 
 def add_gemm_benchmarks(bundle):
-    for et, n in (("f32", 4096), ("f32", 8192), ("bf16", 4096), ("bf16", 8192)):
+    # (element type, n, TF32 tensor cores for f32: --of-pipeline=...,tf32=true)
+    for et, n, tf32 in (("f32", 4096, False), ("f32", 8192, False), ("f32", 8192, True),
+                        ("bf16", 4096, False), ("bf16", 8192, False)):
         ty = f"tensor<{n}x{n}x{et}>"
         mlir = (f'func.func @main(%a: {ty} {{of.name = "a"}}, %b: {ty} {{of.name = "b"}}) '
                 f'-> ({ty} {{of.name = "c"}}) {{\n'
                 f"  %c = of.matmul %a, %b : ({ty}, {ty}) -> {ty}\n"
                 f"  return %c : {ty}\n}}\n")
-        case = f"gemm-{et}-{n}"
+        case = f"gemm-{'tf32' if tf32 else et}-{n}"
         np_dtype = {"f32": "float32", "bf16": "bfloat16"}[et]
+        pipeline = "cuda,tf32=true" if tf32 else "cuda"
         bundle.cases.append({
-            "name": case, "kind": "gemm", "plan": bundle.compile(mlir, case, "cuda"),
-            "m": n, "n": n, "k": n, "dtype": np_dtype,
+            "name": case, "kind": "gemm", "plan": bundle.compile(mlir, case, pipeline),
+            "m": n, "n": n, "k": n, "dtype": np_dtype, "tf32": tf32,
             "inputs": {"a": [n, n], "b": [n, n]}})
 
 

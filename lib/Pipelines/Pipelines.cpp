@@ -134,13 +134,17 @@ LogicalResult mlir::of::parsePipelineOptions(
     } else if (key == "zero") {
       if (failed(parseBool(key, value, options.zero)))
         return failure();
+    } else if (key == "tf32") {
+      if (failed(parseBool(key, value, options.tf32)))
+        return failure();
     } else {
       return errorHandler(
           "--of-pipeline: unknown option '" + key +
           "' (stop-after, fuse, in-place, use-blas, use-dnn, autodiff, train, "
           "momentum, "
           "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
-          "zero, amp, loss-scale-log2, loss-scale-window, chip, format)");
+          "zero, amp, loss-scale-log2, loss-scale-window, chip, format, "
+          "tf32)");
     }
   }
   return success();
@@ -230,6 +234,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   plan.useBlas = options.useBlas;
   plan.useDnn = options.useDnn;
   plan.device = options.target;
+  plan.allowTf32 = options.tf32;
   pm.addPass(ofrt::createBuildPlanPass(plan));
   if (options.stopAfter == "plan")
     return;
@@ -254,7 +259,7 @@ void mlir::of::registerOFPipelines() {
       "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
       "[,accumulate=K][,zero=true]"
       "[,amp=bf16|f16][,loss-scale-log2=16][,loss-scale-window=2000]; "
-      "--of-pipeline=cuda[,chip=sm_90a][,format=bin|isa] and "
+      "--of-pipeline=cuda[,chip=sm_90a][,format=bin|isa][,tf32=true] and "
       "the same options compiles kernels for an NVIDIA GPU",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {

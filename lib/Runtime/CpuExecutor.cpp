@@ -310,6 +310,7 @@ std::vector<int64_t> convolutionKey(const PreparedStep &step) {
   return {direction,
           static_cast<int64_t>(step.args.size()),
           static_cast<int64_t>(step.convType),
+          step.tf32,
           g.n,
           g.c,
           g.h,

@@ -515,16 +515,21 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
     const void *batchA = a + o * g.aOuterStride * size;
     const void *batchB = b + o * g.bOuterStride * size;
     void *batchC = c + o * g.cOuterStride * cSize;
-    if (step.gemmType == DType::BF16 || step.gemmType == DType::F16) {
-      // Tensor-core products of 16-bit operands, accumulated in f32 and
-      // rounded once into C's type.
-      cudaDataType in = step.gemmType == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    bool half = step.gemmType == DType::BF16 || step.gemmType == DType::F16;
+    if (half || (step.gemmType == DType::F32 && step.tf32)) {
+      // Tensor-core products of 16-bit operands, or of f32 ones rounded to
+      // TF32 where the program allows it, accumulated in f32 and rounded
+      // once into C's type.
+      cudaDataType in = step.gemmType == DType::BF16  ? CUDA_R_16BF
+                        : step.gemmType == DType::F16 ? CUDA_R_16F
+                                                      : CUDA_R_32F;
       cudaDataType out = step.gemmOutType == DType::F32 ? CUDA_R_32F : in;
       float one = 1.0f, zero = 0.0f;
       result = blas_->cublasGemmStridedBatchedEx_64(
           handle_, opB, opA, g.n, g.m, g.k, &one, batchB, in, g.ldb,
           g.bBatchStride, batchA, in, g.lda, g.aBatchStride, &zero, batchC, out,
-          g.ldc, g.cBatchStride, g.batch, CUBLAS_COMPUTE_32F,
+          g.ldc, g.cBatchStride, g.batch,
+          half ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32,
           CUBLAS_GEMM_DEFAULT);
     } else if (step.gemmType == DType::F32) {
       float one = 1.0f, zero = 0.0f;

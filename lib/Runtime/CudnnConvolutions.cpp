@@ -163,7 +163,10 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
   switch (step.convType) {
   case DType::F32:
     type = CUDNN_DATA_FLOAT;
-    math = CUDNN_FMA_MATH; // no TF32: f32 results as the CPU's
+    // TF32 tensor cores only where the program allows them (cuDNN's default
+    // math uses them for f32 on Ampere and later); otherwise f32 results as
+    // the CPU's.
+    math = step.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     break;
   case DType::F64:
     type = compute = CUDNN_DATA_DOUBLE;

@@ -50,6 +50,9 @@ struct PreparedStep {
   /// Where in the source program the step comes from ("model.py:42:1"), or
   /// empty.
   std::string origin;
+  /// An f32 gemm or convolution that a GPU may run on TF32 tensor cores
+  /// (the program's allow_tf32).
+  bool tf32 = false;
 
   // Launch: the kernel and the data pointers of its buffers, in order; its
   // outermost loop's independent iterations (0: none) and its work.

@@ -412,6 +412,7 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
   prepared.name = describeStep(program, step);
   if (step.origin())
     prepared.origin = step.origin()->str();
+  prepared.tf32 = program.allow_tf32();
   std::string where = stepLabel(prepared, index);
 
   switch (step.detail_type()) {

@@ -464,7 +464,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
         fbb, program.getEntry().str().c_str(), &ranks,
         program.getDevice().str().c_str(), program.getArenaSize(),
         program.getNumStreams(), program.getNumEvents(), &buffers, &inputs,
-        &steps));
+        &steps, program.getAllowTf32()));
   }
 
   // Blob placement: 64-byte aligned, relative to the blob section.
@@ -693,6 +693,8 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         b.getI64IntegerAttr(program->arena_size()),
         b.getI64IntegerAttr(program->num_streams()),
         b.getI64IntegerAttr(program->num_events()));
+    if (program->allow_tf32())
+      op.setAllowTf32(true);
     Block *block = new Block();
     op.getBody().push_back(block);
     OpBuilder pb = OpBuilder::atBlockEnd(block);

@@ -48,6 +48,9 @@ struct PipelineOptions {
   /// through ptxas; isa: PTX).
   std::string chip = "sm_90a";
   std::string cudaFormat = "bin";
+  /// f32 gemms and convolutions on TF32 tensor cores (a GPU; the CPU
+  /// computes them in f32).
+  bool tf32 = false;
 };
 
 /// Parses "cpu,stop-after=plan,fuse=false" into `options`.

@@ -1416,6 +1416,9 @@ struct BuildPlanPass : ofrt::impl::BuildPlanPassBase<BuildPlanPass> {
       if (failed(builder.build(b)))
         return signalPassFailure();
     }
+    if (allowTf32)
+      for (auto program : module.getOps<ProgramOp>())
+        program.setAllowTf32(true);
     // What remains of the bufferized program is now in the plan.
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       if (isa<func::FuncOp, memref::GlobalOp, of::PlacementOp>(op))

@@ -93,11 +93,15 @@ def Plan_ProgramOp : Plan_Op<"program", [SymbolTable, IsolatedFromAbove,
     across streams only `ofrt.event_record`/`ofrt.event_wait` order them,
     and two steps on different streams that use overlapping memory must be
     so ordered (the verifier refuses a program where they may run at once).
+    With `allow_tf32`, a GPU may compute the f32 products of gemm and
+    convolution steps on TF32 tensor cores (inputs rounded to 10-bit
+    mantissas, f32 accumulation); the CPU computes them in f32.
   }];
   let arguments = (ins StrAttr:$entry, DenseI64ArrayAttr:$ranks,
                        StrAttr:$device, I64Attr:$arena_size,
                        DefaultValuedAttr<I64Attr, "1">:$num_streams,
-                       DefaultValuedAttr<I64Attr, "0">:$num_events);
+                       DefaultValuedAttr<I64Attr, "0">:$num_events,
+                       UnitAttr:$allow_tf32);
   let regions = (region SizedRegion<1>:$body);
   let extraClassDeclaration = [{
     /// Two steps on different streams that use overlapping memory must be

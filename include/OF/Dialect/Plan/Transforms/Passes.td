@@ -63,6 +63,11 @@ def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
            "stream, each as early as its buffers allow, ordered with the "
            "compute stream by events (gradient all-reduces overlap the "
            "rest of the backward pass)">,
+    Option<"allowTf32", "allow-tf32", "bool", "false",
+           "Let a GPU compute f32 products (gemms, convolutions) on TF32 "
+           "tensor cores (inputs rounded to 10-bit mantissas, f32 "
+           "accumulation), as PyTorch's allow_tf32; the CPU computes them "
+           "in f32">,
     Option<"target", "target", "std::string", "\"\"",
            "Target triple of the CPU kernels (default: the host's)">,
     Option<"device", "device", "std::string", "\"cpu\"",
