@@ -298,7 +298,7 @@ private:
 
 } // namespace
 
-Status checkOpenBlas(std::string &path) {
+Status checkOpenBlas(const std::string *&path) {
   return loadAndLocate(loadOpenBlas, path);
 }
 

@@ -39,11 +39,13 @@ Status createCudaExecutor(int, std::unique_ptr<Executor> &) {
   return Status::failure(kNoCudaHeaders);
 }
 
-Status checkCudaDriver(std::string &) {
+Status checkCudaDriver(const std::string *&) {
   return Status::failure(kNoCudaHeaders);
 }
 
-Status checkCublas(std::string &) { return Status::failure(kNoCudaHeaders); }
+Status checkCublas(const std::string *&) {
+  return Status::failure(kNoCudaHeaders);
+}
 
 } // namespace of::rt
 
@@ -180,11 +182,11 @@ Status loadCublas(const Cublas *&out) { return loadLibrary(cublasSource, out); }
 
 } // namespace
 
-Status checkCudaDriver(std::string &path) {
+Status checkCudaDriver(const std::string *&path) {
   return loadAndLocate(loadDriver, path);
 }
 
-Status checkCublas(std::string &path) {
+Status checkCublas(const std::string *&path) {
   return loadAndLocate(loadCublas, path);
 }
 

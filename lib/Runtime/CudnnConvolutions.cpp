@@ -29,7 +29,7 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &) {
 Status CudnnConvolutions::run(const PreparedStep &step, void *) {
   return fail(step.name, ": this libofrt has no cuDNN");
 }
-Status checkCudnn(std::string &) {
+Status checkCudnn(const std::string *&) {
   return fail("this libofrt was built without cuDNN's header (cudnn.h)");
 }
 
@@ -103,7 +103,9 @@ enum class Direction { Forward, GradInput, GradFilter };
 
 } // namespace
 
-Status checkCudnn(std::string &path) { return loadAndLocate(loadCudnn, path); }
+Status checkCudnn(const std::string *&path) {
+  return loadAndLocate(loadCudnn, path);
+}
 
 struct CudnnConvolutions::Impl {
   /// The descriptors and algorithm of one geometry, direction and type.

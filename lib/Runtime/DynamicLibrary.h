@@ -120,25 +120,26 @@ Status loadLibrary(LibrarySource (*describe)(), const Table *&out) {
   return Status::success();
 }
 
-/// Loads as `load` does and gives the file it loaded.
+/// Loads as `load` does and gives the file it loaded (the table's, which
+/// lives as long as the process).
 template <typename Table>
-Status loadAndLocate(Status (*load)(const Table *&), std::string &path) {
+Status loadAndLocate(Status (*load)(const Table *&), const std::string *&path) {
   const Table *table = nullptr;
   Status status = load(table);
   if (!status.failed())
-    path = table->loadedFrom;
+    path = &table->loadedFrom;
   return status;
 }
 
 /// Each library libofrt may use, loaded as a session would load it (once
 /// per process) with every function the runtime calls resolved; `path` is
-/// the file loaded (`ofrt_check_library`, `of-run --check-libraries`).
-Status checkOpenBlas(std::string &path);
-Status checkOneDnn(std::string &path);
-Status checkCudaDriver(std::string &path);
-Status checkCublas(std::string &path);
-Status checkCudnn(std::string &path);
-Status checkNccl(std::string &path);
+/// the file loaded (`ofrt_library_check`, `of-run --check-libraries`).
+Status checkOpenBlas(const std::string *&path);
+Status checkOneDnn(const std::string *&path);
+Status checkCudaDriver(const std::string *&path);
+Status checkCublas(const std::string *&path);
+Status checkCudnn(const std::string *&path);
+Status checkNccl(const std::string *&path);
 
 } // namespace of::rt
 

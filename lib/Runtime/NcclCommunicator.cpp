@@ -25,7 +25,9 @@ Status createNcclCommunicator(Communicator *, void *const *,
   return Status::failure(kNoNcclHeader);
 }
 
-Status checkNccl(std::string &) { return Status::failure(kNoNcclHeader); }
+Status checkNccl(const std::string *&) {
+  return Status::failure(kNoNcclHeader);
+}
 
 } // namespace of::rt
 
@@ -490,7 +492,9 @@ void NcclCommunicator::abortAll() {
 
 } // namespace
 
-Status checkNccl(std::string &path) { return loadAndLocate(loadNccl, path); }
+Status checkNccl(const std::string *&path) {
+  return loadAndLocate(loadNccl, path);
+}
 
 Status createNcclCommunicator(Communicator *bootstrap, void *const *stream,
                               std::unique_ptr<DeviceCommunicator> &out) {

@@ -165,7 +165,9 @@ dnnl_data_type_t dnnlType(DType type) {
 
 } // namespace
 
-Status checkOneDnn(std::string &path) { return loadAndLocate(loadDnnl, path); }
+Status checkOneDnn(const std::string *&path) {
+  return loadAndLocate(loadDnnl, path);
+}
 
 struct OneDnnPrimitives::Impl {
   const DnnlApi *dnnl = nullptr;

@@ -20,7 +20,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 
 using namespace of::rt;
@@ -357,7 +356,7 @@ uint64_t ofrt_session_arena_bytes(const ofrt_session *session) {
 namespace {
 struct LibraryCheck {
   const char *name;
-  Status (*check)(std::string &path);
+  Status (*check)(const std::string *&path);
 };
 constexpr LibraryCheck kLibraries[] = {
     {"openblas", checkOpenBlas}, {"onednn", checkOneDnn},
@@ -373,16 +372,14 @@ const char *ofrt_library_name(size_t index) {
 }
 
 ofrt_error *ofrt_library_check(const char *name, const char **path) {
-  static std::mutex mutex;
-  static std::string paths[kLibraryCount];
-  for (size_t i = 0; i < kLibraryCount; ++i) {
-    if (!name || std::strcmp(name, kLibraries[i].name) != 0)
+  for (const LibraryCheck &library : kLibraries) {
+    if (!name || std::strcmp(name, library.name) != 0)
       continue;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (Status status = kLibraries[i].check(paths[i]); status.failed())
+    const std::string *loaded = nullptr;
+    if (Status status = library.check(loaded); status.failed())
       return toError(status);
     if (path)
-      *path = paths[i].c_str();
+      *path = loaded->c_str();
     return nullptr;
   }
   std::string known;
