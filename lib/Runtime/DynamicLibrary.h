@@ -140,6 +140,7 @@ Status checkCudaDriver(const std::string *&path);
 Status checkCublas(const std::string *&path);
 Status checkCudnn(const std::string *&path);
 Status checkNccl(const std::string *&path);
+Status checkMpi(const std::string *&path);
 
 } // namespace of::rt
 

@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
+#include "DynamicLibrary.h"
 
 #include "PlanFile.h"
 #include "Reduce.h"
@@ -793,6 +794,15 @@ void userReduction(void *in, void *inout, int *length, MPI_Datatype *) {
 }
 
 } // namespace
+
+Status checkMpi(const std::string *&path) {
+  MpiApi &api = mpi();
+  if (Status status = loadMpi(api); status.failed())
+    return status;
+  static const std::string loaded = loadedPath(api.library);
+  path = &loaded;
+  return Status::success();
+}
 
 Status createMpiCommunicator(int *argc, char ***argv,
                              std::unique_ptr<Communicator> &out) {

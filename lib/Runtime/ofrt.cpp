@@ -358,10 +358,13 @@ struct LibraryCheck {
   const char *name;
   Status (*check)(const std::string *&path);
 };
-constexpr LibraryCheck kLibraries[] = {
-    {"openblas", checkOpenBlas}, {"onednn", checkOneDnn},
-    {"cuda", checkCudaDriver},   {"cublas", checkCublas},
-    {"cudnn", checkCudnn},       {"nccl", checkNccl}};
+constexpr LibraryCheck kLibraries[] = {{"openblas", checkOpenBlas},
+                                       {"onednn", checkOneDnn},
+                                       {"cuda", checkCudaDriver},
+                                       {"cublas", checkCublas},
+                                       {"cudnn", checkCudnn},
+                                       {"nccl", checkNccl},
+                                       {"mpi", checkMpi}};
 constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 } // namespace
 

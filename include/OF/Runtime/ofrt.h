@@ -82,7 +82,7 @@ void ofrt_error_free(ofrt_error *error);
 
 /* The libraries libofrt loads with dlopen when a plan first needs them:
  * "openblas", "onednn", "cuda" (the driver), "cublas", "cudnn", "nccl",
- * for index < ofrt_library_count(). */
+ * "mpi" (loaded, not initialised), for index < ofrt_library_count(). */
 size_t ofrt_library_count(void);
 const char *ofrt_library_name(size_t index);
 /* Loads the library `name` as a session would (once per process; the
