@@ -20,16 +20,17 @@
 // PLAIN: of-run: error: index 20 out of range [0, 16) in input 'ids' at element 4 [program 'main' step 0 (library check.index_range)]
 
 // The gather's index check and the gather itself come from the embedding;
-// the add and the tanh, fused into one kernel, from the tanh (upstream's
-// fusion keeps the consumer's location). The gather stays a kernel of its
-// own: fused, it lost its index check.
+// the kernel of the add and the tanh fused from both (the ops of its body
+// keep the locations of the ops they came from; the fused op has the
+// tanh's). The gather stays a kernel of its own: fused, it lost its index
+// check.
 // CHECK: ofrt.library "check.index_range" [@arg0] params [0, 16] loc([[EMB:#loc[0-9]+]])
 // CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@arg0, @[[E:buf[0-9]+]], @arg1] {{.*}} loc([[EMB]])
 // CHECK-NEXT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[E]], @arg2] {{.*}} loc([[TANH:#loc[0-9]+]])
 // CHECK-DAG: [[EMB]] = loc("ofrt.origin"([[EMBSRC:#loc[0-9]*]]))
 // CHECK-DAG: [[TANH]] = loc("ofrt.origin"([[TANHSRC:#loc[0-9]*]]))
 // CHECK-DAG: [[EMBSRC]] = loc("{{.*}}step-origins.mlir:[[# @LINE + 9]]:8")
-// CHECK-DAG: [[TANHSRC]] = loc("{{.*}}step-origins.mlir:[[# @LINE + 10]]:8")
+// CHECK-DAG: [[TANHSRC]] = loc("{{.*}}step-origins.mlir:[[# @LINE + 9]]:8, {{.*}}step-origins.mlir:[[# @LINE + 10]]:8")
 
 func.func @main(%ids: tensor<2x3xi64> {of.name = "ids"},
                 %table: tensor<16x4xf32> {of.name = "table"},

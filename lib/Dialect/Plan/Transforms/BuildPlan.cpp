@@ -205,6 +205,7 @@ private:
   LogicalResult outline(Operation *op, Step &step);
   std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
   bool foldRoundingIntoGemm(linalg::GenericOp op);
+  static Location sourceOf(Operation *op);
   /// Records that a step reads `root`.
   void read(unsigned root) {
     auto it = pendingZero.find(root);
@@ -559,7 +560,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       return failure();
     for (size_t i = first; i < steps.size(); ++i)
       if (!steps[i].origin)
-        steps[i].origin = op.getLoc();
+        steps[i].origin = sourceOf(&op);
   }
 
   // Outputs.
@@ -753,6 +754,19 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     }
   }
   return success();
+}
+
+/// The source of the steps made for `op`: the locations of the ops in its
+/// body, in order, then its own. A fused kernel's body holds the ops of
+/// every op fused into it, while the fused op has only the last one's
+/// location.
+Location ProgramBuilder::sourceOf(Operation *op) {
+  SmallVector<Location> locations;
+  for (Region &region : op->getRegions())
+    region.walk(
+        [&](Operation *inner) { locations.push_back(inner->getLoc()); });
+  locations.push_back(op->getLoc());
+  return FusedLoc::get(op->getContext(), locations);
 }
 
 /// Whether `step` communicates (a local slice or to_partial does not).
