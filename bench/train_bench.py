@@ -5,7 +5,10 @@ peers in the same run, as ratios:
 - mlp: 784-1024-1024-10, batch 128, relu, mean cross-entropy, SGD with
   momentum 0.9 (the issue's MLP);
 - gpt: the small GPT of examples/gpt.py (2 layers, d_model 64, 4 heads,
-  vocabulary 64, 8 sequences of 64 tokens), AdamW.
+  vocabulary 64, 8 sequences of 64 tokens), AdamW;
+- convnet: 32 images of 64x32x32, conv 3x3 (64 -> 64, padding 1) -> batch
+  norm (training) -> relu -> 2x2 max pool -> linear to 10 classes, mean
+  cross-entropy, SGD (no JAX peer).
 
 OF runs one rank: `of-run --steps N` (the first step excluded). Peers:
 JAX's jit-compiled step, PyTorch eager and torch.compile (CPU, float32, the
@@ -20,7 +23,7 @@ the interpreter and libtorch), and, for scale, the same Python process
 after importing torch and before building anything. OF's arena (the
 activations) and its state are printed from the plan.
 
-    python3 bench/train_bench.py [--model mlp|gpt|all] [--steps 30] [--rounds 3]
+    python3 bench/train_bench.py [--model mlp|gpt|convnet|all] [--steps 30] [--rounds 3]
                                  [--amp bf16]
 
 With --amp bf16, OF compiles with amp=bf16 and PyTorch runs under
@@ -64,6 +67,29 @@ MLP_PROGRAM = """func.func @mlp(%x: tensor<128x784xf32> {of.name = "x"}, %y: ten
 }
 """
 
+CONVNET_PROGRAM = """func.func @convnet(%x: tensor<32x64x32x32xf32> {of.name = "x"},
+  %y: tensor<32xi64> {of.name = "y"},
+  %w: tensor<64x64x3x3xf32> {of.name = "conv_w", of.param},
+  %g: tensor<64xf32> {of.name = "bn_g", of.param}, %b: tensor<64xf32> {of.name = "bn_b", of.param},
+  %mean: tensor<64xf32> {of.name = "bn_mean"}, %var: tensor<64xf32> {of.name = "bn_var"},
+  %fc: tensor<16384x10xf32> {of.name = "fc_w", of.param})
+    -> (tensor<f32> {of.name = "loss"}, tensor<64xf32> {of.name = "bn_mean"},
+        tensor<64xf32> {of.name = "bn_var"}) {
+  %c = of.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>}
+      : (tensor<32x64x32x32xf32>, tensor<64x64x3x3xf32>) -> tensor<32x64x32x32xf32>
+  %n:3 = of.batch_norm %c, %g, %b, %mean, %var {training = true}
+      : (tensor<32x64x32x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+      -> (tensor<32x64x32x32xf32>, tensor<64xf32>, tensor<64xf32>)
+  %r = of.relu %n#0 : (tensor<32x64x32x32xf32>) -> tensor<32x64x32x32xf32>
+  %p = of.max_pool2d %r {kernel_size = array<i64: 2, 2>} : (tensor<32x64x32x32xf32>) -> tensor<32x64x16x16xf32>
+  %f = of.reshape %p : (tensor<32x64x16x16xf32>) -> tensor<32x16384xf32>
+  %z = of.matmul %f, %fc : (tensor<32x16384xf32>, tensor<16384x10xf32>) -> tensor<32x10xf32>
+  %ce = of.cross_entropy %z, %y : (tensor<32x10xf32>, tensor<32xi64>) -> tensor<32xf32>
+  %l = of.reduce_mean %ce {axes = array<i64: 0>} : (tensor<32xf32>) -> tensor<f32>
+  return %l, %n#1, %n#2 : tensor<f32>, tensor<64xf32>, tensor<64xf32>
+}
+"""
+
 # The peer scripts run in fresh processes (for their own peak memory); they
 # read the data from the work directory and print one JSON line.
 TORCH_SCRIPT = r"""
@@ -85,6 +111,17 @@ if model == "mlp":
                 h = torch.relu(h)
         return torch.nn.functional.cross_entropy(h, y)
     opt = torch.optim.SGD(params.values(), lr=0.01, momentum=0.9)
+elif model == "convnet":
+    x, y = torch.from_numpy(data["x"]), torch.from_numpy(data["y"])
+    mean, var = torch.from_numpy(data["bn_mean"]), torch.from_numpy(data["bn_var"])
+    F = torch.nn.functional
+    def loss_fn(x, y):
+        p = params
+        h = F.conv2d(x, p["conv_w"], padding=1)
+        h = F.batch_norm(h, mean, var, p["bn_g"], p["bn_b"], training=True)
+        h = F.max_pool2d(torch.relu(h), 2)
+        return F.cross_entropy(h.flatten(1) @ p["fc_w"], y)
+    opt = torch.optim.SGD(params.values(), lr=0.01)
 else:
     x, y = torch.from_numpy(data["idx"][0]), torch.from_numpy(data["targets"][0])
     L, H, T = int(data["layers"]), int(data["heads"]), x.shape[1]
@@ -167,6 +204,17 @@ def gpt_setup(rng, work):
             "heads": np.array(GPT.heads)}
     return (gpt.program(GPT), "cpu,train=adamw,weight-decay=0.01", "gpt_train_step", 3e-3,
             params, {"idx": ("batch", idx), "targets": ("batch", targets)}, data)
+
+
+def convnet_setup(rng, work):
+    params = {"conv_w": (rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32),
+              "bn_g": np.ones(64, np.float32), "bn_b": np.zeros(64, np.float32),
+              "fc_w": (rng.standard_normal((16384, 10)) / 128).astype(np.float32)}
+    data = {"x": rng.standard_normal((32, 64, 32, 32)).astype(np.float32),
+            "y": rng.integers(0, 10, size=32).astype(np.int64),
+            "bn_mean": np.zeros(64, np.float32), "bn_var": np.ones(64, np.float32)}
+    return (CONVNET_PROGRAM, "cpu,train=sgd", "convnet_train_step", 0.01,
+            params, {k: ("input", v) for k, v in data.items()}, data)
 
 
 def of_plan(tools, program, pipeline, work):
@@ -252,15 +300,17 @@ def bench(model, args, tools):
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        program, pipeline, entry, lr, params, inputs, data = (
-            mlp_setup if model == "mlp" else gpt_setup)(rng, work)
+        setup = {"mlp": mlp_setup, "gpt": gpt_setup, "convnet": convnet_setup}[model]
+        program, pipeline, entry, lr, params, inputs, data = setup(rng, work)
         if args.amp != "none":
             pipeline += f",amp={args.amp}"
         plan, compile_s, arenas = of_plan(tools, program, pipeline, work)
         have = {}
         try:
             import jax  # noqa: F401
-            if args.amp == "none":
+            if model == "convnet":
+                print("convnet: no JAX comparison")
+            elif args.amp == "none":
                 have["JAX jit"] = lambda: jax_step(model, params, data, args.steps)
             else:
                 print("AMP: no JAX comparison (the JAX step is fp32)")
@@ -302,7 +352,7 @@ def bench(model, args, tools):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", choices=["mlp", "gpt", "all"], default="all")
+    ap.add_argument("--model", choices=["mlp", "gpt", "convnet", "all"], default="all")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--amp", choices=["none", "bf16"], default="none",
@@ -311,7 +361,7 @@ def main():
     ap.add_argument("--tools", default=str(ROOT / "build" / "bin"))
     args = ap.parse_args()
     tools = pathlib.Path(args.tools)
-    for model in (["mlp", "gpt"] if args.model == "all" else [args.model]):
+    for model in (["mlp", "gpt", "convnet"] if args.model == "all" else [args.model]):
         bench(model, args, tools)
 
 
