@@ -4,7 +4,9 @@
 // creates (and destroys) a session of every entry as the entry's first
 // rank. Kernels never run. Built by scripts/fuzz.sh from the runtime sources
 // with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, so executables are checked
-// but not dlopen'ed (a mutated ELF would fuzz the system's loader).
+// but not dlopen'ed (a mutated ELF would fuzz the system's loader), and no
+// library is loaded either (DynamicLibrary.h): a session of a plan with a
+// gemm fails to prepare it, as where OpenBLAS and oneDNN are missing.
 //
 // The harness rewrites the header's file size and checksum to match the
 // input: a mutation would otherwise almost always stop at the checksum, and
