@@ -203,13 +203,15 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "partition")
     return;
-  // Convolutions run through oneDNN on the CPU and cuDNN on a GPU (there
-  // only those padded symmetrically, as cuDNN's descriptor pads; the others
-  // stay im2col gemms; f16 ones as they are, which oneDNN cannot).
+  // Convolutions and poolings run through oneDNN on the CPU and cuDNN on a
+  // GPU (there only those padded symmetrically, as cuDNN's descriptors
+  // pad; the others stay generated; f16 ones as they are, which oneDNN
+  // cannot).
   ConvertOFToLinalgPassOptions linalg;
   linalg.convLibrary = options.useDnn;
-  linalg.convLibrarySymmetric = options.target == "cuda";
-  linalg.convLibraryF16 = options.target == "cuda";
+  linalg.poolLibrary = options.useDnn;
+  linalg.librarySymmetric = options.target == "cuda";
+  linalg.libraryF16 = options.target == "cuda";
   pm.addPass(createConvertOFToLinalgPass(linalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")

@@ -234,6 +234,8 @@ public:
     }
     if (step.kind == StepKind::Conv)
       return dnn_.prepare(step);
+    if (step.kind == StepKind::Pool)
+      return dnn_.preparePooling(step);
     return Status::success();
   }
 
@@ -271,6 +273,8 @@ public:
       return Status::success();
     case StepKind::Conv:
       return dnn_.run(step);
+    case StepKind::Pool:
+      return dnn_.runPooling(step);
     case StepKind::IndexRangeCheck:
       return checkIndexRange(step, step.indices);
     case StepKind::Copy:
@@ -309,7 +313,7 @@ std::vector<int64_t> convolutionKey(const PreparedStep &step) {
                                                                 : 2;
   return {direction,
           static_cast<int64_t>(step.args.size()),
-          static_cast<int64_t>(step.convType),
+          static_cast<int64_t>(step.dnnType),
           step.tf32,
           g.n,
           g.c,
@@ -329,6 +333,27 @@ std::vector<int64_t> convolutionKey(const PreparedStep &step) {
           g.padLeft,
           g.padRight,
           g.groups};
+}
+
+std::vector<int64_t> poolingKey(const PreparedStep &step) {
+  const PoolGeometry &g = step.pool;
+  return {step.function == kPoolForwardFunction ? 0 : 1,
+          static_cast<int64_t>(step.dnnType),
+          g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.kh,
+          g.kw,
+          g.oh,
+          g.ow,
+          g.strideH,
+          g.strideW,
+          g.padTop,
+          g.padBottom,
+          g.padLeft,
+          g.padRight,
+          static_cast<int64_t>(g.mode)};
 }
 
 Status checkIndexRange(const PreparedStep &step, const void *indices) {

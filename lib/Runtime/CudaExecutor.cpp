@@ -22,7 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudnnConvolutions.h"
+#include "Cudnn.h"
 #include "DynamicLibrary.h"
 #include "Executor.h"
 #include "NcclCommunicator.h"
@@ -278,7 +278,7 @@ private:
   // default stream, outside steps): its communicator and copies use it.
   void *currentStream_ = nullptr;
   std::unique_ptr<DeviceCommunicator> nccl_; // the job's NCCL communicator
-  std::unique_ptr<CudnnConvolutions> convolutions_;
+  std::unique_ptr<CudnnSteps> cudnn_;
   uint64_t maxPitch_ = 0; // the largest pitch of a 2-D copy
   // Each communicating collective step's events, recorded around its
   // operation: started (its stream reached it) and done.
@@ -366,7 +366,7 @@ CudaExecutor::~CudaExecutor() {
     if (stream)
       cu_->cuStreamSynchronize(stream);
   nccl_.reset(); // before the context they run in goes
-  convolutions_.reset();
+  cudnn_.reset();
   for (auto &[graph, stream] : graphs_)
     cu_->cuGraphExecDestroy(graph);
   if (handle_)
@@ -448,9 +448,10 @@ Status CudaExecutor::check(const PreparedStep &step) {
     return Status::success();
   }
   case StepKind::Conv:
-    if (!convolutions_)
-      convolutions_ = std::make_unique<CudnnConvolutions>();
-    return convolutions_->prepare(step, *this);
+  case StepKind::Pool:
+    if (!cudnn_)
+      cudnn_ = std::make_unique<CudnnSteps>();
+    return cudnn_->prepare(step, *this);
   case StepKind::Collective: {
     if (!step.collective->communicates() || collectiveIndex_.count(&step))
       return Status::success();
@@ -626,7 +627,8 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
         "cuEventRecord");
   }
   case StepKind::Conv:
-    return convolutions_->run(step, stream);
+  case StepKind::Pool:
+    return cudnn_->run(step, stream);
   }
   return fail("this step does not run on the GPU");
 }
@@ -906,6 +908,7 @@ bool CudaExecutor::canRecord(const PreparedStep &step) const {
     return !step.isOutput;
   case StepKind::IndexRangeCheck: // reads the indices back
   case StepKind::Conv:
+  case StepKind::Pool:
   case StepKind::Collective:
   case StepKind::EventRecord: // orders streams: stays outside graphs
   case StepKind::EventWait:

@@ -32,6 +32,7 @@ enum class StepKind {
   Launch,
   Gemm,
   Conv,
+  Pool,
   IndexRangeCheck,
   Copy,
   Collective,
@@ -77,12 +78,13 @@ struct PreparedStep {
   const void *gemmB = nullptr;
   void *gemmC = nullptr;
 
-  // Conv: a convolution library call (LibraryCalls.h) named by `function`,
-  // with the checked geometry, on `args` (the data pointers of its buffers,
-  // in the call's order) of type `convType`.
+  // Conv and Pool: a convolution or pooling library call (LibraryCalls.h)
+  // named by `function`, with the checked geometry, on `args` (the data
+  // pointers of its buffers, in the call's order) of type `dnnType`.
   std::string function;
   plan::ConvGeometry conv{};
-  plan::DType convType = plan::DType::F32;
+  plan::PoolGeometry pool{};
+  plan::DType dnnType = plan::DType::F32;
 
   // IndexRangeCheck: every element of `indices` in [lo, hi).
   const void *indices = nullptr;
@@ -165,7 +167,7 @@ private:
 };
 
 /// The CPU executor: every step runs to completion on the calling thread;
-/// gemm calls OpenBLAS, convolutions oneDNN.
+/// gemm calls OpenBLAS or oneDNN, convolutions and poolings oneDNN.
 std::unique_ptr<Executor> createCpuExecutor();
 
 /// An executor for sessions that only describe a device program (of-run
@@ -183,6 +185,10 @@ Status createCudaExecutor(int rank, std::unique_ptr<Executor> &out);
 /// bias, its type and its whole geometry (the key of the executors' caches
 /// of oneDNN primitives and cuDNN descriptors).
 std::vector<int64_t> convolutionKey(const PreparedStep &step);
+
+/// What the library state of a Pool `step` depends on: its direction, its
+/// type and its whole geometry.
+std::vector<int64_t> poolingKey(const PreparedStep &step);
 
 /// Checks that every index of `step` (an IndexRangeCheck), read from
 /// `indices` in host memory, lies in [lo, hi).

@@ -51,6 +51,8 @@ namespace {
   X(dnnl_memory_desc_init_by_tag)                                              \
   X(dnnl_memory_destroy)                                                       \
   X(dnnl_memory_set_data_handle)                                               \
+  X(dnnl_pooling_backward_desc_init)                                           \
+  X(dnnl_pooling_forward_desc_init)                                            \
   X(dnnl_primitive_create)                                                     \
   X(dnnl_primitive_desc_create)                                                \
   X(dnnl_primitive_desc_destroy)                                               \
@@ -95,6 +97,17 @@ struct Operand {
 struct Primitive {
   dnnl_primitive_t primitive = nullptr;
   std::vector<Operand> operands;
+};
+
+/// A pooling step's primitives on the plan's dense NCHW buffers. A
+/// forward step is `forward` (inference: no workspace). A max gradient
+/// recomputes the forward pass (training, into `y` and `workspace`, memory
+/// oneDNN allocates) for the positions of the largest elements, which
+/// `backward` then reads; an average's gradient is `backward` alone.
+struct Pooling {
+  dnnl_primitive_t forward = nullptr, backward = nullptr;
+  dnnl_memory_t x = nullptr, y = nullptr, dy = nullptr, dx = nullptr;
+  dnnl_memory_t workspace = nullptr;
 };
 
 /// The layout of one gemm operand as a oneDNN memory descriptor: dims
@@ -175,6 +188,7 @@ struct OneDnnPrimitives::Impl {
   dnnl_stream_t stream = nullptr;
   std::map<std::vector<int64_t>, Primitive> convolutions;
   std::map<std::vector<int64_t>, Primitive> matmuls;
+  std::map<std::vector<int64_t>, Pooling> poolings;
   /// Scratch per operand position, grown to the largest inner layout.
   std::vector<void *> scratch;
   std::vector<size_t> scratchBytes;
@@ -210,9 +224,21 @@ struct OneDnnPrimitives::Impl {
     return Status::success();
   }
 
+  void destroy(Pooling &pooling) {
+    for (dnnl_primitive_t p : {pooling.forward, pooling.backward})
+      if (p)
+        dnnl->dnnl_primitive_destroy(p);
+    for (dnnl_memory_t m :
+         {pooling.x, pooling.y, pooling.dy, pooling.dx, pooling.workspace})
+      if (m)
+        dnnl->dnnl_memory_destroy(m);
+  }
+
   ~Impl() {
     for (auto &[key, conv] : convolutions)
       destroy(conv);
+    for (auto &[key, pooling] : poolings)
+      destroy(pooling);
     for (auto &[key, matmul] : matmuls)
       destroy(matmul);
     for (void *p : scratch)
@@ -414,9 +440,9 @@ struct OneDnnPrimitives::Impl {
     if (Status status = start(step); status.failed())
       return status;
     const ConvGeometry &g = step.conv;
-    dnnl_data_type_t type = dnnlType(step.convType);
+    dnnl_data_type_t type = dnnlType(step.dnnType);
     if (type == dnnl_data_type_undef)
-      return fail(step.name, ": oneDNN has no ", dtypeName(step.convType),
+      return fail(step.name, ": oneDNN has no ", dtypeName(step.dnnType),
                   " convolution (f32, bf16 and f16 only)");
     bool grouped = g.groups != 1;
     dnnl_dims_t x = {g.n, g.c, g.h, g.w}, y = {g.n, g.f, g.oh, g.ow},
@@ -534,6 +560,153 @@ struct OneDnnPrimitives::Impl {
     return status;
   }
 
+  /// The primitives of the Pool `step`, on NCHW buffers: oneDNN's JIT
+  /// pooling kernels take the plain layout, so nothing is reordered.
+  Status createPooling(const PreparedStep &step, Pooling &pooling) {
+    if (Status status = start(step); status.failed())
+      return status;
+    const PoolGeometry &g = step.pool;
+    dnnl_data_type_t type = dnnlType(step.dnnType);
+    if (type == dnnl_data_type_undef)
+      return fail(step.name, ": oneDNN has no ", dtypeName(step.dnnType),
+                  " pooling (f32, bf16 and f16 only)");
+    dnnl_alg_kind_t algorithm = g.mode == PoolMode::Max ? dnnl_pooling_max
+                                : g.mode == PoolMode::AvgIncludePad
+                                    ? dnnl_pooling_avg_include_padding
+                                    : dnnl_pooling_avg_exclude_padding;
+    dnnl_dims_t xDims = {g.n, g.c, g.h, g.w}, yDims = {g.n, g.c, g.oh, g.ow};
+    dnnl_dims_t strides = {g.strideH, g.strideW}, kernel = {g.kh, g.kw},
+                padL = {g.padTop, g.padLeft}, padR = {g.padBottom, g.padRight};
+    dnnl_memory_desc_t xMd, yMd;
+    dnnl->dnnl_memory_desc_init_by_tag(&xMd, 4, xDims, type, dnnl_nchw);
+    dnnl->dnnl_memory_desc_init_by_tag(&yMd, 4, yDims, type, dnnl_nchw);
+    bool gradient = step.function == kPoolGradFunction;
+    auto memory = [&](dnnl_memory_t &out, const dnnl_memory_desc_t *md,
+                      void *handle) {
+      return check(step, dnnl->dnnl_memory_create(&out, md, engine, handle),
+                   "memory creation");
+    };
+    auto primitive = [&](dnnl_primitive_t &out, const void *desc,
+                         dnnl_primitive_desc_t hint, dnnl_primitive_desc_t &pd,
+                         const char *what) {
+      if (Status status = check(step,
+                                dnnl->dnnl_primitive_desc_create(
+                                    &pd, desc, nullptr, engine, hint),
+                                what);
+          status.failed())
+        return status;
+      return check(step, dnnl->dnnl_primitive_create(&out, pd), what);
+    };
+
+    // The forward pass: the step, or a max gradient's recomputation.
+    dnnl_primitive_desc_t forwardPd = nullptr;
+    Status status = Status::success();
+    if (!gradient || g.mode == PoolMode::Max) {
+      dnnl_pooling_desc_t desc;
+      status = check(
+          step,
+          dnnl->dnnl_pooling_forward_desc_init(
+              &desc, gradient ? dnnl_forward_training : dnnl_forward_inference,
+              algorithm, &xMd, &yMd, strides, kernel, padL, padR),
+          "pooling descriptor");
+      if (!status.failed())
+        status = primitive(pooling.forward, &desc, nullptr, forwardPd,
+                           "pooling creation");
+      if (!status.failed())
+        status = memory(pooling.x, &xMd, DNNL_MEMORY_NONE);
+      if (!status.failed())
+        status = memory(pooling.y, &yMd,
+                        gradient ? DNNL_MEMORY_ALLOCATE : DNNL_MEMORY_NONE);
+      if (!status.failed() && gradient) {
+        const dnnl_memory_desc_t *workspace =
+            dnnl->dnnl_primitive_desc_query_md(forwardPd,
+                                               dnnl_query_workspace_md, 0);
+        status =
+            workspace
+                ? memory(pooling.workspace, workspace, DNNL_MEMORY_ALLOCATE)
+                : fail(step.name, ": oneDNN gave no max-pooling workspace");
+      }
+    }
+    if (!status.failed() && gradient) {
+      // An average's backward pass needs a forward descriptor as its hint.
+      if (!forwardPd) {
+        dnnl_pooling_desc_t desc;
+        status = check(step,
+                       dnnl->dnnl_pooling_forward_desc_init(
+                           &desc, dnnl_forward_training, algorithm, &xMd, &yMd,
+                           strides, kernel, padL, padR),
+                       "pooling descriptor");
+        if (!status.failed())
+          status = check(step,
+                         dnnl->dnnl_primitive_desc_create(
+                             &forwardPd, &desc, nullptr, engine, nullptr),
+                         "pooling descriptor");
+      }
+      dnnl_pooling_desc_t desc;
+      if (!status.failed())
+        status = check(
+            step,
+            dnnl->dnnl_pooling_backward_desc_init(&desc, algorithm, &xMd, &yMd,
+                                                  strides, kernel, padL, padR),
+            "pooling gradient descriptor");
+      dnnl_primitive_desc_t backwardPd = nullptr;
+      if (!status.failed())
+        status = primitive(pooling.backward, &desc, forwardPd, backwardPd,
+                           "pooling gradient creation");
+      if (backwardPd)
+        dnnl->dnnl_primitive_desc_destroy(backwardPd);
+      if (!status.failed())
+        status = memory(pooling.dy, &yMd, DNNL_MEMORY_NONE);
+      if (!status.failed())
+        status = memory(pooling.dx, &xMd, DNNL_MEMORY_NONE);
+    }
+    if (forwardPd)
+      dnnl->dnnl_primitive_desc_destroy(forwardPd);
+    return status;
+  }
+
+  Status runPooling(const PreparedStep &step, Pooling &pooling) {
+    auto bind = [&](dnnl_memory_t memory, void *data) {
+      return check(step, dnnl->dnnl_memory_set_data_handle(memory, data),
+                   "memory binding");
+    };
+    auto execute = [&](dnnl_primitive_t primitive,
+                       std::vector<dnnl_exec_arg_t> args, const char *what) {
+      return check(step,
+                   dnnl->dnnl_primitive_execute(primitive, stream,
+                                                static_cast<int>(args.size()),
+                                                args.data()),
+                   what);
+    };
+    Status status = Status::success();
+    if (step.function == kPoolForwardFunction) {
+      if (!(status = bind(pooling.x, step.args[0])).failed() &&
+          !(status = bind(pooling.y, step.args[1])).failed())
+        status = execute(pooling.forward,
+                         {{DNNL_ARG_SRC, pooling.x}, {DNNL_ARG_DST, pooling.y}},
+                         "pooling");
+    } else {
+      std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_DIFF_DST, pooling.dy},
+                                           {DNNL_ARG_DIFF_SRC, pooling.dx}};
+      if (pooling.forward) {
+        if (!(status = bind(pooling.x, step.args[0])).failed())
+          status = execute(pooling.forward,
+                           {{DNNL_ARG_SRC, pooling.x},
+                            {DNNL_ARG_DST, pooling.y},
+                            {DNNL_ARG_WORKSPACE, pooling.workspace}},
+                           "pooling");
+        args.push_back({DNNL_ARG_WORKSPACE, pooling.workspace});
+      }
+      if (!status.failed() &&
+          !(status = bind(pooling.dy, step.args[1])).failed() &&
+          !(status = bind(pooling.dx, step.args[2])).failed())
+        status = execute(pooling.backward, args, "pooling gradient");
+    }
+    if (status.failed())
+      return status;
+    return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
+  }
+
   Status run(const PreparedStep &step, Primitive &conv) {
     std::vector<dnnl_exec_arg_t> args;
     for (size_t i = 0; i < conv.operands.size(); ++i) {
@@ -597,6 +770,27 @@ Status OneDnnPrimitives::prepare(const PreparedStep &step) {
   return impl_->prepareOnce(
       impl_->convolutions, convolutionKey(step),
       [&](Primitive &conv) { return impl_->create(step, conv); });
+}
+
+Status OneDnnPrimitives::preparePooling(const PreparedStep &step) {
+  std::vector<int64_t> key = poolingKey(step);
+  if (impl_->poolings.count(key))
+    return Status::success();
+  Pooling pooling;
+  if (Status status = impl_->createPooling(step, pooling); status.failed()) {
+    if (impl_->dnnl)
+      impl_->destroy(pooling);
+    return status;
+  }
+  impl_->poolings.emplace(std::move(key), pooling);
+  return Status::success();
+}
+
+Status OneDnnPrimitives::runPooling(const PreparedStep &step) {
+  auto found = impl_->poolings.find(poolingKey(step));
+  if (found == impl_->poolings.end())
+    return fail(step.name, ": the pooling was not prepared");
+  return impl_->runPooling(step, found->second);
 }
 
 Status OneDnnPrimitives::prepareGemm(const PreparedStep &step) {

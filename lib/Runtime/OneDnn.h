@@ -1,4 +1,4 @@
-//===- OneDnn.h - Convolution and gemm steps through oneDNN ---------------===//
+//===- OneDnn.h - Convolution, pooling and gemm steps through oneDNN -----===//
 //
 // The CPU executor runs the plan's convolution library calls (LibraryCalls.h)
 // through oneDNN's C API, loaded with dlopen when a session first has one: one
@@ -6,7 +6,7 @@
 // checked (so a geometry oneDNN rejects fails the session's preparation, not a
 // run), with `any` memory formats so oneDNN picks its blocked layouts; the
 // plan's dense NCHW/OIHW buffers are reordered into and out of executor-owned
-// scratch around each call.
+// scratch around each call. Poolings run on the plain NCHW buffers.
 //
 // f32 gemm steps run as oneDNN matmul primitives on the plan's own strided
 // layouts when oneDNN is installed and has an optimised (JIT) kernel for
@@ -49,6 +49,11 @@ public:
   Status runGemm(const PreparedStep &step, bool &ran);
   /// Runs the Conv `step`, which `prepare` accepted, to completion.
   Status run(const PreparedStep &step);
+  /// Creates the primitives of the Pool `step`, unless a step of the same
+  /// geometry, direction and type already did.
+  Status preparePooling(const PreparedStep &step);
+  /// Runs the Pool `step`, which preparePooling accepted, to completion.
+  Status runPooling(const PreparedStep &step);
 
 private:
   struct Impl;

@@ -771,10 +771,12 @@ private:
       return checkIndexRange(where, call);
     if (plan::isConvFunction(function))
       return checkConv(where, call);
+    if (plan::isPoolFunction(function))
+      return checkPool(where, call);
     return fail(where, ": unknown library function '", function,
                 "' (this runtime knows blas.gemm, check.index_range, "
-                "dnn.conv2d, dnn.conv2d_grad_input and "
-                "dnn.conv2d_grad_filter)");
+                "dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter, "
+                "dnn.pool2d and dnn.pool2d_grad)");
   }
 
   /// The largest element index that `extents`/`strides` reach, or -1 when an
@@ -896,9 +898,7 @@ private:
     return Status::success();
   }
 
-  /// A convolution step: its geometry (LibraryCalls.h), and buffers of one
-  /// floating-point type with exactly the element counts it gives, the
-  /// last (the result) writable and none used twice.
+  /// A convolution step: its geometry (LibraryCalls.h), and dnn buffers.
   Status checkConv(const std::string &where, const LibraryCall &call) const {
     std::string_view function = text(call.function());
     if (count(call.params()) != plan::kConvParamCount)
@@ -909,19 +909,39 @@ private:
       return fail(where, ": ", function, " parameters: ", why);
     int64_t x = plan::convInputElements(g), w = plan::convWeightElements(g),
             y = plan::convOutputElements(g);
-    std::vector<int64_t> elements;
-    const char *layout;
-    if (function == plan::kConvForwardFunction) {
-      elements = count(call.buffers()) == 4 ? std::vector<int64_t>{x, w, g.f, y}
-                                            : std::vector<int64_t>{x, w, y};
-      layout = "[x, w, y] or [x, w, bias, y]";
-    } else if (function == plan::kConvGradInputFunction) {
-      elements = {y, w, x};
-      layout = "[dy, w, dx]";
-    } else {
-      elements = {x, y, w};
-      layout = "[x, dy, dw]";
-    }
+    if (function == plan::kConvForwardFunction)
+      return count(call.buffers()) == 4
+                 ? checkDnnBuffers(where, call, {x, w, g.f, y},
+                                   "[x, w, y] or [x, w, bias, y]")
+                 : checkDnnBuffers(where, call, {x, w, y},
+                                   "[x, w, y] or [x, w, bias, y]");
+    if (function == plan::kConvGradInputFunction)
+      return checkDnnBuffers(where, call, {y, w, x}, "[dy, w, dx]");
+    return checkDnnBuffers(where, call, {x, y, w}, "[x, dy, dw]");
+  }
+
+  /// A pooling step: its geometry (LibraryCalls.h), and dnn buffers.
+  Status checkPool(const std::string &where, const LibraryCall &call) const {
+    std::string_view function = text(call.function());
+    if (count(call.params()) != plan::kPoolParamCount)
+      return fail(where, ": ", function, " takes ", plan::kPoolParamCount,
+                  " parameters, got ", count(call.params()));
+    plan::PoolGeometry g = plan::decodePoolGeometry(call.params()->data());
+    if (const char *why = plan::checkPoolGeometry(g))
+      return fail(where, ": ", function, " parameters: ", why);
+    int64_t x = plan::poolInputElements(g), y = plan::poolOutputElements(g);
+    if (function == plan::kPoolForwardFunction)
+      return checkDnnBuffers(where, call, {x, y}, "[x, y]");
+    return checkDnnBuffers(where, call, {x, y, x}, "[x, dy, dx]");
+  }
+
+  /// The buffers of a dnn step: as many as `elements` (`layout` names
+  /// them), of one floating-point type, with exactly those element counts,
+  /// the last (the result) writable and none used twice.
+  Status checkDnnBuffers(const std::string &where, const LibraryCall &call,
+                         const std::vector<int64_t> &elements,
+                         const char *layout) const {
+    std::string_view function = text(call.function());
     if (count(call.buffers()) != elements.size())
       return fail(where, ": ", function, " takes buffers ", layout, ", got ",
                   count(call.buffers()));

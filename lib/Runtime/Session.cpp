@@ -464,7 +464,15 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       prepared.kind = StepKind::Conv;
       prepared.function = std::string(text(call.function()));
       prepared.conv = plan::decodeConvGeometry(call.params()->data());
-      prepared.convType =
+      prepared.dnnType =
+          program.buffers()->Get(call.buffers()->Get(0))->dtype();
+      for (uint32_t buffer : *call.buffers())
+        prepared.args.push_back(bufferData(buffer));
+    } else if (plan::isPoolFunction(text(call.function()))) {
+      prepared.kind = StepKind::Pool;
+      prepared.function = std::string(text(call.function()));
+      prepared.pool = plan::decodePoolGeometry(call.params()->data());
+      prepared.dnnType =
           program.buffers()->Get(call.buffers()->Get(0))->dtype();
       for (uint32_t buffer : *call.buffers())
         prepared.args.push_back(bufferData(buffer));

@@ -510,6 +510,164 @@ TEST(SessionErrors, ConvolutionTypeTheCpuCannotRun) {
             "convolution (f32, bf16 and f16 only))");
 }
 
+/// Poolings over one unevenly padded, strided geometry: max, both
+/// averages, and the max and average gradients, one step each.
+struct PoolCase {
+  PoolGeometry g{2, 3, 7, 6, 3, 2, 4, 6, 2, 1, 1, 1, 0, 1, PoolMode::Max};
+  std::vector<int64_t> params(PoolMode mode) const {
+    return {g.n,       g.c,        g.h,
+            g.w,       g.kh,       g.kw,
+            g.oh,      g.ow,       g.strideH,
+            g.strideW, g.padTop,   g.padBottom,
+            g.padLeft, g.padRight, static_cast<int64_t>(mode)};
+  }
+  std::vector<int64_t> x() const { return {g.n, g.c, g.h, g.w}; }
+  std::vector<int64_t> y() const { return {g.n, g.c, g.oh, g.ow}; }
+
+  SamplePlan plan(DType dtype = DType::F32) const {
+    SamplePlan sample;
+    uint64_t size = elementBytes(dtype);
+    uint64_t ySize = poolOutputElements(g) * size,
+             xSize = poolInputElements(g) * size;
+    auto program = makeProgram("main", 3 * ySize + 2 * xSize);
+    uint32_t xi = addInput(*program, "x", dtype, x());
+    uint32_t dyi = addInput(*program, "dy", dtype, y());
+    uint32_t maxo = addArena(*program, "max", dtype, y(), 0);
+    uint32_t avgo = addArena(*program, "avg", dtype, y(), ySize);
+    uint32_t avgInsideo =
+        addArena(*program, "avg_inside", dtype, y(), 2 * ySize);
+    uint32_t dmaxo = addArena(*program, "dmax", dtype, x(), 3 * ySize);
+    uint32_t davgo =
+        addArena(*program, "davg_inside", dtype, x(), 3 * ySize + xSize);
+    addLibraryCall(*program, "dnn.pool2d", {xi, maxo}, params(PoolMode::Max));
+    addLibraryCall(*program, "dnn.pool2d", {xi, avgo},
+                   params(PoolMode::AvgIncludePad));
+    addLibraryCall(*program, "dnn.pool2d", {xi, avgInsideo},
+                   params(PoolMode::AvgExcludePad));
+    addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, dmaxo},
+                   params(PoolMode::Max));
+    addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, davgo},
+                   params(PoolMode::AvgExcludePad));
+    for (uint32_t o : {maxo, avgo, avgInsideo, dmaxo, davgo})
+      addOutput(*program, program->buffers[o]->name, o);
+    sample.plan.programs.push_back(std::move(program));
+    return sample;
+  }
+};
+
+TEST(Runtime, PoolingStepsMatchLoops) {
+  PoolCase pool;
+  const PoolGeometry &g = pool.g;
+  PlanHandle plan;
+  SessionHandle session;
+  ASSERT_NO_FATAL_FAILURE(openSession(pool.plan().write(), plan, session));
+  // Few distinct values, so that windows hold ties: a max gradient goes to
+  // the first largest element in row-major window order (PyTorch's rule).
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> level(-2, 2);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> x(poolInputElements(g)), dy(poolOutputElements(g));
+  for (float &v : x)
+    v = 0.5f * level(random);
+  for (float &v : dy)
+    v = uniform(random);
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(),
+                                        x.size() * sizeof(float))),
+            "");
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, dy.data(),
+                                        dy.size() * sizeof(float))),
+            "");
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+
+  std::vector<double> max(dy.size()), avg(dy.size()), avgInside(dy.size()),
+      dmax(x.size()), davg(x.size());
+  for (int64_t n = 0; n < g.n * g.c; ++n)
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
+        int64_t o = (n * g.oh + i) * g.ow + j, first = -1, inside = 0;
+        double sum = 0;
+        for (int64_t p = 0; p < g.kh; ++p)
+          for (int64_t q = 0; q < g.kw; ++q) {
+            int64_t h = i * g.strideH + p - g.padTop;
+            int64_t v = j * g.strideW + q - g.padLeft;
+            if (h < 0 || h >= g.h || v < 0 || v >= g.w)
+              continue;
+            int64_t e = (n * g.h + h) * g.w + v;
+            if (first < 0 || x[e] > x[first])
+              first = e;
+            sum += x[e];
+            ++inside;
+          }
+        ASSERT_GE(first, 0);
+        max[o] = x[first];
+        avg[o] = sum / double(g.kh * g.kw);
+        avgInside[o] = sum / double(inside);
+        dmax[first] += dy[o];
+        for (int64_t p = 0; p < g.kh; ++p)
+          for (int64_t q = 0; q < g.kw; ++q) {
+            int64_t h = i * g.strideH + p - g.padTop;
+            int64_t v = j * g.strideW + q - g.padLeft;
+            if (h >= 0 && h < g.h && v >= 0 && v < g.w)
+              davg[(n * g.h + h) * g.w + v] += dy[o] / double(inside);
+          }
+      }
+  int output = 0;
+  for (const std::vector<double> *expected :
+       {&max, &avg, &avgInside, &dmax, &davg}) {
+    SCOPED_TRACE(testing::Message() << "output " << output);
+    std::vector<float> actual(expected->size());
+    ASSERT_EQ(
+        take(ofrt_session_get_output(session.session, output++, actual.data(),
+                                     actual.size() * sizeof(float))),
+        "");
+    for (size_t i = 0; i < actual.size(); ++i)
+      ASSERT_NEAR(actual[i], (*expected)[i], 1e-5) << "element " << i;
+  }
+}
+
+TEST(PlanErrors, PoolingParameters) {
+  PoolCase pool;
+  SamplePlan sample = pool.plan();
+  auto *forward = mainProgram(sample).steps[0]->detail.AsLibraryCall();
+  forward->params[6] = 5; // OH: the geometry gives 4
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.pool2d): dnn.pool2d "
+            "parameters: the output extent does not follow from the input, "
+            "kernel, padding, dilation and stride");
+  forward->params = pool.params(PoolMode::Max);
+  forward->params[14] = 7;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.pool2d): dnn.pool2d "
+            "parameters: the mode must be 0 (max), 1 (avg counting padding) "
+            "or 2 (avg not counting it)");
+  forward->params.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.pool2d): dnn.pool2d takes 15 "
+            "parameters, got 14");
+  forward->params = pool.params(PoolMode::Max);
+  forward->buffers = {0, 5}; // dmax (2x3x7x6) as y (2x3x4x6)
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.pool2d): dnn.pool2d buffer 1 "
+            "('dmax') has 252 elements, its geometry needs 144");
+  forward->buffers = {0};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.pool2d): dnn.pool2d takes "
+            "buffers [x, y], got 1");
+  forward->buffers = {0, 2};
+  auto *gradient = mainProgram(sample).steps[3]->detail.AsLibraryCall();
+  gradient->buffers = {0, 1, 0};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library dnn.pool2d_grad): "
+            "dnn.pool2d_grad uses buffer 'x' twice");
+}
+
+TEST(SessionErrors, PoolingTypeTheCpuCannotRun) {
+  // oneDNN has no f64 pooling: the session, not a run, says so.
+  EXPECT_EQ(sessionError(PoolCase().plan(DType::F64).write(), "main"),
+            "program 'main' step 0 (library dnn.pool2d: oneDNN has no f64 "
+            "pooling (f32, bf16 and f16 only))");
+}
+
 TEST(Runtime, IndexRangeCheck) {
   SamplePlan sample = makeSamplePlan(kernelObject());
   // Where the check comes from in the source, which the error names.
@@ -1163,8 +1321,8 @@ TEST(PlanErrors, UnknownLibraryFunction) {
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 3 (library blas.syrk): unknown library "
             "function 'blas.syrk' (this runtime knows blas.gemm, "
-            "check.index_range, dnn.conv2d, dnn.conv2d_grad_input and "
-            "dnn.conv2d_grad_filter)");
+            "check.index_range, dnn.conv2d, dnn.conv2d_grad_input, "
+            "dnn.conv2d_grad_filter, dnn.pool2d and dnn.pool2d_grad)");
 }
 
 //===----------------------------------------------------------------------===//

@@ -20,10 +20,10 @@ namespace of {
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
 /// converter drops SBP encodings. The options are the pass's: with
-/// `convLibrary`, convolutions and their gradients become of.library_call
-/// steps (oneDNN on the CPU, cuDNN on a GPU), with `convLibrarySymmetric`
-/// only those padded symmetrically, and with `convLibraryF16` f16 ones as
-/// they are rather than widened to f32.
+/// `convLibrary` (`poolLibrary`), convolutions (poolings) and their
+/// gradients become of.library_call steps (oneDNN on the CPU, cuDNN on a
+/// GPU), with `librarySymmetric` only those padded symmetrically, and with
+/// `libraryF16` f16 ones as they are.
 void populateOFToLinalgPatterns(const TypeConverter &converter,
                                 RewritePatternSet &patterns,
                                 const ConvertOFToLinalgPassOptions &options);

@@ -39,12 +39,15 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     With `conv-library`, f32 and bf16 convolutions and their gradients become
     `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN
-    and the CUDA runtime through cuDNN (`--of-pipeline=cpu` and
-    `--of-pipeline=cuda` set it; the CUDA pipeline with
-    `conv-library-symmetric`, keeping other paddings generated). f16 ones
-    are widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
-    rounded once, unless `conv-library-f16` (cuDNN's, with f32
-    accumulation) runs them as they are.
+    and the CUDA runtime through cuDNN; with `pool-library`, f32 and bf16
+    poolings and their gradients become `"dnn.pool2d"` and
+    `"dnn.pool2d_grad"` steps (`--of-pipeline=cpu` and `--of-pipeline=cuda`
+    set both). `library-symmetric` keeps those padded asymmetrically
+    generated (cuDNN's descriptors pad symmetrically; the CUDA pipeline
+    sets it). f16 convolutions are widened to f32 (oneDNN 2.6 has no f16
+    convolution on the CPU) and rounded once, and f16 poolings stay
+    generated, unless `library-f16` (cuDNN's, with f32 accumulation) runs
+    them as they are.
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
@@ -55,13 +58,17 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
            "Run f32 and bf16 convolutions and their gradients as library steps "
            "(of.library_call) instead of generated code">,
-    Option<"convLibrarySymmetric", "conv-library-symmetric", "bool",
+    Option<"poolLibrary", "pool-library", "bool", /*default=*/"false",
+           "Run f32 and bf16 poolings and their gradients as library steps "
+           "(of.library_call) instead of generated code">,
+    Option<"librarySymmetric", "library-symmetric", "bool",
            /*default=*/"false",
-           "With conv-library, only convolutions padded symmetrically "
-           "(cuDNN's convolution descriptor pads so)">,
-    Option<"convLibraryF16", "conv-library-f16", "bool", /*default=*/"false",
-           "With conv-library, f16 convolutions as library steps on f16 "
-           "(cuDNN has them) rather than on operands widened to f32">
+           "With conv-library or pool-library, only those padded "
+           "symmetrically (cuDNN's descriptors pad so)">,
+    Option<"libraryF16", "library-f16", "bool", /*default=*/"false",
+           "With conv-library or pool-library, f16 ones as library steps on "
+           "f16 (cuDNN has them) rather than widened to f32 (convolutions) "
+           "or generated (poolings)">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

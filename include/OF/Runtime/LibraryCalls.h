@@ -1,16 +1,19 @@
-//===- LibraryCalls.h - Parameters of the plan's convolution steps --------===//
+//===- LibraryCalls.h - Parameters of the plan's dnn library steps --------===//
 //
 // A convolution library step (`dnn.conv2d`, `dnn.conv2d_grad_input`,
-// `dnn.conv2d_grad_filter`) carries its geometry as 18 integers. The
-// compiler (the `of.library_call` verifier and the plan builder) and the
-// runtime (the plan loader and the executors) both read them through this
-// header, so the layout and its checks have one definition. Header-only, no
-// MLIR: libofrt includes it.
+// `dnn.conv2d_grad_filter`) carries its geometry as 18 integers, a pooling
+// step (`dnn.pool2d`, `dnn.pool2d_grad`) as 15. The compiler (the
+// `of.library_call` verifier and the plan builder) and the runtime (the
+// plan loader and the executors) both read them through this header, so the
+// layout and its checks have one definition. Header-only, no MLIR: libofrt
+// includes it.
 //
 // Buffers, all NCHW / OIHW (weights [F, C / groups, KH, KW]), dense:
 //   dnn.conv2d             [x, w, y] or [x, w, bias, y]   y = conv(x, w) + bias
 //   dnn.conv2d_grad_input  [dy, w, dx]                    dx = d conv / dx
 //   dnn.conv2d_grad_filter [x, dy, dw]                    dw = d conv / dw
+//   dnn.pool2d             [x, y]                         y = pool(x)
+//   dnn.pool2d_grad        [x, dy, dx]                    dx = d pool / dx
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +107,63 @@ inline int64_t convWeightElements(const ConvGeometry &g) {
 }
 inline int64_t convOutputElements(const ConvGeometry &g) {
   return g.n * g.f * g.oh * g.ow;
+}
+
+inline constexpr std::string_view kPoolForwardFunction = "dnn.pool2d";
+inline constexpr std::string_view kPoolGradFunction = "dnn.pool2d_grad";
+
+inline bool isPoolFunction(std::string_view name) {
+  return name == kPoolForwardFunction || name == kPoolGradFunction;
+}
+
+/// What a pooling computes: the largest element of each window (padding
+/// counts as -inf; a gradient goes to the first largest in row-major window
+/// order, as PyTorch), or the window's mean over kh * kw elements
+/// (AvgIncludePad) or over those inside the unpadded input (AvgExcludePad).
+enum class PoolMode : int64_t { Max = 0, AvgIncludePad = 1, AvgExcludePad = 2 };
+
+/// The geometry of a 2-D pooling: input [n, c, h, w], windows kh x kw,
+/// output [n, c, oh, ow].
+struct PoolGeometry {
+  int64_t n, c, h, w, kh, kw, oh, ow;
+  int64_t strideH, strideW;
+  int64_t padTop, padBottom, padLeft, padRight;
+  PoolMode mode;
+};
+
+/// The parameter vector is the fields of PoolGeometry in order.
+inline constexpr size_t kPoolParamCount = 15;
+
+inline PoolGeometry decodePoolGeometry(const int64_t *p) {
+  return {p[0],  p[1],  p[2],  p[3],  p[4],
+          p[5],  p[6],  p[7],  p[8],  p[9],
+          p[10], p[11], p[12], p[13], static_cast<PoolMode>(p[14])};
+}
+
+/// Why `g` is not a pooling, or null when it is one: extents, strides and
+/// paddings as a convolution's (checkConvGeometry), a known mode, padding
+/// smaller than the window (so that every window holds an input element),
+/// and the output extent the input, window, padding and stride give.
+inline const char *checkPoolGeometry(const PoolGeometry &g) {
+  int64_t mode = static_cast<int64_t>(g.mode);
+  if (mode < 0 || mode > 2)
+    return "the mode must be 0 (max), 1 (avg counting padding) or 2 (avg "
+           "not counting it)";
+  if (g.padTop >= g.kh || g.padBottom >= g.kh || g.padLeft >= g.kw ||
+      g.padRight >= g.kw)
+    return "padding must be smaller than the window";
+  // A pooling's shape checks are a depthwise convolution's.
+  ConvGeometry conv{g.n,  g.c,      g.h,         g.w,       g.c,        g.kh,
+                    g.kw, g.oh,     g.ow,        g.strideH, g.strideW,  1,
+                    1,    g.padTop, g.padBottom, g.padLeft, g.padRight, g.c};
+  return checkConvGeometry(conv);
+}
+
+inline int64_t poolInputElements(const PoolGeometry &g) {
+  return g.n * g.c * g.h * g.w;
+}
+inline int64_t poolOutputElements(const PoolGeometry &g) {
+  return g.n * g.c * g.oh * g.ow;
 }
 
 } // namespace of::plan

@@ -1530,7 +1530,7 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// oneDNN 2.6 has no f16 convolution on the CPU, so an f16 one is the f32
 /// library convolution of its operands widened, rounded once: the
 /// generated form's arithmetic (f32 accumulation, one rounding); cuDNN has
-/// them (conv-library-f16), with the same arithmetic. oneDNN has
+/// them (library-f16), with the same arithmetic. oneDNN has
 /// no f64 convolution. Measured with bench/cpu_bench.py on 8x64x28x28, 3x3
 /// -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm
 /// at 5-12 ms.
@@ -1539,8 +1539,8 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const ConvertOFToLinalgPassOptions &options)
       : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        symmetricOnly(options.convLibrarySymmetric),
-        nativeF16(options.convLibraryF16) {}
+        symmetricOnly(options.librarySymmetric), nativeF16(options.libraryF16) {
+  }
   bool symmetricOnly, nativeF16;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
@@ -1600,6 +1600,73 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
                                       rewriter.getDenseI64ArrayAttr(params));
     rewriter.replaceOp(
         op, roundFromAccumulator(rewriter, loc, type, call->getResult(0)));
+    return success();
+  }
+};
+
+/// A pooling or a pooling gradient as an of.library_call (oneDNN on the
+/// CPU, cuDNN on a GPU): added, ahead of the generated forms, when the pass
+/// runs with pool-library. f32 and bf16, and f16 with library-f16 (oneDNN
+/// 2.6 has no f16 pooling on the CPU); other types, and geometries the
+/// library call does not take (checkPoolGeometry: padding as large as the
+/// window), stay generated. Measured with bench/train_bench.py --model
+/// convnet (docs/architecture.md).
+template <typename OpTy>
+struct PoolLibraryLowering : OpConversionPattern<OpTy> {
+  PoolLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      const ConvertOFToLinalgPassOptions &options)
+      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
+        symmetricOnly(options.librarySymmetric), nativeF16(options.libraryF16) {
+  }
+  bool symmetricOnly, nativeF16;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = localType(op.getType());
+    Type et = type.getElementType();
+    if (!et.isF32() && !et.isBF16() && !(et.isF16() && nativeF16))
+      return rewriter.notifyMatchFailure(
+          op, "library poolings are f32 or bf16 (f16 with library-f16)");
+    ArrayRef<int64_t> padding = op.getPadding(), kernel = op.getKernelSize();
+    if (symmetricOnly && (padding[0] != padding[1] || padding[2] != padding[3]))
+      return rewriter.notifyMatchFailure(
+          op, "the library pads symmetrically; this padding is not");
+    SmallVector<int64_t> strides = poolStrides(op);
+    ::of::plan::PoolMode mode;
+    SmallVector<Value> inputs{adaptor.getInput()};
+    StringRef callee = ::of::plan::kPoolForwardFunction;
+    RankedTensorType x = cast<RankedTensorType>(adaptor.getInput().getType()),
+                     y = type;
+    auto avgMode = [](bool includePad) {
+      return includePad ? ::of::plan::PoolMode::AvgIncludePad
+                        : ::of::plan::PoolMode::AvgExcludePad;
+    };
+    if constexpr (std::is_same_v<OpTy, MaxPool2DOp>) {
+      mode = ::of::plan::PoolMode::Max;
+    } else if constexpr (std::is_same_v<OpTy, AvgPool2DOp>) {
+      mode = avgMode(op.getCountIncludePad());
+    } else {
+      mode = op.getKind() == "max" ? ::of::plan::PoolMode::Max
+                                   : avgMode(op.getCountIncludePad());
+      inputs.push_back(adaptor.getGrad());
+      callee = ::of::plan::kPoolGradFunction;
+      y = cast<RankedTensorType>(adaptor.getGrad().getType());
+    }
+    SmallVector<int64_t> params{
+        x.getDimSize(0), x.getDimSize(1), x.getDimSize(2),
+        x.getDimSize(3), kernel[0],       kernel[1],
+        y.getDimSize(2), y.getDimSize(3), strides[0],
+        strides[1],      padding[0],      padding[1],
+        padding[2],      padding[3],      static_cast<int64_t>(mode)};
+    if (const char *why = ::of::plan::checkPoolGeometry(
+            ::of::plan::decodePoolGeometry(params.data())))
+      return rewriter.notifyMatchFailure(op, why);
+    Location loc = op.getLoc();
+    auto call = LibraryCallOp::create(rewriter, loc, TypeRange{type},
+                                      rewriter.getStringAttr(callee), inputs,
+                                      emptyTensor(rewriter, loc, type),
+                                      rewriter.getDenseI64ArrayAttr(params));
+    rewriter.replaceOp(op, call->getResult(0));
     return success();
   }
 };
@@ -1893,7 +1960,7 @@ struct ConvertOFToLinalgPass
     RewritePatternSet patterns(ctx);
     populateOFToLinalgPatterns(
         converter, patterns,
-        {convLibrary, convLibrarySymmetric, convLibraryF16});
+        {convLibrary, poolLibrary, librarySymmetric, libraryF16});
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -1924,6 +1991,10 @@ void mlir::of::populateOFToLinalgPatterns(
                  ConvLibraryLowering<Conv2DGradInputOp>,
                  ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx,
                                                           options);
+  if (options.poolLibrary)
+    patterns
+        .add<PoolLibraryLowering<MaxPool2DOp>, PoolLibraryLowering<AvgPool2DOp>,
+             PoolLibraryLowering<Pool2DGradOp>>(converter, ctx, options);
   patterns.add<
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,

@@ -702,7 +702,7 @@ func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x2x2xf32>) {
 // -----
 
 func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %e: tensor<2x8x6x6xf32>) {
-  // expected-error@+1 {{unknown library function 'dnn.conv3d' (known: dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter)}}
+  // expected-error@+1 {{unknown library function 'dnn.conv3d' (known: dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter, dnn.pool2d, dnn.pool2d_grad)}}
   %0 = of.library_call "dnn.conv3d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
   return
 }
@@ -736,5 +736,37 @@ func.func @f(%x: tensor<2x4x8x8xf32>, %e: tensor<2x8x6x6xf32>) {
 func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf16>, %e: tensor<2x8x6x6xf32>) {
   // expected-error@+1 {{operands must share one floating-point type}}
   %0 = of.library_call "dnn.conv2d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf16>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x6x6xf32>, %e: tensor<1x2x3x3xf32>) {
+  // expected-error@+1 {{dnn.pool2d takes 15 parameters, got 14}}
+  %0 = of.library_call "dnn.pool2d"(%x) into %e {params = array<i64: 1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0>} : (tensor<1x2x6x6xf32>) into tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x6x6xf32>, %e: tensor<1x2x3x3xf32>) {
+  // expected-error@+1 {{dnn.pool2d parameters: the mode must be 0 (max), 1 (avg counting padding) or 2 (avg not counting it)}}
+  %0 = of.library_call "dnn.pool2d"(%x) into %e {params = array<i64: 1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 3>} : (tensor<1x2x6x6xf32>) into tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x6x6xf32>, %e: tensor<1x2x4x4xf32>) {
+  // expected-error@+1 {{dnn.pool2d parameters: padding must be smaller than the window}}
+  %0 = of.library_call "dnn.pool2d"(%x) into %e {params = array<i64: 1, 2, 6, 6, 2, 2, 4, 4, 2, 2, 2, 0, 0, 0, 0>} : (tensor<1x2x6x6xf32>) into tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x6x6xf32>, %dy: tensor<1x2x3x3xf32>, %e: tensor<1x2x3x3xf32>) {
+  // expected-error@+1 {{operand 2 has shape [1, 2, 3, 3], the parameters of dnn.pool2d_grad give [1, 2, 6, 6]}}
+  %0 = of.library_call "dnn.pool2d_grad"(%x, %dy) into %e {params = array<i64: 1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0>} : (tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32>) into tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
   return
 }

@@ -25,7 +25,7 @@
 using namespace mlir;
 using namespace mlir::of;
 /// The runtime's definition of the library calls' parameters.
-namespace conv = ::of::plan;
+namespace dnn = ::of::plan;
 
 #include "OF/Dialect/OF/IR/OFEnums.cpp.inc"
 
@@ -1214,31 +1214,45 @@ void BoxingOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 LogicalResult LibraryCallOp::verify() {
   StringRef callee = getCallee();
   std::string_view name(callee.data(), callee.size());
-  if (!conv::isConvFunction(name))
+  bool isConv = dnn::isConvFunction(name), isPool = dnn::isPoolFunction(name);
+  if (!isConv && !isPool)
     return emitOpError("unknown library function '")
-           << callee << "' (known: " << conv::kConvForwardFunction << ", "
-           << conv::kConvGradInputFunction << ", "
-           << conv::kConvGradFilterFunction << ")";
+           << callee << "' (known: " << dnn::kConvForwardFunction << ", "
+           << dnn::kConvGradInputFunction << ", "
+           << dnn::kConvGradFilterFunction << ", " << dnn::kPoolForwardFunction
+           << ", " << dnn::kPoolGradFunction << ")";
   ArrayRef<int64_t> params = getParams();
-  if (params.size() != conv::kConvParamCount)
-    return emitOpError(callee) << " takes " << conv::kConvParamCount
-                               << " parameters, got " << params.size();
-  conv::ConvGeometry g = conv::decodeConvGeometry(params.data());
-  if (const char *why = conv::checkConvGeometry(g))
-    return emitOpError(callee) << " parameters: " << why;
+  size_t paramCount = isConv ? dnn::kConvParamCount : dnn::kPoolParamCount;
+  if (params.size() != paramCount)
+    return emitOpError(callee)
+           << " takes " << paramCount << " parameters, got " << params.size();
   // The operands' shapes in order, the init's last.
   SmallVector<SmallVector<int64_t>> shapes;
-  SmallVector<int64_t> x{g.n, g.c, g.h, g.w},
-      w{g.f, g.c / g.groups, g.kh, g.kw}, y{g.n, g.f, g.oh, g.ow};
-  if (name == conv::kConvForwardFunction) {
-    shapes = {x, w};
-    if (getInputs().size() == 3)
-      shapes.push_back({g.f});
-    shapes.push_back(y);
-  } else if (name == conv::kConvGradInputFunction) {
-    shapes = {y, w, x};
+  if (isPool) {
+    dnn::PoolGeometry g = dnn::decodePoolGeometry(params.data());
+    if (const char *why = dnn::checkPoolGeometry(g))
+      return emitOpError(callee) << " parameters: " << why;
+    SmallVector<int64_t> x{g.n, g.c, g.h, g.w}, y{g.n, g.c, g.oh, g.ow};
+    if (name == dnn::kPoolForwardFunction)
+      shapes = {x, y};
+    else
+      shapes = {x, y, x};
   } else {
-    shapes = {x, y, w};
+    dnn::ConvGeometry g = dnn::decodeConvGeometry(params.data());
+    if (const char *why = dnn::checkConvGeometry(g))
+      return emitOpError(callee) << " parameters: " << why;
+    SmallVector<int64_t> x{g.n, g.c, g.h, g.w},
+        w{g.f, g.c / g.groups, g.kh, g.kw}, y{g.n, g.f, g.oh, g.ow};
+    if (name == dnn::kConvForwardFunction) {
+      shapes = {x, w};
+      if (getInputs().size() == 3)
+        shapes.push_back({g.f});
+      shapes.push_back(y);
+    } else if (name == dnn::kConvGradInputFunction) {
+      shapes = {y, w, x};
+    } else {
+      shapes = {x, y, w};
+    }
   }
   if (getNumOperands() != shapes.size())
     return emitOpError(callee) << " takes " << shapes.size() - 1

@@ -810,8 +810,9 @@ def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
   let summary = "A computation the runtime runs through a library, in destination style";
   let description = [{
     Lowering's form of an op that the plan runs as an `ofrt.library_call`
-    step rather than as a generated kernel: the convolutions on the CPU
-    (oneDNN; `--convert-of-to-linalg=conv-library=true`). `callee` names the
+    step rather than as a generated kernel: convolutions and poolings
+    (oneDNN on the CPU, cuDNN on a GPU; `--convert-of-to-linalg` with
+    `conv-library=true`, `pool-library=true`). `callee` names the
     library function and `params` its parameters, laid out as
     `include/OF/Runtime/LibraryCalls.h` says (the runtime checks them with
     the same code). Like the local collectives it works on tensors (with
@@ -829,6 +830,15 @@ def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
     dilation_h, dilation_w, pad_top, pad_bottom, pad_left, pad_right,
     groups]`. x is `[N, C, H, W]`, w `[F, C / groups, KH, KW]`, y `[N, F, OH,
     OW]`, all of one floating-point type.
+
+    - `dnn.pool2d` `(x) into y`: y = pool(x).
+    - `dnn.pool2d_grad` `(x, dy) into dx`: the gradient of the pooling of x.
+
+    Parameters: `[N, C, H, W, KH, KW, OH, OW, stride_h, stride_w, pad_top,
+    pad_bottom, pad_left, pad_right, mode]`, mode 0 for max (a gradient goes
+    to each window's first largest element), 1 for the mean over the window
+    counting padding, 2 for the mean over its elements inside x. x (and dx)
+    is `[N, C, H, W]`, y (and dy) `[N, C, OH, OW]`.
 
     ```mlir
     %e = tensor.empty() : tensor<2x8x6x6xf32>

@@ -174,9 +174,11 @@ def Plan_LibraryCallOp : Plan_StepOp<"library"> {
     takes `[I]` and params `[lo, hi]` and fails the run unless every element
     is in `[lo, hi)`. `"dnn.conv2d"` (`[x, w, y]` or `[x, w, bias, y]`),
     `"dnn.conv2d_grad_input"` (`[dy, w, dx]`) and `"dnn.conv2d_grad_filter"`
-    (`[x, dy, dw]`) are f32 or bf16 NCHW convolutions, which the CPU
-    runtime runs through oneDNN; their 18 params are the geometry that
-    `include/OF/Runtime/LibraryCalls.h` defines (`of.library_call`).
+    (`[x, dy, dw]`) are NCHW convolutions, and `"dnn.pool2d"` (`[x, y]`)
+    and `"dnn.pool2d_grad"` (`[x, dy, dx]`) NCHW poolings, which the
+    runtime runs through oneDNN on the CPU and cuDNN on a GPU; their 18
+    (15) params are the geometry that `include/OF/Runtime/LibraryCalls.h`
+    defines (`of.library_call`).
   }];
   let arguments = (ins StrAttr:$function, SymbolRefArrayAttr:$buffers,
                        DenseI64ArrayAttr:$params,

@@ -1,14 +1,14 @@
-//===- CudnnConvolutions.cpp - Convolution steps on a GPU through cuDNN ---===//
+//===- Cudnn.cpp - Convolution and pooling steps on a GPU through cuDNN ---===//
 //
-// See CudnnConvolutions.h. cudnn.h is compiled against for its types and
-// constants only; the library is loaded with dlopen into a table of
-// functions. The convolution API used here is cuDNN's descriptor API,
-// which cuDNN 9 marks deprecated in favour of its graph API but still
-// ships (libcudnn_cnn).
+// See Cudnn.h. cudnn.h is compiled against for its types and constants
+// only; the library is loaded with dlopen into a table of functions. The
+// convolution and pooling API used here is cuDNN's descriptor API, which
+// cuDNN 9 marks deprecated in favour of its graph API but still ships
+// (libcudnn_cnn, libcudnn_ops).
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudnnConvolutions.h"
+#include "Cudnn.h"
 
 #include "DynamicLibrary.h"
 #include "PlanFile.h"
@@ -17,16 +17,16 @@
 
 namespace of::rt {
 
-struct CudnnConvolutions::Impl {};
-CudnnConvolutions::CudnnConvolutions() = default;
-CudnnConvolutions::~CudnnConvolutions() = default;
-Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &) {
-  return fail(step.name, ": convolution steps on the GPU need cuDNN, and "
+struct CudnnSteps::Impl {};
+CudnnSteps::CudnnSteps() = default;
+CudnnSteps::~CudnnSteps() = default;
+Status CudnnSteps::prepare(const PreparedStep &step, Executor &) {
+  return fail(step.name, ": dnn steps on the GPU need cuDNN, and "
                          "this libofrt was built without its header "
                          "(cudnn.h); compile with use-dnn=false for im2col "
                          "gemms");
 }
-Status CudnnConvolutions::run(const PreparedStep &step, void *) {
+Status CudnnSteps::run(const PreparedStep &step, void *) {
   return fail(step.name, ": this libofrt has no cuDNN");
 }
 Status checkCudnn(const std::string *&) {
@@ -79,7 +79,12 @@ namespace {
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                             \
   X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                            \
   X(cudnnConvolutionBackwardFilter)                                            \
-  X(cudnnAddTensor)
+  X(cudnnAddTensor)                                                            \
+  X(cudnnCreatePoolingDescriptor)                                              \
+  X(cudnnSetPooling2dDescriptor)                                               \
+  X(cudnnDestroyPoolingDescriptor)                                             \
+  X(cudnnPoolingForward)                                                       \
+  X(cudnnPoolingBackward)
 
 struct Cudnn {
   OF_LIBRARY_TABLE(OF_CUDNN_FUNCTIONS)
@@ -87,19 +92,27 @@ struct Cudnn {
 
 LibrarySource cudnnSource() {
   return {"cuDNN", "OF_CUDNN_LIBRARY", toolkitCandidates("libcudnn.so.9"),
-          "convolution steps on the GPU need cuDNN 9, which cannot be "
-          "loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names another; or "
-          "compile with use-dnn=false for im2col gemms):",
+          "convolution and pooling steps on the GPU need cuDNN 9, which "
+          "cannot be loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names "
+          "another; or compile with use-dnn=false for generated kernels):",
           "OF needs cuDNN 9"};
 }
 
-/// cuDNN, loaded once by the first convolution step.
+/// cuDNN, loaded once by the first convolution or pooling step.
 Status loadCudnn(const Cudnn *&out) { return loadLibrary(cudnnSource, out); }
 
 /// The largest workspace an algorithm may ask for.
 constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
-enum class Direction { Forward, GradInput, GradFilter };
+enum class Direction { Forward, GradInput, GradFilter, Pool, PoolGrad };
+
+/// The key of a step's descriptors: its kind, then its geometry's.
+std::vector<int64_t> stepKey(const PreparedStep &step) {
+  std::vector<int64_t> key =
+      step.kind == StepKind::Pool ? poolingKey(step) : convolutionKey(step);
+  key.insert(key.begin(), static_cast<int64_t>(step.kind));
+  return key;
+}
 
 } // namespace
 
@@ -107,13 +120,14 @@ Status checkCudnn(const std::string *&path) {
   return loadAndLocate(loadCudnn, path);
 }
 
-struct CudnnConvolutions::Impl {
+struct CudnnSteps::Impl {
   /// The descriptors and algorithm of one geometry, direction and type.
   struct Plan {
     Direction direction = Direction::Forward;
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnPoolingDescriptor_t pool = nullptr;
     int algorithm = 0;
     size_t workspaceBytes = 0;
     bool doublePrecision = false;
@@ -131,6 +145,8 @@ struct CudnnConvolutions::Impl {
         cudnn->cudnnDestroyFilterDescriptor(plan.w);
       if (plan.conv)
         cudnn->cudnnDestroyConvolutionDescriptor(plan.conv);
+      if (plan.pool)
+        cudnn->cudnnDestroyPoolingDescriptor(plan.pool);
     }
     if (handle)
       cudnn->cudnnDestroy(handle);
@@ -143,6 +159,8 @@ struct CudnnConvolutions::Impl {
   }
 
   Status create(const PreparedStep &step, Plan &plan);
+  Status createPooling(const PreparedStep &step, Plan &plan);
+  Status runPooling(const PreparedStep &step, const Plan &plan, void *stream);
 
   const Cudnn *cudnn = nullptr;
   cudnnHandle_t handle = nullptr;
@@ -152,7 +170,108 @@ struct CudnnConvolutions::Impl {
   std::vector<size_t> workspaceBytes;
 };
 
-Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
+Status CudnnSteps::Impl::createPooling(const PreparedStep &step, Plan &plan) {
+  const PoolGeometry &g = step.pool;
+  if (g.padTop != g.padBottom || g.padLeft != g.padRight)
+    return fail("cuDNN pads symmetrically, and this pooling pads [", g.padTop,
+                ", ", g.padBottom, "] x [", g.padLeft, ", ", g.padRight,
+                "] (--of-pipeline=cuda keeps such poolings as generated "
+                "kernels)");
+  cudnnDataType_t type;
+  switch (step.dnnType) {
+  case DType::F32:
+    type = CUDNN_DATA_FLOAT;
+    break;
+  case DType::F64:
+    type = CUDNN_DATA_DOUBLE;
+    plan.doublePrecision = true;
+    break;
+  case DType::BF16:
+    type = CUDNN_DATA_BFLOAT16;
+    break;
+  case DType::F16:
+    type = CUDNN_DATA_HALF;
+    break;
+  default:
+    return fail("cuDNN has no ", dtypeName(step.dnnType), " pooling");
+  }
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.oh, g.ow, g.kh, g.kw, g.strideH,
+                    g.strideW, g.padTop, g.padLeft})
+    if (v > INT32_MAX)
+      return fail("an extent of ", v, " exceeds cuDNN's int");
+  auto narrow = [](int64_t v) { return static_cast<int>(v); };
+  plan.direction = step.function == kPoolForwardFunction ? Direction::Pool
+                                                         : Direction::PoolGrad;
+  cudnnPoolingMode_t mode = g.mode == PoolMode::Max
+                                ? CUDNN_POOLING_MAX_DETERMINISTIC
+                            : g.mode == PoolMode::AvgIncludePad
+                                ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  for (cudnnTensorDescriptor_t *d : {&plan.x, &plan.y})
+    if (Status s = check(cudnn->cudnnCreateTensorDescriptor(d),
+                         "cudnnCreateTensorDescriptor");
+        s.failed())
+      return s;
+  if (Status s = check(cudnn->cudnnCreatePoolingDescriptor(&plan.pool),
+                       "cudnnCreatePoolingDescriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetTensor4dDescriptor(
+                           plan.x, CUDNN_TENSOR_NCHW, type, narrow(g.n),
+                           narrow(g.c), narrow(g.h), narrow(g.w)),
+                       "the input's descriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetTensor4dDescriptor(
+                           plan.y, CUDNN_TENSOR_NCHW, type, narrow(g.n),
+                           narrow(g.c), narrow(g.oh), narrow(g.ow)),
+                       "the output's descriptor");
+      s.failed())
+    return s;
+  if (Status s = check(cudnn->cudnnSetPooling2dDescriptor(
+                           plan.pool, mode, CUDNN_PROPAGATE_NAN, narrow(g.kh),
+                           narrow(g.kw), narrow(g.padTop), narrow(g.padLeft),
+                           narrow(g.strideH), narrow(g.strideW)),
+                       "the pooling's descriptor");
+      s.failed())
+    return s;
+  // cudnnPoolingBackward reads the forward output: a gradient step
+  // recomputes it into the stream's workspace.
+  if (plan.direction == Direction::PoolGrad)
+    plan.workspaceBytes =
+        static_cast<size_t>(poolOutputElements(g)) * dtypeSize(step.dnnType);
+  return Status::success();
+}
+
+Status CudnnSteps::Impl::runPooling(const PreparedStep &step, const Plan &plan,
+                                    void *stream) {
+  float oneF = 1.0f, zeroF = 0.0f;
+  double oneD = 1.0, zeroD = 0.0;
+  const void *one = plan.doublePrecision ? static_cast<const void *>(&oneD)
+                                         : static_cast<const void *>(&oneF);
+  const void *zero = plan.doublePrecision ? static_cast<const void *>(&zeroD)
+                                          : static_cast<const void *>(&zeroF);
+  const std::vector<void *> &a = step.args;
+  if (plan.direction == Direction::Pool)
+    return check(cudnn->cudnnPoolingForward(handle, plan.pool, one, plan.x,
+                                            a[0], zero, plan.y, a[1]),
+                 "cudnnPoolingForward");
+  void *y = workspaces[step.stream];
+  if (Status status =
+          check(cudnn->cudnnPoolingForward(handle, plan.pool, one, plan.x, a[0],
+                                           zero, plan.y, y),
+                "cudnnPoolingForward (for the gradient)");
+      status.failed())
+    return status;
+  return check(cudnn->cudnnPoolingBackward(handle, plan.pool, one, plan.y, y,
+                                           plan.y, a[1], plan.x, a[0], zero,
+                                           plan.x, a[2]),
+               "cudnnPoolingBackward");
+}
+
+Status CudnnSteps::Impl::create(const PreparedStep &step, Plan &plan) {
+  if (step.kind == StepKind::Pool)
+    return createPooling(step, plan);
   const ConvGeometry &g = step.conv;
   if (g.padTop != g.padBottom || g.padLeft != g.padRight)
     return fail("cuDNN pads symmetrically, and this convolution pads [",
@@ -162,7 +281,7 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
                 "as im2col gemms)");
   cudnnDataType_t type, compute = CUDNN_DATA_FLOAT;
   cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
-  switch (step.convType) {
+  switch (step.dnnType) {
   case DType::F32:
     type = CUDNN_DATA_FLOAT;
     // TF32 tensor cores only where the program allows them (cuDNN's default
@@ -182,7 +301,7 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
     type = CUDNN_DATA_HALF;
     break;
   default:
-    return fail("cuDNN has no ", dtypeName(step.convType), " convolution");
+    return fail("cuDNN has no ", dtypeName(step.dnnType), " convolution");
   }
   auto narrow = [](int64_t v) { return static_cast<int>(v); };
   for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.oh, g.ow})
@@ -316,6 +435,9 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
           &plan.workspaceBytes);
     break;
   }
+  case Direction::Pool:
+  case Direction::PoolGrad:
+    break;
   }
   if (Status s = check(status, "choosing the convolution's algorithm");
       s.failed())
@@ -327,10 +449,10 @@ Status CudnnConvolutions::Impl::create(const PreparedStep &step, Plan &plan) {
   return Status::success();
 }
 
-CudnnConvolutions::CudnnConvolutions() : impl_(std::make_unique<Impl>()) {}
-CudnnConvolutions::~CudnnConvolutions() = default;
+CudnnSteps::CudnnSteps() : impl_(std::make_unique<Impl>()) {}
+CudnnSteps::~CudnnSteps() = default;
 
-Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
+Status CudnnSteps::prepare(const PreparedStep &step, Executor &device) {
   Impl &impl = *impl_;
   if (!impl.cudnn)
     if (Status status = loadCudnn(impl.cudnn); status.failed())
@@ -340,7 +462,7 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
             impl.check(impl.cudnn->cudnnCreate(&impl.handle), "cudnnCreate");
         status.failed())
       return fail(step.name, ": ", status.message());
-  std::vector<int64_t> key = convolutionKey(step);
+  std::vector<int64_t> key = stepKey(step);
   auto found = impl.plans.find(key);
   if (found == impl.plans.end()) {
     // Kept even when it fails: its descriptors go with the others.
@@ -367,11 +489,11 @@ Status CudnnConvolutions::prepare(const PreparedStep &step, Executor &device) {
   return Status::success();
 }
 
-Status CudnnConvolutions::run(const PreparedStep &step, void *stream) {
+Status CudnnSteps::run(const PreparedStep &step, void *stream) {
   Impl &impl = *impl_;
-  auto found = impl.plans.find(convolutionKey(step));
+  auto found = impl.plans.find(stepKey(step));
   if (found == impl.plans.end() || !found->second.error.empty())
-    return fail("the convolution was not prepared");
+    return fail("the step was not prepared");
   const Impl::Plan &plan = found->second;
   if (Status status =
           impl.check(impl.cudnn->cudnnSetStream(
@@ -379,6 +501,8 @@ Status CudnnConvolutions::run(const PreparedStep &step, void *stream) {
                      "cudnnSetStream");
       status.failed())
     return status;
+  if (step.kind == StepKind::Pool)
+    return impl.runPooling(step, plan, stream);
   // alpha = 1, beta = 0 (beta = 1 to add the bias), in the compute type.
   float oneF = 1.0f, zeroF = 0.0f;
   double oneD = 1.0, zeroD = 0.0;
@@ -420,6 +544,9 @@ Status CudnnConvolutions::run(const PreparedStep &step, void *stream) {
             static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
             workspace, workspaceBytes, zero, plan.w, a[2]),
         "cudnnConvolutionBackwardFilter");
+  case Direction::Pool:
+  case Direction::PoolGrad:
+    break;
   }
   return fail("unknown convolution direction");
 }

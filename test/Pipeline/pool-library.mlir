@@ -1,0 +1,87 @@
+// RUN: of-opt --of-pipeline=cpu,stop-after=linalg %s | FileCheck %s --check-prefix=LINALG
+// RUN: of-opt --of-pipeline=cpu,stop-after=plan %s | FileCheck %s
+// RUN: of-opt --of-pipeline=cpu,stop-after=plan,use-dnn=false %s | FileCheck %s --check-prefix=NODNN
+// RUN: of-opt --of-pipeline=cuda,stop-after=plan %s | FileCheck %s --check-prefix=CUDA
+// RUN: of-opt --of-pipeline=cuda,stop-after=plan,use-dnn=false %s | FileCheck %s --check-prefix=NODNN
+
+// Poolings and their gradients are dnn library steps (oneDNN on the CPU,
+// cuDNN on a GPU) on the unpadded tensors: params [N, C, H, W, KH, KW, OH,
+// OW, sh, sw, pad_top, pad_bottom, pad_left, pad_right, mode], mode 0 max,
+// 1 average counting padding, 2 average not counting it. The gradient's
+// buffers are [x, dy, dx]. On a GPU, poolings padded asymmetrically stay
+// generated (cuDNN's descriptor pads symmetrically); use-dnn=false keeps
+// every pooling generated.
+
+// LINALG-LABEL: func.func @max
+// LINALG-NOT: linalg.pooling
+// LINALG: of.library_call "dnn.pool2d"(%arg0) into %{{.*}} {params = array<i64: 2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0>}
+// CHECK-LABEL: ofrt.program "max"
+// CHECK-NOT: ofrt.launch
+// CHECK: ofrt.library "dnn.pool2d" [@arg0, @[[Y:.*]]] params [2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0]
+// CHECK-NEXT: ofrt.output "out0" = @[[Y]]
+// CUDA-LABEL: ofrt.program "max"
+// CUDA-NOT: ofrt.launch
+// CUDA: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0]
+// NODNN-LABEL: ofrt.program "max"
+// NODNN-NOT: dnn.pool2d
+// NODNN: ofrt.launch
+func.func @max(%x: tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32> {
+  %y = of.max_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32>
+  return %y : tensor<2x3x5x5xf32>
+}
+
+// CHECK-LABEL: ofrt.program "avg"
+// CHECK-DAG: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 1]
+// CHECK-DAG: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 2, 6, 6, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2]
+// CUDA-LABEL: ofrt.program "avg"
+// CUDA-COUNT-2: ofrt.library "dnn.pool2d"
+// NODNN-LABEL: ofrt.program "avg"
+// NODNN-NOT: dnn.pool2d
+func.func @avg(%x: tensor<1x2x6x6xf32>) -> (tensor<1x2x3x3xf32>, tensor<1x2x6x6xf32>) {
+  %a = of.avg_pool2d %x {kernel_size = array<i64: 2, 2>} : (tensor<1x2x6x6xf32>) -> tensor<1x2x3x3xf32>
+  %b = of.avg_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : (tensor<1x2x6x6xf32>) -> tensor<1x2x6x6xf32>
+  return %a, %b : tensor<1x2x3x3xf32>, tensor<1x2x6x6xf32>
+}
+
+// CHECK-LABEL: ofrt.program "gradients"
+// CHECK-DAG: ofrt.library "dnn.pool2d_grad" [@arg0, @arg1, @{{.*}}] params [2, 3, 8, 8, 2, 2, 4, 4, 2, 2, 0, 0, 0, 0, 0]
+// CHECK-DAG: ofrt.library "dnn.pool2d_grad" [@arg0, @arg1, @{{.*}}] params [2, 3, 8, 8, 2, 2, 4, 4, 2, 2, 0, 0, 0, 0, 1]
+// CUDA-LABEL: ofrt.program "gradients"
+// CUDA-COUNT-2: ofrt.library "dnn.pool2d_grad"
+// NODNN-LABEL: ofrt.program "gradients"
+// NODNN-NOT: dnn.pool2d
+func.func @gradients(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x3x4x4xf32>) -> (tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>) {
+  %a = of.pool2d_grad %x, %dy {kind = "max", kernel_size = array<i64: 2, 2>} : (tensor<2x3x8x8xf32>, tensor<2x3x4x4xf32>) -> tensor<2x3x8x8xf32>
+  %b = of.pool2d_grad %x, %dy {kind = "avg", kernel_size = array<i64: 2, 2>} : (tensor<2x3x8x8xf32>, tensor<2x3x4x4xf32>) -> tensor<2x3x8x8xf32>
+  return %a, %b : tensor<2x3x8x8xf32>, tensor<2x3x8x8xf32>
+}
+
+// bf16 is a library step on both; f16 only on a GPU (oneDNN 2.6 has no f16
+// pooling on the CPU) and f64 on neither.
+// CHECK-LABEL: ofrt.program "types"
+// CHECK: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}]
+// CHECK-NOT: ofrt.library
+// CHECK: ofrt.output
+// CUDA-LABEL: ofrt.program "types"
+// CUDA-COUNT-2: ofrt.library "dnn.pool2d"
+// CUDA-NOT: ofrt.library
+// CUDA: ofrt.output
+func.func @types(%x: tensor<1x1x4x4xbf16>, %h: tensor<1x1x4x4xf16>, %d: tensor<1x1x4x4xf64>) -> (tensor<1x1x2x2xbf16>, tensor<1x1x2x2xf16>, tensor<1x1x2x2xf64>) {
+  %a = of.max_pool2d %x {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xbf16>) -> tensor<1x1x2x2xbf16>
+  %b = of.max_pool2d %h {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf16>) -> tensor<1x1x2x2xf16>
+  %c = of.max_pool2d %d {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf64>) -> tensor<1x1x2x2xf64>
+  return %a, %b, %c : tensor<1x1x2x2xbf16>, tensor<1x1x2x2xf16>, tensor<1x1x2x2xf64>
+}
+
+// Padded on one side only: a library step on the CPU, generated on a GPU.
+// CHECK-LABEL: ofrt.program "asymmetric"
+// CHECK: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 1, 4, 4, 2, 2, 4, 4, 1, 1, 0, 1, 0, 1, 0]
+// CUDA-LABEL: ofrt.program "asymmetric"
+// CUDA-NOT: dnn.pool2d
+// CUDA: ofrt.launch @cuda_kernels
+// CUDA-NOT: dnn.pool2d
+// CUDA: ofrt.output
+func.func @asymmetric(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  %y = of.max_pool2d %x {kernel_size = array<i64: 2, 2>, strides = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return %y : tensor<1x1x4x4xf32>
+}
