@@ -555,27 +555,34 @@ struct PoolCase {
   }
 };
 
-TEST(Runtime, PoolingStepsMatchLoops) {
+/// Runs PoolCase's plan in `dtype` (elements T: float or Bf16) and compares
+/// with loops over the same (rounded) inputs, within `tolerance`.
+template <typename T> void checkPooling(DType dtype, double tolerance) {
   PoolCase pool;
   const PoolGeometry &g = pool.g;
   PlanHandle plan;
   SessionHandle session;
-  ASSERT_NO_FATAL_FAILURE(openSession(pool.plan().write(), plan, session));
+  ASSERT_NO_FATAL_FAILURE(openSession(pool.plan(dtype).write(), plan, session));
   // Few distinct values, so that windows hold ties: a max gradient goes to
   // the first largest element in row-major window order (PyTorch's rule).
   std::mt19937 random(11);
   std::uniform_int_distribution<int> level(-2, 2);
   std::uniform_real_distribution<float> uniform(-1, 1);
-  std::vector<float> x(poolInputElements(g)), dy(poolOutputElements(g));
-  for (float &v : x)
-    v = 0.5f * level(random);
-  for (float &v : dy)
-    v = uniform(random);
-  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, x.data(),
-                                        x.size() * sizeof(float))),
+  std::vector<T> xIn(poolInputElements(g)), dyIn(poolOutputElements(g));
+  std::vector<double> x(xIn.size()), dy(dyIn.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xIn[i] = T(0.5 * level(random));
+    x[i] = double(xIn[i]);
+  }
+  for (size_t i = 0; i < dy.size(); ++i) {
+    dyIn[i] = T(uniform(random));
+    dy[i] = double(dyIn[i]);
+  }
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 0, xIn.data(),
+                                        xIn.size() * sizeof(T))),
             "");
-  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, dy.data(),
-                                        dy.size() * sizeof(float))),
+  ASSERT_EQ(take(ofrt_session_set_input(session.session, 1, dyIn.data(),
+                                        dyIn.size() * sizeof(T))),
             "");
   ASSERT_EQ(take(ofrt_session_run(session.session)), "");
 
@@ -615,14 +622,22 @@ TEST(Runtime, PoolingStepsMatchLoops) {
   for (const std::vector<double> *expected :
        {&max, &avg, &avgInside, &dmax, &davg}) {
     SCOPED_TRACE(testing::Message() << "output " << output);
-    std::vector<float> actual(expected->size());
+    std::vector<T> actual(expected->size());
     ASSERT_EQ(
         take(ofrt_session_get_output(session.session, output++, actual.data(),
-                                     actual.size() * sizeof(float))),
+                                     actual.size() * sizeof(T))),
         "");
     for (size_t i = 0; i < actual.size(); ++i)
-      ASSERT_NEAR(actual[i], (*expected)[i], 1e-5) << "element " << i;
+      ASSERT_NEAR(double(actual[i]), (*expected)[i], tolerance)
+          << "element " << i;
   }
+}
+
+TEST(Runtime, PoolingStepsMatchLoops) {
+  checkPooling<float>(DType::F32, 1e-5);
+  // bf16 on oneDNN: the inputs are exact in bf16, the results rounded once
+  // (2^-8 relative; a gradient sums up to six window shares).
+  checkPooling<Bf16>(DType::BF16, 2e-2);
 }
 
 TEST(PlanErrors, PoolingParameters) {
