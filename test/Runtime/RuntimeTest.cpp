@@ -313,68 +313,6 @@ TEST(Runtime, GemmWithEmptyReductionZeroesC) {
     EXPECT_EQ(value, 0.0f);
 }
 
-/// A grouped, strided, dilated, unevenly padded convolution: the forward
-/// step (with bias) and both gradient steps of one geometry in one program.
-struct ConvCase {
-  ConvGeometry g{2, 4, 7, 6, 6, 3, 2, 3, 7, 2, 1, 1, 2, 1, 0, 2, 1, 2};
-  std::vector<int64_t> params() const {
-    return {g.n,       g.c,         g.h,         g.w,      g.f,
-            g.kh,      g.kw,        g.oh,        g.ow,     g.strideH,
-            g.strideW, g.dilationH, g.dilationW, g.padTop, g.padBottom,
-            g.padLeft, g.padRight,  g.groups};
-  }
-  std::vector<int64_t> x() const { return {g.n, g.c, g.h, g.w}; }
-  std::vector<int64_t> w() const { return {g.f, g.c / g.groups, g.kh, g.kw}; }
-  std::vector<int64_t> y() const { return {g.n, g.f, g.oh, g.ow}; }
-
-  SamplePlan plan(DType dtype = DType::F32) const {
-    SamplePlan sample;
-    uint64_t size = elementBytes(dtype);
-    uint64_t ySize = convOutputElements(g) * size,
-             xSize = convInputElements(g) * size,
-             wSize = convWeightElements(g) * size;
-    auto program = makeProgram("main", ySize + xSize + wSize);
-    uint32_t xi = addInput(*program, "x", dtype, x());
-    uint32_t wi = addInput(*program, "w", dtype, w());
-    uint32_t bi = addInput(*program, "b", dtype, {g.f});
-    uint32_t dyi = addInput(*program, "dy", dtype, y());
-    uint32_t yo = addArena(*program, "y", dtype, y(), 0);
-    uint32_t dxo = addArena(*program, "dx", dtype, x(), ySize);
-    uint32_t dwo = addArena(*program, "dw", dtype, w(), ySize + xSize);
-    addLibraryCall(*program, "dnn.conv2d", {xi, wi, bi, yo}, params());
-    addLibraryCall(*program, "dnn.conv2d_grad_input", {dyi, wi, dxo}, params());
-    addLibraryCall(*program, "dnn.conv2d_grad_filter", {xi, dyi, dwo},
-                   params());
-    addOutput(*program, "y", yo);
-    addOutput(*program, "dx", dxo);
-    addOutput(*program, "dw", dwo);
-    sample.plan.programs.push_back(std::move(program));
-    return sample;
-  }
-
-  /// Calls `f(n, f, oh, ow, input channel, weight offset, input offset)`
-  /// for every product of the convolution.
-  template <typename F> void forEachProduct(F f) const {
-    int64_t cg = g.c / g.groups, fg = g.f / g.groups;
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t o = 0; o < g.f; ++o)
-        for (int64_t i = 0; i < g.oh; ++i)
-          for (int64_t j = 0; j < g.ow; ++j)
-            for (int64_t c = 0; c < cg; ++c)
-              for (int64_t p = 0; p < g.kh; ++p)
-                for (int64_t q = 0; q < g.kw; ++q) {
-                  int64_t h = i * g.strideH + p * g.dilationH - g.padTop;
-                  int64_t v = j * g.strideW + q * g.dilationW - g.padLeft;
-                  if (h < 0 || h >= g.h || v < 0 || v >= g.w)
-                    continue;
-                  int64_t channel = (o / fg) * cg + c;
-                  f(((n * g.f + o) * g.oh + i) * g.ow + j,
-                    ((o * cg + c) * g.kh + p) * g.kw + q,
-                    ((n * g.c + channel) * g.h + h) * g.w + v, o);
-                }
-  }
-};
-
 TEST(Runtime, ConvolutionStepsMatchLoops) {
   ConvCase conv;
   PlanHandle plan;
@@ -509,51 +447,6 @@ TEST(SessionErrors, ConvolutionTypeTheCpuCannotRun) {
             "program 'main' step 0 (library dnn.conv2d: oneDNN has no f64 "
             "convolution (f32, bf16 and f16 only))");
 }
-
-/// Poolings over one unevenly padded, strided geometry: max, both
-/// averages, and the max and average gradients, one step each.
-struct PoolCase {
-  PoolGeometry g{2, 3, 7, 6, 3, 2, 4, 6, 2, 1, 1, 1, 0, 1, PoolMode::Max};
-  std::vector<int64_t> params(PoolMode mode) const {
-    return {g.n,       g.c,        g.h,
-            g.w,       g.kh,       g.kw,
-            g.oh,      g.ow,       g.strideH,
-            g.strideW, g.padTop,   g.padBottom,
-            g.padLeft, g.padRight, static_cast<int64_t>(mode)};
-  }
-  std::vector<int64_t> x() const { return {g.n, g.c, g.h, g.w}; }
-  std::vector<int64_t> y() const { return {g.n, g.c, g.oh, g.ow}; }
-
-  SamplePlan plan(DType dtype = DType::F32) const {
-    SamplePlan sample;
-    uint64_t size = elementBytes(dtype);
-    uint64_t ySize = poolOutputElements(g) * size,
-             xSize = poolInputElements(g) * size;
-    auto program = makeProgram("main", 3 * ySize + 2 * xSize);
-    uint32_t xi = addInput(*program, "x", dtype, x());
-    uint32_t dyi = addInput(*program, "dy", dtype, y());
-    uint32_t maxo = addArena(*program, "max", dtype, y(), 0);
-    uint32_t avgo = addArena(*program, "avg", dtype, y(), ySize);
-    uint32_t avgInsideo =
-        addArena(*program, "avg_inside", dtype, y(), 2 * ySize);
-    uint32_t dmaxo = addArena(*program, "dmax", dtype, x(), 3 * ySize);
-    uint32_t davgo =
-        addArena(*program, "davg_inside", dtype, x(), 3 * ySize + xSize);
-    addLibraryCall(*program, "dnn.pool2d", {xi, maxo}, params(PoolMode::Max));
-    addLibraryCall(*program, "dnn.pool2d", {xi, avgo},
-                   params(PoolMode::AvgIncludePad));
-    addLibraryCall(*program, "dnn.pool2d", {xi, avgInsideo},
-                   params(PoolMode::AvgExcludePad));
-    addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, dmaxo},
-                   params(PoolMode::Max));
-    addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, davgo},
-                   params(PoolMode::AvgExcludePad));
-    for (uint32_t o : {maxo, avgo, avgInsideo, dmaxo, davgo})
-      addOutput(*program, program->buffers[o]->name, o);
-    sample.plan.programs.push_back(std::move(program));
-    return sample;
-  }
-};
 
 /// Runs PoolCase's plan in `dtype` (elements T: float or Bf16) and compares
 /// with loops over the same (rounded) inputs, within `tolerance`.

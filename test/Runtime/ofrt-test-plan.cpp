@@ -67,6 +67,8 @@ int main(int argc, char **argv) {
       {"gemm-f64.ofp",
        makeBatchedGemmPlan(of::plan::DType::F64, 2, 4, 3, 5).write()},
       {"dtypes.ofp", makeDtypePlan().write()},
+      {"conv.ofp", ConvCase().plan().write()},
+      {"pool.ofp", PoolCase().plan().write()},
   };
   for (const auto &plan : plans) {
     std::string path = directory + "/" + plan.name;
