@@ -242,6 +242,9 @@ private:
   Status streamFor(uint32_t index, CUstream &out);
   Status eventFor(uint32_t index, CUevent &out);
   Status gemm(const PreparedStep &step, CUstream stream);
+  /// Waits until the legacy default stream (synchronous memsets and
+  /// copies) has done its work.
+  Status waitForLegacyStream(const std::string &what);
   Status run(const PreparedStep &step, CUstream stream);
   /// Waits for the run's collectives, each under the communicator's
   /// deadline from when its stream reached it, watching for NCCL's
@@ -287,7 +290,9 @@ private:
     std::string name;
   };
   std::vector<CollectiveEvents> collectiveEvents_;
-  std::map<const PreparedStep *, size_t> collectiveIndex_;
+  // Keyed by the step's collective, which the session owns for its life:
+  // the step itself may move (the session's step list grows after check).
+  std::map<const PreparedCollective *, size_t> collectiveIndex_;
   std::vector<size_t> runCollectives_; // issued since the last synchronize
 };
 
@@ -453,7 +458,8 @@ Status CudaExecutor::check(const PreparedStep &step) {
       cudnn_ = std::make_unique<CudnnSteps>();
     return cudnn_->prepare(step, *this);
   case StepKind::Collective: {
-    if (!step.collective->communicates() || collectiveIndex_.count(&step))
+    if (!step.collective->communicates() ||
+        collectiveIndex_.count(step.collective))
       return Status::success();
     CollectiveEvents events;
     // Errors found at synchronization name the collective and its origin.
@@ -465,7 +471,7 @@ Status CudaExecutor::check(const PreparedStep &step) {
                     step.name + ": creating an event");
           status.failed())
         return status;
-    collectiveIndex_[&step] = collectiveEvents_.size();
+    collectiveIndex_[step.collective] = collectiveEvents_.size();
     collectiveEvents_.push_back(events);
     return Status::success();
   }
@@ -607,7 +613,7 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
     return check(cu_->cuStreamWaitEvent(stream, events_[step.event], 0),
                  "cuStreamWaitEvent");
   case StepKind::Collective: {
-    auto found = collectiveIndex_.find(&step);
+    auto found = collectiveIndex_.find(step.collective);
     if (found != collectiveIndex_.end()) {
       if (Status status =
               check(cu_->cuEventRecord(collectiveEvents_[found->second].started,
@@ -832,16 +838,33 @@ Status CudaExecutor::allocate(uint64_t bytes, const std::string &what,
     return status;
   allocations_.push_back(pointer);
   out = reinterpret_cast<void *>(pointer);
-  return check(cu_->cuMemsetD8_v2(pointer, 0, bytes),
-               formatMessage(what, ": zeroing it"));
+  if (Status status = check(cu_->cuMemsetD8_v2(pointer, 0, bytes),
+                            formatMessage(what, ": zeroing it"));
+      status.failed())
+    return status;
+  return waitForLegacyStream(formatMessage(what, ": zeroing it"));
+}
+
+Status CudaExecutor::waitForLegacyStream(const std::string &what) {
+  // cuMemsetD8 and a copy from pageable memory may return before the
+  // device has done them, and they run on the legacy default stream, which
+  // the plan's non-blocking streams do not wait for: the steps could read
+  // the memory before it is written.
+  return check(cu_->cuStreamSynchronize(nullptr), what);
 }
 
 Status CudaExecutor::upload(void *device, const void *host, uint64_t bytes) {
   if (!bytes)
     return Status::success();
-  return check(
-      cu_->cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(device), host, bytes),
-      formatMessage("copying ", bytes, " bytes to ", deviceLabel_));
+  std::string what =
+      formatMessage("copying ", bytes, " bytes to ", deviceLabel_);
+  if (Status status =
+          check(cu_->cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(device),
+                                     host, bytes),
+                what);
+      status.failed())
+    return status;
+  return waitForLegacyStream(what);
 }
 
 Status CudaExecutor::download(void *host, const void *device, uint64_t bytes) {

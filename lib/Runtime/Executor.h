@@ -115,7 +115,9 @@ public:
   /// `upload` and `download` (the remaining members below).
   virtual bool hostMemory() const { return true; }
   /// Checks, once at preparation, that this executor can run `step` (a
-  /// library it needs loads, a collective it supports...).
+  /// library it needs loads, a collective it supports...). `step` moves
+  /// afterwards (the session's step list grows): state kept per step is
+  /// keyed by its contents, never by its address.
   virtual Status check(const PreparedStep &step) { return Status::success(); }
   /// Runs `step` (or enqueues it on its stream, on an asynchronous device).
   virtual Status execute(const PreparedStep &step) = 0;
