@@ -210,8 +210,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   ConvertOFToLinalgPassOptions linalg;
   linalg.convLibrary = options.useDnn;
   linalg.poolLibrary = options.useDnn;
-  linalg.librarySymmetric = options.target == "cuda";
-  linalg.libraryF16 = options.target == "cuda";
+  linalg.dnnLibrary = options.target == "cuda" ? "cudnn" : "onednn";
   pm.addPass(createConvertOFToLinalgPass(linalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")

@@ -82,6 +82,7 @@ namespace {
   X(cudnnAddTensor)                                                            \
   X(cudnnCreatePoolingDescriptor)                                              \
   X(cudnnSetPooling2dDescriptor)                                               \
+  X(cudnnGetPooling2dForwardOutputDim)                                         \
   X(cudnnDestroyPoolingDescriptor)                                             \
   X(cudnnPoolingForward)                                                       \
   X(cudnnPoolingBackward)
@@ -235,8 +236,23 @@ Status CudnnSteps::Impl::createPooling(const PreparedStep &step, Plan &plan) {
                        "the pooling's descriptor");
       s.failed())
     return s;
+  // cuDNN's own output extents must be the plan's (its descriptor floors,
+  // as the geometry check does), so that a geometry it sees otherwise
+  // fails here rather than in a run.
+  int dims[4] = {0, 0, 0, 0};
+  if (Status s =
+          check(cudnn->cudnnGetPooling2dForwardOutputDim(
+                    plan.pool, plan.x, &dims[0], &dims[1], &dims[2], &dims[3]),
+                "cudnnGetPooling2dForwardOutputDim");
+      s.failed())
+    return s;
+  if (dims[0] != g.n || dims[1] != g.c || dims[2] != g.oh || dims[3] != g.ow)
+    return fail("cuDNN's pooling gives an output of [", dims[0], ", ", dims[1],
+                ", ", dims[2], ", ", dims[3], "], the plan's is [", g.n, ", ",
+                g.c, ", ", g.oh, ", ", g.ow, "]");
   // cudnnPoolingBackward reads the forward output: a gradient step
-  // recomputes it into the stream's workspace.
+  // recomputes it into the stream's workspace (for averages too, which
+  // should not read it; cuDNN does not say so).
   if (plan.direction == Direction::PoolGrad)
     plan.workspaceBytes =
         static_cast<size_t>(poolOutputElements(g)) * dtypeSize(step.dnnType);

@@ -14,9 +14,11 @@
 // rounding); bf16 and f16 use tensor cores with f32 accumulation. A bias
 // is added with cudnnAddTensor.
 //
-// Poolings: max pooling propagates NaN, as PyTorch's; a max gradient
+// Poolings: max pooling propagates NaN, as PyTorch's (a window of -inf
+// alone is reported to give -FLT_MAX rather than -inf); a gradient
 // recomputes the forward pooling into the stream's workspace, since
-// cudnnPoolingBackward takes the forward output.
+// cudnnPoolingBackward takes the forward output. Output extents are
+// checked against cuDNN's at preparation.
 //
 // cuDNN's descriptors pad symmetrically: the CUDA pipeline keeps other
 // convolutions as im2col gemms and other poolings as generated kernels,

@@ -8,17 +8,20 @@
 // cuDNN on a GPU) on the unpadded tensors: params [N, C, H, W, KH, KW, OH,
 // OW, sh, sw, pad_top, pad_bottom, pad_left, pad_right, mode], mode 0 max,
 // 1 average counting padding, 2 average not counting it. The gradient's
-// buffers are [x, dy, dx]. On a GPU, poolings padded asymmetrically stay
-// generated (cuDNN's descriptor pads symmetrically); use-dnn=false keeps
-// every pooling generated.
+// buffers are [x, dy, dx]. On the CPU, max pooling's forward pass stays
+// generated: oneDNN's max drops NaN, which PyTorch and the generated kernel
+// propagate (cuDNN's is told to propagate it). On a GPU, poolings padded
+// asymmetrically stay generated (cuDNN's descriptor pads symmetrically);
+// use-dnn=false keeps every pooling generated.
 
 // LINALG-LABEL: func.func @max
-// LINALG-NOT: linalg.pooling
-// LINALG: of.library_call "dnn.pool2d"(%arg0) into %{{.*}} {params = array<i64: 2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0>}
+// LINALG-NOT: dnn.pool2d
+// LINALG: linalg.pooling_nchw_max
 // CHECK-LABEL: ofrt.program "max"
-// CHECK-NOT: ofrt.launch
-// CHECK: ofrt.library "dnn.pool2d" [@arg0, @[[Y:.*]]] params [2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0]
-// CHECK-NEXT: ofrt.output "out0" = @[[Y]]
+// CHECK-NOT: dnn.pool2d
+// CHECK: ofrt.launch
+// CHECK-NOT: dnn.pool2d
+// CHECK: ofrt.output
 // CUDA-LABEL: ofrt.program "max"
 // CUDA-NOT: ofrt.launch
 // CUDA: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [2, 3, 9, 9, 3, 3, 5, 5, 2, 2, 1, 1, 1, 1, 0]
@@ -30,6 +33,8 @@ func.func @max(%x: tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32> {
   return %y : tensor<2x3x5x5xf32>
 }
 
+// LINALG-LABEL: func.func @avg
+// LINALG: of.library_call "dnn.pool2d"(%arg0) into %{{.*}} {params = array<i64: 1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 1>}
 // CHECK-LABEL: ofrt.program "avg"
 // CHECK-DAG: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 1]
 // CHECK-DAG: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 2, 6, 6, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 2]
@@ -67,21 +72,25 @@ func.func @gradients(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x3x4x4xf32>) -> (tens
 // CUDA-NOT: ofrt.library
 // CUDA: ofrt.output
 func.func @types(%x: tensor<1x1x4x4xbf16>, %h: tensor<1x1x4x4xf16>, %d: tensor<1x1x4x4xf64>) -> (tensor<1x1x2x2xbf16>, tensor<1x1x2x2xf16>, tensor<1x1x2x2xf64>) {
-  %a = of.max_pool2d %x {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xbf16>) -> tensor<1x1x2x2xbf16>
-  %b = of.max_pool2d %h {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf16>) -> tensor<1x1x2x2xf16>
-  %c = of.max_pool2d %d {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf64>) -> tensor<1x1x2x2xf64>
+  %a = of.avg_pool2d %x {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xbf16>) -> tensor<1x1x2x2xbf16>
+  %b = of.avg_pool2d %h {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf16>) -> tensor<1x1x2x2xf16>
+  %c = of.avg_pool2d %d {kernel_size = array<i64: 2, 2>} : (tensor<1x1x4x4xf64>) -> tensor<1x1x2x2xf64>
   return %a, %b, %c : tensor<1x1x2x2xbf16>, tensor<1x1x2x2xf16>, tensor<1x1x2x2xf64>
 }
 
 // Padded on one side only: a library step on the CPU, generated on a GPU.
 // CHECK-LABEL: ofrt.program "asymmetric"
-// CHECK: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 1, 4, 4, 2, 2, 4, 4, 1, 1, 0, 1, 0, 1, 0]
+// CHECK: ofrt.library "dnn.pool2d" [@arg0, @{{.*}}] params [1, 1, 4, 4, 2, 2, 4, 4, 1, 1, 0, 1, 0, 1, 1]
 // CUDA-LABEL: ofrt.program "asymmetric"
 // CUDA-NOT: dnn.pool2d
 // CUDA: ofrt.launch @cuda_kernels
 // CUDA-NOT: dnn.pool2d
 // CUDA: ofrt.output
 func.func @asymmetric(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
-  %y = of.max_pool2d %x {kernel_size = array<i64: 2, 2>, strides = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  %y = of.avg_pool2d %x {kernel_size = array<i64: 2, 2>, strides = array<i64: 1, 1>, padding = array<i64: 0, 1, 0, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
   return %y : tensor<1x1x4x4xf32>
 }
+
+// A library the pass does not know is an error.
+// RUN: not of-opt --convert-of-to-linalg="pool-library=true dnn-library=mkl" %s 2>&1 | FileCheck %s --check-prefix=BADLIB
+// BADLIB: dnn-library must be onednn or cudnn, got 'mkl'

@@ -180,6 +180,14 @@ def test_pools(rng):
     check(onn.AvgPool2d(2)(x), torch.nn.AvgPool2d(2)(tx))
     check(OF.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
           TF.avg_pool2d(tx, 3, 2, 1, count_include_pad=False))
+    # A NaN in a window makes its maximum NaN, as PyTorch's (oneDNN's max
+    # pooling would drop it: on the CPU max pooling stays generated).
+    z = np.maximum(f32(rng, 1, 2, 6, 6), 0)
+    z[0, 0, 1, 1] = z[0, 1, 4, 5] = np.nan
+    x, tx = pair(z)
+    check(OF.max_pool2d(x, 2), TF.max_pool2d(tx, 2))
+    check(OF.max_pool2d(x, 3, 1, 1), TF.max_pool2d(tx, 3, 1, 1))
+    assert np.isnan(OF.max_pool2d(x, 2).numpy()).sum() == 2
 
 
 def test_batch_norm(rng):

@@ -22,8 +22,7 @@ namespace of {
 /// converter drops SBP encodings. The options are the pass's: with
 /// `convLibrary` (`poolLibrary`), convolutions (poolings) and their
 /// gradients become of.library_call steps (oneDNN on the CPU, cuDNN on a
-/// GPU), with `librarySymmetric` only those padded symmetrically, and with
-/// `libraryF16` f16 ones as they are.
+/// GPU), as far as `dnnLibrary` (onednn or cudnn) takes them.
 void populateOFToLinalgPatterns(const TypeConverter &converter,
                                 RewritePatternSet &patterns,
                                 const ConvertOFToLinalgPassOptions &options);

@@ -42,12 +42,16 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     and the CUDA runtime through cuDNN; with `pool-library`, f32 and bf16
     poolings and their gradients become `"dnn.pool2d"` and
     `"dnn.pool2d_grad"` steps (`--of-pipeline=cpu` and `--of-pipeline=cuda`
-    set both). `library-symmetric` keeps those padded asymmetrically
-    generated (cuDNN's descriptors pad symmetrically; the CUDA pipeline
-    sets it). f16 convolutions are widened to f32 (oneDNN 2.6 has no f16
-    convolution on the CPU) and rounded once, and f16 poolings stay
-    generated, unless `library-f16` (cuDNN's, with f32 accumulation) runs
-    them as they are.
+    set both). `dnn-library` names the library that will run them, which
+    decides what it is given. `onednn` (the default): f16 convolutions are
+    widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
+    rounded once, f16 poolings stay generated, and so does max pooling's
+    forward pass (oneDNN's max drops NaN, where PyTorch's and the generated
+    kernel's propagate it; its gradient is a library step). `cudnn` (the
+    CUDA pipeline): f16 steps as they are, max pooling's forward pass too
+    (NaN propagated), and only steps padded symmetrically (cuDNN's
+    descriptors pad so), the others generated, as are those with a tensor
+    of 2^31 elements or more (cuDNN's descriptors take int).
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
@@ -61,14 +65,10 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     Option<"poolLibrary", "pool-library", "bool", /*default=*/"false",
            "Run f32 and bf16 poolings and their gradients as library steps "
            "(of.library_call) instead of generated code">,
-    Option<"librarySymmetric", "library-symmetric", "bool",
-           /*default=*/"false",
-           "With conv-library or pool-library, only those padded "
-           "symmetrically (cuDNN's descriptors pad so)">,
-    Option<"libraryF16", "library-f16", "bool", /*default=*/"false",
-           "With conv-library or pool-library, f16 ones as library steps on "
-           "f16 (cuDNN has them) rather than widened to f32 (convolutions) "
-           "or generated (poolings)">
+    Option<"dnnLibrary", "dnn-library", "std::string", /*default=*/"\"onednn\"",
+           "The library the runtime runs the dnn steps through, which decides "
+           "the steps it is given: onednn (the CPU) or cudnn (a GPU: only "
+           "symmetric padding, f16 as it is)">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -92,7 +92,7 @@ inline const char *checkConvGeometry(const ConvGeometry &g) {
         return false;
     return true;
   };
-  if (!fits({g.n, g.c, g.h, g.w}) || !fits({g.f, g.c, g.kh, g.kw}) ||
+  if (!fits({g.n, g.c, g.h, g.w}) || !fits({g.f, g.c / g.groups, g.kh, g.kw}) ||
       !fits({g.n, g.f, g.oh, g.ow}))
     return "a tensor of the convolution has more than 2^48 elements";
   return nullptr;

@@ -1522,6 +1522,31 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
   }
 };
 
+/// What the library that runs the dnn steps (the pass's dnn-library) takes,
+/// which the convolution and pooling patterns share.
+struct DnnLibrary {
+  explicit DnnLibrary(const ConvertOFToLinalgPassOptions &options)
+      : cudnn(options.dnnLibrary == "cudnn") {}
+  /// cuDNN: descriptors pad symmetrically and take int extents; f16 steps
+  /// run as they are; max pooling propagates NaN. oneDNN: none of these.
+  bool cudnn;
+
+  /// Why `op`, with these padding and tensor types, is not a step of this
+  /// library (the pattern's failure message), or null.
+  const char *refuses(ArrayRef<int64_t> padding,
+                      ArrayRef<RankedTensorType> tensors) const {
+    if (!cudnn)
+      return nullptr;
+    if (padding[0] != padding[1] || padding[2] != padding[3])
+      return "cuDNN pads symmetrically; this padding is not";
+    for (RankedTensorType type : tensors)
+      if (type.getNumElements() > std::numeric_limits<int32_t>::max())
+        return "cuDNN's descriptors take int: a tensor has 2^31 elements or "
+               "more";
+    return nullptr;
+  }
+};
+
 /// A convolution or one of its gradients as an of.library_call that the
 /// plan runs through the runtime's convolution library (oneDNN on the CPU):
 /// added, ahead of the generated forms, when the pass runs with
@@ -1530,7 +1555,7 @@ struct Conv2DGradFilterLowering : OpConversionPattern<Conv2DGradFilterOp> {
 /// oneDNN 2.6 has no f16 convolution on the CPU, so an f16 one is the f32
 /// library convolution of its operands widened, rounded once: the
 /// generated form's arithmetic (f32 accumulation, one rounding); cuDNN has
-/// them (library-f16), with the same arithmetic. oneDNN has
+/// them (dnn-library=cudnn), with the same arithmetic. oneDNN has
 /// no f64 convolution. Measured with bench/cpu_bench.py on 8x64x28x28, 3x3
 /// -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm
 /// at 5-12 ms.
@@ -1539,9 +1564,8 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
   ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const ConvertOFToLinalgPassOptions &options)
       : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        symmetricOnly(options.librarySymmetric), nativeF16(options.libraryF16) {
-  }
-  bool symmetricOnly, nativeF16;
+        library(options) {}
+  DnnLibrary library;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1572,9 +1596,8 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
     }
     ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
                       dilation = op.getDilation();
-    if (symmetricOnly && (padding[0] != padding[1] || padding[2] != padding[3]))
-      return rewriter.notifyMatchFailure(
-          op, "the library pads symmetrically; this padding is not");
+    if (const char *why = library.refuses(padding, {x, w, y}))
+      return rewriter.notifyMatchFailure(op, why);
     SmallVector<int64_t> params{
         x.getDimSize(0), x.getDimSize(1), x.getDimSize(2), x.getDimSize(3),
         w.getDimSize(0), w.getDimSize(2), w.getDimSize(3), y.getDimSize(2),
@@ -1583,7 +1606,7 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
         padding[3],      op.getGroups()};
     Location loc = op.getLoc();
     RankedTensorType callType = type;
-    if (et.isF16() && !nativeF16) {
+    if (et.isF16() && !library.cudnn) {
       callType = accumulatorType(type);
       for (Value &input : inputs) {
         auto inType = cast<RankedTensorType>(input.getType());
@@ -1606,31 +1629,32 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
 
 /// A pooling or a pooling gradient as an of.library_call (oneDNN on the
 /// CPU, cuDNN on a GPU): added, ahead of the generated forms, when the pass
-/// runs with pool-library. f32 and bf16, and f16 with library-f16 (oneDNN
-/// 2.6 has no f16 pooling on the CPU); other types, and geometries the
-/// library call does not take (checkPoolGeometry: padding as large as the
-/// window), stay generated. Measured with bench/train_bench.py --model
-/// convnet (docs/architecture.md).
+/// runs with pool-library. f32 and bf16, and f16 on cuDNN (oneDNN 2.6 has
+/// no f16 pooling on the CPU); other types, geometries the library call
+/// does not take (checkPoolGeometry: padding as large as the window), and
+/// max pooling's forward pass on oneDNN (whose max drops NaN) stay
+/// generated. Measured with bench/train_bench.py --model convnet
+/// (docs/architecture.md).
 template <typename OpTy>
 struct PoolLibraryLowering : OpConversionPattern<OpTy> {
   PoolLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
                       const ConvertOFToLinalgPassOptions &options)
       : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        symmetricOnly(options.librarySymmetric), nativeF16(options.libraryF16) {
-  }
-  bool symmetricOnly, nativeF16;
+        library(options) {}
+  DnnLibrary library;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = localType(op.getType());
     Type et = type.getElementType();
-    if (!et.isF32() && !et.isBF16() && !(et.isF16() && nativeF16))
+    if (!et.isF32() && !et.isBF16() && !(et.isF16() && library.cudnn))
       return rewriter.notifyMatchFailure(
-          op, "library poolings are f32 or bf16 (f16 with library-f16)");
+          op, "library poolings are f32 or bf16 (and f16 on cuDNN)");
+    if (std::is_same_v<OpTy, MaxPool2DOp> && !library.cudnn)
+      return rewriter.notifyMatchFailure(
+          op, "oneDNN's max pooling drops NaN; the generated kernel "
+              "propagates it, as PyTorch");
     ArrayRef<int64_t> padding = op.getPadding(), kernel = op.getKernelSize();
-    if (symmetricOnly && (padding[0] != padding[1] || padding[2] != padding[3]))
-      return rewriter.notifyMatchFailure(
-          op, "the library pads symmetrically; this padding is not");
     SmallVector<int64_t> strides = poolStrides(op);
     ::of::plan::PoolMode mode;
     SmallVector<Value> inputs{adaptor.getInput()};
@@ -1652,6 +1676,8 @@ struct PoolLibraryLowering : OpConversionPattern<OpTy> {
       callee = ::of::plan::kPoolGradFunction;
       y = cast<RankedTensorType>(adaptor.getGrad().getType());
     }
+    if (const char *why = library.refuses(padding, {x, y}))
+      return rewriter.notifyMatchFailure(op, why);
     SmallVector<int64_t> params{
         x.getDimSize(0), x.getDimSize(1), x.getDimSize(2),
         x.getDimSize(3), kernel[0],       kernel[1],
@@ -1938,6 +1964,12 @@ struct ConvertOFToLinalgPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    if (dnnLibrary != "onednn" && dnnLibrary != "cudnn") {
+      module.emitError("--convert-of-to-linalg: dnn-library must be onednn "
+                       "or cudnn, got '")
+          << dnnLibrary << "'";
+      return signalPassFailure();
+    }
 
     TypeConverter converter;
     converter.addConversion([](Type type) { return stripSbp(type); });
@@ -1958,9 +1990,8 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(
-        converter, patterns,
-        {convLibrary, poolLibrary, librarySymmetric, libraryF16});
+    populateOFToLinalgPatterns(converter, patterns,
+                               {convLibrary, poolLibrary, dnnLibrary});
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
