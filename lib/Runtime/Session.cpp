@@ -306,7 +306,8 @@ Status Session::runSteps() {
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (deferred(steps_[i]))
       continue;
-    if (!profiling_ && next < graphs_.size() && graphs_[next].begin == i) {
+    if (!profiling_ && warmedUp_ && next < graphs_.size() &&
+        graphs_[next].begin == i) {
       StepGraph &g = graphs_[next++];
       if (g.graph) {
         if (Status status = executor_->replay(*g.graph); status.failed())
@@ -342,7 +343,10 @@ Status Session::runSteps() {
           std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
-  return executor_->synchronize();
+  if (Status status = executor_->synchronize(); status.failed())
+    return status;
+  warmedUp_ = true;
+  return Status::success();
 }
 
 const uint8_t *Session::outputData(size_t index) const {

@@ -189,14 +189,17 @@ private:
   /// the device. Whether each output's (each input's) host storage holds
   /// its current value, and the downloads that make it so.
   /// Step graphs: on an executor that records them, each maximal run of
-  /// recordable steps on one stream (at least two) is recorded at its
-  /// first run and replayed after. Not while profiling, which times steps
-  /// one by one.
+  /// recordable steps on one stream (at least two) is recorded at the
+  /// second run and replayed after. The first run runs every step on its
+  /// own, so that libraries do their first-use work (cuBLAS loading its
+  /// kernels, say) outside a capture, as PyTorch warms up before capturing
+  /// a graph. Not while profiling, which times steps one by one.
   struct StepGraph {
     size_t begin = 0, end = 0; // steps_[begin, end), output steps skipped
     std::optional<size_t> graph;
   };
   std::vector<StepGraph> graphs_;
+  bool warmedUp_ = false; // a run has completed
   void planStepGraphs();
   /// Whether a run leaves `step` out: an output step on a device (the
   /// output is copied to the host when read, outputToHost).
