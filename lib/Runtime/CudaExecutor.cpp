@@ -483,8 +483,18 @@ Status CudaExecutor::check(const PreparedStep &step) {
     return Status::success();
   }
   case StepKind::IndexRangeCheck:
-  case StepKind::Copy:
     return Status::success();
+  case StepKind::Copy: {
+    // The CPU's copy is a memmove; cuMemcpyDtoDAsync's result is undefined
+    // where the ranges overlap (an identical range copies nothing).
+    auto dst = reinterpret_cast<uintptr_t>(step.dst),
+         src = reinterpret_cast<uintptr_t>(step.src);
+    if (!step.isOutput && step.bytes && dst != src && dst < src + step.bytes &&
+        src < dst + step.bytes)
+      return fail(step.name, ": the copy's source and destination overlap, "
+                             "which a GPU copy does not allow");
+    return Status::success();
+  }
   }
   return fail(step.name, ": unknown step kind");
 }
