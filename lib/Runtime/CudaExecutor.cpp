@@ -688,6 +688,7 @@ Status CudaExecutor::synchronizeWithCollectives() {
   for (size_t index : issued) {
     const CollectiveEvents &events = collectiveEvents_[index];
     std::optional<std::chrono::steady_clock::time_point> reached;
+    auto waitStart = std::chrono::steady_clock::now();
     for (;;) {
       CUresult done = cu_->cuEventQuery(events.done);
       if (done == CUDA_SUCCESS)
@@ -712,7 +713,13 @@ Status CudaExecutor::synchronizeWithCollectives() {
                     "it; OF_COMM_TIMEOUT sets the deadline); the NCCL "
                     "communicators of this rank are aborted");
       }
-      std::this_thread::yield();
+      // Spin for the first millisecond (a collective at the end of a step
+      // usually finishes within it), then poll every 50 us, so that a long
+      // wait does not keep a core busy.
+      if (now - waitStart < std::chrono::milliseconds(1))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   return waitForStreams();
