@@ -84,6 +84,7 @@ namespace {
   X(cuDeviceGetPCIBusId)                                                       \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuDevicePrimaryCtxRelease_v2)                                              \
+  X(cuCtxGetCurrent)                                                           \
   X(cuCtxSetCurrent)                                                           \
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \
@@ -242,6 +243,9 @@ private:
   Status streamFor(uint32_t index, CUstream &out);
   Status eventFor(uint32_t index, CUevent &out);
   Status gemm(const PreparedStep &step, CUstream stream);
+  /// Makes the device's context the calling thread's: a session may be
+  /// made on one thread and run, read or written on another.
+  Status makeCurrent();
   /// Waits until the legacy default stream (synchronous memsets and
   /// copies) has done its work.
   Status waitForLegacyStream(const std::string &what);
@@ -420,6 +424,8 @@ Status CudaExecutor::eventFor(uint32_t index, CUevent &out) {
 }
 
 Status CudaExecutor::check(const PreparedStep &step) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   // Streams and events are made here, so a run creates nothing.
   CUstream stream;
   if (Status status = streamFor(step.stream, stream); status.failed())
@@ -650,6 +656,8 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
 }
 
 Status CudaExecutor::execute(const PreparedStep &step) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   CUstream stream = streams_[step.stream]; // made by check()
   Status status = run(step, stream);
   if (status.succeeded() && syncEachStep_)
@@ -660,6 +668,8 @@ Status CudaExecutor::execute(const PreparedStep &step) {
 }
 
 Status CudaExecutor::synchronize() {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   if (nccl_)
     return synchronizeWithCollectives();
   return waitForStreams();
@@ -769,6 +779,8 @@ Status CudaExecutor::collectiveCommunicator(Communicator *host,
 Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
                               uint64_t srcPitch, uint64_t rowBytes,
                               uint64_t rows) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   auto stream = static_cast<CUstream>(currentStream_);
   auto at = [](const void *pointer, uint64_t offset) {
     return reinterpret_cast<CUdeviceptr>(pointer) + offset;
@@ -809,6 +821,8 @@ Status CudaExecutor::copyRows(void *dst, uint64_t dstPitch, const void *src,
 
 Status CudaExecutor::fill(void *dst, uint64_t count, const void *element,
                           size_t elementSize) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   auto stream = static_cast<CUstream>(currentStream_);
   auto pointer = reinterpret_cast<CUdeviceptr>(dst);
   if (!count)
@@ -844,6 +858,8 @@ Status CudaExecutor::fill(void *dst, uint64_t count, const void *element,
 
 Status CudaExecutor::allocate(uint64_t bytes, const std::string &what,
                               void *&out) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   out = nullptr;
   if (!bytes)
     return Status::success();
@@ -870,7 +886,17 @@ Status CudaExecutor::waitForLegacyStream(const std::string &what) {
   return check(cu_->cuStreamSynchronize(nullptr), what);
 }
 
+Status CudaExecutor::makeCurrent() {
+  CUcontext current = nullptr;
+  if (cu_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_)
+    return Status::success();
+  return check(cu_->cuCtxSetCurrent(context_),
+               deviceLabel_ + ": making its context current");
+}
+
 Status CudaExecutor::upload(void *device, const void *host, uint64_t bytes) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   if (!bytes)
     return Status::success();
   std::string what =
@@ -885,6 +911,8 @@ Status CudaExecutor::upload(void *device, const void *host, uint64_t bytes) {
 }
 
 Status CudaExecutor::download(void *host, const void *device, uint64_t bytes) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   if (!bytes)
     return Status::success();
   return check(
@@ -893,6 +921,8 @@ Status CudaExecutor::download(void *host, const void *device, uint64_t bytes) {
 }
 
 Status CudaExecutor::copyOnDevice(void *dst, const void *src, uint64_t bytes) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   if (!bytes || dst == src)
     return Status::success();
   CUstream stream;
@@ -906,6 +936,8 @@ Status CudaExecutor::copyOnDevice(void *dst, const void *src, uint64_t bytes) {
 
 Status CudaExecutor::loadGpuModule(const void *image, size_t size, bool ptx,
                                    const std::string &what, void *&module) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   std::string text;
   if (ptx) // cuModuleLoadData reads PTX up to its terminating NUL
     text.assign(static_cast<const char *>(image), size);
@@ -926,6 +958,8 @@ Status CudaExecutor::loadGpuModule(const void *image, size_t size, bool ptx,
 
 Status CudaExecutor::getGpuFunction(void *module, const std::string &name,
                                     void *&function) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   CUfunction found = nullptr;
   if (Status status =
           check(cu_->cuModuleGetFunction(&found, static_cast<CUmodule>(module),
@@ -959,6 +993,8 @@ bool CudaExecutor::canRecord(const PreparedStep &step) const {
 
 Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
                             size_t &graph) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   CUstream stream = streams_[steps[0]->stream];
   std::string what = formatMessage("recording steps ", steps[0]->name, " .. ",
                                    steps[count - 1]->name,
@@ -1000,6 +1036,8 @@ Status CudaExecutor::record(const PreparedStep *const *steps, size_t count,
 }
 
 Status CudaExecutor::replay(size_t graph) {
+  if (Status status = makeCurrent(); status.failed())
+    return status;
   auto [exec, stream] = graphs_[graph];
   return check(
       cu_->cuGraphLaunch(exec, stream),
