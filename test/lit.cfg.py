@@ -33,7 +33,8 @@ import sys
 config.substitutions.append(("%python", sys.executable))
 
 # ptxas (the CUDA toolkit's assembler) turns PTX into cubins; without it
-# the cubin tests of --of-pipeline=cuda are unsupported (PTX still works).
+# the cubin tests of --of-pipeline=cuda are unsupported (PTX needs only the
+# toolkit's libdevice).
 import shutil
 if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")

@@ -1,5 +1,6 @@
 // --of-pipeline=cuda compiles every kernel of a plan for an NVIDIA GPU
-// (here as PTX, which needs no CUDA toolkit): an elementwise kernel over
+// (here as PTX, which needs no ptxas; the toolkit's libdevice is linked for
+// fma, floor and fabs, and f32 sqrt is sqrt.rn): an elementwise kernel over
 // all its elements in 256-thread blocks, row reductions a warp per row
 // (shuffles; f64 rows a thread per row), a full reduction in one block of 1024
 // threads (warp shuffles and shared memory), a gradient-like sum over the
@@ -13,6 +14,8 @@
 // RUN: of-opt %s --of-pipeline=cuda,chip=sm_80,format=isa | FileCheck %s
 // RUN: not of-opt %s --of-pipeline=cuda,chip=volta 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not of-opt %s --of-pipeline=cuda,format=elf 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: env CUDA_HOME=%t.no-toolkit not of-opt %s --of-pipeline=cuda,format=isa 2>&1 | FileCheck %s --check-prefix=TOOLKIT
+// TOOLKIT: --of-pipeline=cuda needs the CUDA toolkit's libdevice ({{.*}}.no-toolkit/nvvm/libdevice/libdevice.10.bc does not exist)
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | of-translate --of-plan-to-binary -o %t.ofp
 // RUN: of-translate --of-binary-to-plan %t.ofp -o %t.mlir
 // RUN: FileCheck %s --check-prefix=BACK < %t.mlir

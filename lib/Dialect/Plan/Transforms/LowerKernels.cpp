@@ -509,6 +509,28 @@ FailureOr<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
   return counts;
 }
 
+/// f32 math.sqrt as PTX's correctly rounded sqrt.rn.f32 (see its use).
+/// The inline assembly has no side effects, so it moves and folds as the
+/// sqrt did.
+struct RoundedSqrtF32 : OpRewritePattern<math::SqrtOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::SqrtOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return failure();
+    auto sqrt = LLVM::InlineAsmOp::create(
+        rewriter, op.getLoc(), op.getType(), ValueRange{op.getOperand()},
+        rewriter.getStringAttr("sqrt.rn.f32 $0, $1;"),
+        rewriter.getStringAttr("=f,f"), /*has_side_effects=*/nullptr,
+        /*is_align_stack=*/nullptr,
+        LLVM::TailCallKindAttr::get(rewriter.getContext(),
+                                    LLVM::TailCallKind::None),
+        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+    rewriter.replaceOp(op, sqrt.getResult(0));
+    return success();
+  }
+};
+
 /// Wraps `ops` (top-level ops of a kernel, in order) into one single-thread
 /// gpu.launch placed before the first.
 LogicalResult launchSequentially(ArrayRef<Operation *> ops) {
@@ -622,9 +644,13 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
 /// attention rows) take a warp per output instead, 8 to a 256-thread
 /// block, combined by gpu.subgroup_reduce (warp shuffles): a thread per
 /// row would read rows apart across a warp, one 32-byte sector per element.
-/// Reductions over an outer axis (bias gradients) keep a thread per output,
-/// whose neighbours read neighbouring elements. The launch is built here;
-/// buildLaunches keeps it.
+/// Reductions over an outer axis with more outputs than reduced elements
+/// keep a thread per output, whose neighbours read neighbouring elements;
+/// with fewer (a bias gradient over 8192 rows of 768, say) they take a
+/// block per output, whose loads are a row apart (coalescing those is not
+/// built). 8- and 16-bit reductions never take a block (all_reduce
+/// shuffles only 32 and 64 bits). The launch is built here; buildLaunches
+/// keeps it.
 constexpr int64_t kBlockReduceMinLength = 256;
 constexpr int64_t kWarpReduceMinLength = 32;
 constexpr int64_t kWarpSize = 32;
@@ -696,10 +722,21 @@ LogicalResult reduceInBlocks(ModuleOp kernels) {
       continue;
     linalg::GenericOp generic = *generalized;
     std::optional<Combiner> combiner = matchCombiner(generic);
-    // Warp shuffles move 32 bits (narrower values are packed).
-    if (!combiner ||
-        (!perBlock &&
-         combiner->identity.getType().getIntOrFloatBitWidth() > 32))
+    if (!combiner)
+      continue;
+    // Warp shuffles move 32 bits. The subgroup-reduce lowering (a warp per
+    // output) packs narrower values and refuses wider ones; the all_reduce
+    // lowering (a block per output) splits 64-bit values and refuses
+    // narrower ones (nvvm.shfl.sync takes i32 or f32: an f16 max or an i8
+    // sum over long rows failed to compile), which then take a warp per
+    // row where they can.
+    unsigned width = combiner->identity.getType().getIntOrFloatBitWidth();
+    if (perBlock && width < 32) {
+      perBlock = false;
+      if (!reducesInnermost(generic, reductionDims))
+        continue;
+    }
+    if (!perBlock && width > 32)
       continue;
 
     Location loc = generic.getLoc();
@@ -1173,6 +1210,19 @@ struct LowerCudaKernelsPass
       }
     if (toolkit.empty() && llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas"))
       toolkit = "/usr/local/cuda";
+    // Checked here so that a missing toolkit is one clear error, not the
+    // NVVM serializer's.
+    std::string libdevice = toolkit + "/nvvm/libdevice/libdevice.10.bc";
+    if (!executables.empty() &&
+        (toolkit.empty() || !llvm::sys::fs::exists(libdevice))) {
+      getOperation().emitError()
+          << "--of-pipeline=cuda needs the CUDA toolkit's libdevice ("
+          << (toolkit.empty() ? std::string("no toolkit found: set CUDA_HOME, "
+                                            "or install it in /usr/local/cuda")
+                              : libdevice + " does not exist")
+          << "), which the kernels' math functions link";
+      return signalPassFailure();
+    }
     FailureOr<OpPassManager> outline =
         parsePassPipeline("builtin.module(gpu-kernel-outlining)");
     std::string toBinaryText =
@@ -1194,10 +1244,16 @@ struct LowerCudaKernelsPass
           failed(reduceInBlocks(kernels)) ||
           failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
-      // exp, tanh, erf, log... as polynomials, as on the CPU: the kernels
-      // then need no libdevice calls.
+      // exp, tanh, erf, log... as polynomials, as on the CPU. What they
+      // leave (fma, floor, fabs) and sqrt become libdevice calls in
+      // convert-gpu-to-nvvm (so the toolkit's libdevice is needed), exact
+      // ones except sqrt: libdevice's __nv_sqrtf is sqrt.approx unless
+      // NVVM reflect's __CUDA_PREC_SQRT is set, which MLIR's NVVM target
+      // does not offer. f32 sqrt is therefore PTX's correctly rounded
+      // sqrt.rn, as the CPU's (and nvcc's default, -prec-sqrt=true).
       RewritePatternSet math(ctx);
       populateMathPolynomialApproximationPatterns(math);
+      math.add<RoundedSqrtF32>(ctx);
       if (failed(applyPatternsGreedily(kernels, std::move(math))))
         return signalPassFailure();
       SmallVector<func::FuncOp> funcs =
