@@ -60,6 +60,7 @@ class Bundle:
     def __init__(self, tools, out):
         self.tools, self.out = Path(tools), Path(out)
         self.cases = []
+        self.skipped = []  # cases not built for the device, and why
 
     def compile(self, mlir, name, pipeline):
         """MLIR text -> out/plans/<name>.ofp; returns the path relative to
@@ -101,8 +102,8 @@ class Bundle:
                 subprocess.run(["gzip", "-4", "-c"], stdin=src, stdout=gz, check=True)
 
     def write_manifest(self):
-        (self.out / "manifest.json").write_text(json.dumps({"seed": SEED, "cases": self.cases},
-                                                           indent=1))
+        (self.out / "manifest.json").write_text(json.dumps(
+            {"seed": SEED, "cases": self.cases, "skipped": self.skipped}, indent=1))
 
 
 def add_op_groups(bundle, pipelines):
@@ -111,6 +112,9 @@ def add_op_groups(bundle, pipelines):
     for pipeline in pipelines:
         for group, prog in test_ops.PROGRAMS.items():
             if prog.nproc > 1:  # a GPU machine here has one GPU and no MPI
+                bundle.skipped.append({
+                    "name": f"ops-{pipeline.replace(',', '-').replace('=', '')}-{group}",
+                    "reason": f"needs {prog.nproc} ranks (one GPU and no MPI there)"})
                 continue
             case = f"ops-{pipeline.replace(',', '-').replace('=', '')}-{group}"
             try:
