@@ -4,8 +4,11 @@
 The GPU machine has no MLIR, MPI or OpenBLAS, so everything that needs
 them happens here:
 
-  * of-run, libofrt and the shared libraries they need that a CUDA image
-    lacks (OpenBLAS and its Fortran runtime) are copied;
+  * of-run, libofrt and the shared libraries libofrt links that a CUDA
+    image may lack (ldd's view) are copied; the libraries libofrt loads
+    with dlopen for CPU steps (OpenBLAS, oneDNN, MPI) are not needed
+    there, and the CUDA ones (driver, cuBLAS, cuDNN, NCCL) are the
+    machine's;
   * every test program is compiled with --of-pipeline=cuda into a plan:
     - the op groups of test/E2E/test_ops.py, with their inputs and NumPy
       float64 references and tolerances;
