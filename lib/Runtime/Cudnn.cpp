@@ -320,7 +320,9 @@ Status CudnnSteps::Impl::create(const PreparedStep &step, Plan &plan) {
     return fail("cuDNN has no ", dtypeName(step.dnnType), " convolution");
   }
   auto narrow = [](int64_t v) { return static_cast<int>(v); };
-  for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.oh, g.ow})
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.f, g.oh, g.ow, g.kh, g.kw, g.strideH,
+                    g.strideW, g.dilationH, g.dilationW, g.padTop, g.padLeft,
+                    g.groups})
     if (v > INT32_MAX)
       return fail("an extent of ", v, " exceeds cuDNN's int");
   plan.direction = step.function == kConvForwardFunction ? Direction::Forward
