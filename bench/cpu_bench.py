@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--tools", default=os.environ.get("OF_TOOLS_DIR", ROOT / "build" / "bin"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--peak-gflops", type=float, default=225.0)
-    sections = ["gemm", "fused", "softmax", "mlp", "conv", "block", "example"]
+    sections = ["gemm", "fused", "softmax", "mlp", "conv", "pool", "block", "example"]
     ap.add_argument("--only", action="append", choices=sections,
                     help="run only this section (repeatable); default: all")
     args = ap.parse_args()
@@ -343,6 +343,57 @@ def main():
 
                 rows.append((label + " bf16", t_of16, "torch(oneDNN)", peer_time(torch_conv16, args.repeat),
                              f"OF {flops / t_of16 / 1e9:.1f} GFLOP/s"))
+
+        if selected("pool"):
+            # Pooling as a training step needs it: the forward pass and the
+            # input's gradient, on the convnet's activations (32x64x32x32).
+            # OF: max pooling's forward pass is a generated kernel (oneDNN's
+            # max drops NaN), its gradient a oneDNN step that recomputes the
+            # forward pass for oneDNN's workspace; average pooling both ways
+            # on oneDNN. Against the same plan with use-dnn=false (all
+            # generated) and PyTorch's forward + backward (autograd, which
+            # keeps the max's indices from the forward pass).
+            n, c, hw = 32, 64, 32
+            xt = f"{n}x{c}x{hw}x{hw}xf32"
+            px = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+            for kind, attrs, oh, torch_args in [
+                    ("max", "kernel_size = array<i64: 2, 2>", hw // 2, ("max", 2, 2, 0)),
+                    ("avg", "kernel_size = array<i64: 3, 3>, strides = array<i64: 1, 1>, "
+                            "padding = array<i64: 1, 1, 1, 1>, count_include_pad = false", hw,
+                     ("avg", 3, 1, 1))]:
+                yt = f"{n}x{c}x{oh}x{oh}xf32"
+                op = "of.max_pool2d" if kind == "max" else "of.avg_pool2d"
+                mlir = f"""func.func @main(%x: tensor<{xt}> {{of.name = "x"}}, %dy: tensor<{yt}> {{of.name = "dy"}}) -> (tensor<{yt}>, tensor<{xt}>) {{
+      %y = {op} %x {{{attrs}}} : (tensor<{xt}>) -> tensor<{yt}>
+      %dx = of.pool2d_grad %x, %dy {{kind = "{kind}", {attrs}}} : (tensor<{xt}>, tensor<{yt}>) -> tensor<{xt}>
+      return %y, %dx : tensor<{yt}>, tensor<{xt}>
+    }}"""
+                pdy = rng.standard_normal((n, c, oh, oh), dtype=np.float32)
+                ins = {"x": px, "dy": pdy}
+                ofp, _, _ = compile_plan(tools, mlir, work, f"pool_{kind}")
+                t_of, steps = of_time(tools, ofp, ins, work, args.repeat)
+                ofp, _, _ = compile_plan(tools, mlir, work, f"pool_{kind}_loops", "cpu,use-dnn=false")
+                t_loops, _ = of_time(tools, ofp, ins, work, args.repeat)
+                label = f"{kind}_pool2d {n}x{c}x{hw}x{hw} fwd+grad"
+                rows.append((label, t_of, "OF generated", t_loops,
+                             ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()
+                                       if k.startswith("library"))))
+                if HAVE_TORCH:
+                    import torch
+                    tx, tdy = torch.from_numpy(px), torch.from_numpy(pdy)
+                    what, k_, s_, p_ = torch_args
+
+                    def torch_pool():
+                        x_ = tx.detach().requires_grad_()
+                        if what == "max":
+                            y_ = torch.nn.functional.max_pool2d(x_, k_, s_, p_)
+                        else:
+                            y_ = torch.nn.functional.avg_pool2d(x_, k_, s_, p_,
+                                                                count_include_pad=False)
+                        y_.backward(tdy)
+                        return x_.grad
+
+                    rows.append((label, t_of, "torch", peer_time(torch_pool, args.repeat), ""))
 
         if selected("block"):
             # A pre-norm GPT block forward (the op sequence of
