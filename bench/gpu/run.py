@@ -39,6 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "E2E"))
 from ofrun import bf16_bits_to_f32, rel_err  # noqa: E402
 
 
+class DeadlineReached(Exception):
+    """A case reached the deadline while running: it is listed as SKIP."""
+
+
 class Runner:
     def __init__(self, bundle, work, deadline_at=math.inf):
         self.bundle, self.work = Path(bundle).resolve(), Path(work)
@@ -49,20 +53,37 @@ class Runner:
         return self.deadline_at - time.time()
 
     def capped(self, timeout):
-        """`timeout`, or the time left before the deadline if less."""
-        return max(1.0, min(timeout, self.time_left()))
+        """`timeout`, or the time left before the deadline if less; past
+        the deadline, DeadlineReached."""
+        left = self.time_left()
+        if left < 2:
+            raise DeadlineReached()
+        return min(timeout, left)
+
+    def run_capped(self, cmd, timeout, **kw):
+        """subprocess.run within `timeout` and the deadline: a command that
+        the deadline cut short raises DeadlineReached, not TimeoutExpired."""
+        limit = self.capped(timeout)
+        try:
+            return subprocess.run(cmd, capture_output=True, timeout=limit, **kw)
+        except subprocess.TimeoutExpired:
+            if limit < timeout:
+                raise DeadlineReached()
+            raise
 
     def of_run_cmd(self, plan, args, out_dir, env=None, timeout=120):
         cmd = [str(self.of_run), str(self.bundle / plan)] + args + ["--output-dir", str(out_dir)]
         start = time.time()
-        proc = subprocess.run(cmd, capture_output=True, cwd=self.bundle,
-                              timeout=self.capped(timeout),
-                              env={**os.environ, **(env or {})})
+        proc = self.run_capped(cmd, timeout, cwd=self.bundle,
+                               env={**os.environ, **(env or {})})
         return proc, time.time() - start
 
     def run_outputs(self, case):
         out = self.work / case["name"]
-        args = []
+        # Three runs: the first goes step by step, the second records the
+        # CUDA graphs and the third replays them; the outputs are the last
+        # run's, so the graphs' results are what is checked.
+        args = ["--repeat", "3"]
         for name, path in case["inputs"].items():
             args += ["--input", f"{name}={path}"]
         proc, seconds = self.of_run_cmd(case["plan"], args, out)
@@ -72,9 +93,13 @@ class Runner:
                 return {"status": "ERROR", "detail": first}
             # An asynchronous failure, found at synchronization: the run
             # again, synchronized after every step, names the step.
-            again, _ = self.of_run_cmd(case["plan"], args, out, env={"OF_CUDA_SYNC": "1"})
-            return {"status": "ERROR", "detail": first + "\n[OF_CUDA_SYNC=1] " +
-                    again.stderr.decode(errors="replace")[-800:]}
+            try:
+                again, _ = self.of_run_cmd(case["plan"], args, out,
+                                           env={"OF_CUDA_SYNC": "1"})
+                rerun = again.stderr.decode(errors="replace")[-800:]
+            except (DeadlineReached, subprocess.TimeoutExpired):
+                rerun = "(no time left to rerun it)"
+            return {"status": "ERROR", "detail": first + "\n[OF_CUDA_SYNC=1] " + rerun}
         worst, failures = 0.0, []
         for name, spec in case["outputs"].items():
             ref = np.load(self.bundle / spec["ref"])
@@ -107,8 +132,8 @@ class Runner:
 
     def run_comm_check(self, case):
         """ofrt-comm-check --backend nccl: its summary line, or its failures."""
-        proc = subprocess.run([str(self.bundle / "bin" / "ofrt-comm-check"), "--backend", "nccl"],
-                              capture_output=True, timeout=self.capped(120))
+        proc = self.run_capped([str(self.bundle / "bin" / "ofrt-comm-check"), "--backend", "nccl"],
+                               120)
         text = (proc.stdout + proc.stderr).decode(errors="replace")
         summary = [l for l in text.splitlines() if l.startswith("comm-check")]
         failures = [l for l in text.splitlines() if l.startswith("FAIL")]
@@ -465,6 +490,9 @@ def main():
                     r = {"status": "FAIL", "detail": "did not compile: " + case["error"][-300:]}
                 else:
                     r = getattr(runner, f"run_{case['kind']}")(case)
+            except DeadlineReached:
+                r = {"status": "SKIP",
+                     "detail": f"reached the {args.deadline:.0f} s deadline while running"}
             except subprocess.TimeoutExpired as e:
                 r = {"status": "ERROR", "detail": f"timed out after {e.timeout:.0f} s"}
             except Exception:  # one case's failure is a row, not the end of the table
