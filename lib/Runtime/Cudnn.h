@@ -18,7 +18,9 @@
 // alone is reported to give -FLT_MAX rather than -inf); a gradient
 // recomputes the forward pooling into the stream's workspace, since
 // cudnnPoolingBackward takes the forward output. Output extents are
-// checked against cuDNN's at preparation.
+// checked against cuDNN's at preparation. The CUDA pipeline gives it no
+// max gradient (which tied element cuDNN picks is not documented; the step
+// runs one all the same).
 //
 // cuDNN's descriptors pad symmetrically: the CUDA pipeline keeps other
 // convolutions as im2col gemms and other poolings as generated kernels,

@@ -1631,8 +1631,9 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
 /// CPU, cuDNN on a GPU): added, ahead of the generated forms, when the pass
 /// runs with pool-library. f32 and bf16, and f16 on cuDNN (oneDNN 2.6 has
 /// no f16 pooling on the CPU); other types, geometries the library call
-/// does not take (checkPoolGeometry: padding as large as the window), and
-/// max pooling's forward pass on oneDNN (whose max drops NaN) stay
+/// does not take (checkPoolGeometry: padding as large as the window), max
+/// pooling's forward pass on oneDNN (whose max drops NaN) and its gradient
+/// on cuDNN (whose choice among tied elements is not documented) stay
 /// generated. Measured with bench/train_bench.py --model convnet
 /// (docs/architecture.md).
 template <typename OpTy>
@@ -1654,6 +1655,12 @@ struct PoolLibraryLowering : OpConversionPattern<OpTy> {
       return rewriter.notifyMatchFailure(
           op, "oneDNN's max pooling drops NaN; the generated kernel "
               "propagates it, as PyTorch");
+    if constexpr (std::is_same_v<OpTy, Pool2DGradOp>)
+      if (op.getKind() == "max" && library.cudnn)
+        return rewriter.notifyMatchFailure(
+            op, "which element of a tied window cuDNN's max gradient picks "
+                "is not documented; the generated kernel picks the first, "
+                "as PyTorch");
     ArrayRef<int64_t> padding = op.getPadding(), kernel = op.getKernelSize();
     SmallVector<int64_t> strides = poolStrides(op);
     ::of::plan::PoolMode mode;
