@@ -38,6 +38,13 @@ config.substitutions.append(("%python", sys.executable))
 import shutil
 if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
+# The toolkit's libdevice, which every --of-pipeline=cuda compile links
+# (fma, floor, fabs of the kernels' math); without it those tests are
+# unsupported.
+_toolkits = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")]
+if any(t and os.path.exists(os.path.join(t, "nvvm/libdevice/libdevice.10.bc"))
+       for t in _toolkits + ["/usr/local/cuda"]):
+    config.available_features.add("libdevice")
 
 # A CUDA GPU with its driver: the GPU execution tests run only there (they
 # are reported UNSUPPORTED elsewhere, never passed).

@@ -117,7 +117,8 @@ public:
   /// Checks, once at preparation, that this executor can run `step` (a
   /// library it needs loads, a collective it supports...). `step` moves
   /// afterwards (the session's step list grows): state kept per step is
-  /// keyed by its contents, never by its address.
+  /// keyed by its contents or by what it points to (its collective),
+  /// never by the step's own address.
   virtual Status check(const PreparedStep &step) { return Status::success(); }
   /// Runs `step` (or enqueues it on its stream, on an asynchronous device).
   virtual Status execute(const PreparedStep &step) = 0;

@@ -1,3 +1,4 @@
+// REQUIRES: libdevice
 // RUN: of-opt --of-pipeline=cpu,stop-after=linalg %s | FileCheck %s --check-prefix=LINALG
 // RUN: of-opt --of-pipeline=cpu,stop-after=plan %s | FileCheck %s
 // RUN: of-opt --of-pipeline=cpu,stop-after=plan,use-dnn=false %s | FileCheck %s --check-prefix=NODNN

@@ -8,6 +8,7 @@
 // wrote. The plan verifier checks that no two steps of different streams
 // that the events leave unordered share memory (StreamOrder.h); the plan
 // round-trips through .ofp, whose loader checks the same.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,format=isa,autodiff=true | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cuda,format=isa,autodiff=true | of-translate --of-plan-to-binary -o %t.ofp
 // RUN: env OF_CUDA_DRIVER=%t.no-libcuda.so of-run %t.ofp --list --entry loss_grad | FileCheck %s --check-prefix=LIST

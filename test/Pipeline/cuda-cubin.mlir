@@ -3,6 +3,7 @@
 // sm_90a by default: every kernel of whole training steps compiles, the
 // small GPT's (AdamW; also Megatron-parallel in bf16 AMP) and the conv
 // net's (conv, batch norm, pooling and their gradients).
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda | FileCheck %s
 // RUN: %python %of_src_root/examples/gpt.py | of-opt --of-pipeline=cuda,train=adamw | FileCheck %s --check-prefix=GPT
 // RUN: %python %of_src_root/examples/gpt.py --layout megatron-2 --device cuda | of-opt --of-pipeline=cuda,train=adamw,amp=bf16 | FileCheck %s --check-prefix=GPT

@@ -7,6 +7,7 @@
 // kernels (oneDNN 2.6 has no f16 matmul on the CPU), and all 16-bit
 // products with use-dnn=false. The runtime's plan verifier admits these
 // type pairs only.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cpu,stop-after=plan | FileCheck %s --check-prefix=CPU
 // RUN: of-opt %s --of-pipeline=cpu,stop-after=plan,use-dnn=false | FileCheck %s --check-prefix=NODNN

@@ -1,6 +1,7 @@
 // f32 sqrt on a GPU is PTX's correctly rounded sqrt.rn.f32, as the CPU's
 // (libdevice's __nv_sqrtf would be sqrt.approx: MLIR's NVVM target cannot
 // set NVVM reflect's __CUDA_PREC_SQRT); f64 sqrt is libdevice's, sqrt.rn.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | FileCheck %s
 
 // CHECK-LABEL: ofrt.executable @cuda_kernels

@@ -5,6 +5,7 @@
 // lowering packs narrow values into 32 bits), and narrow reductions over
 // an outer axis a thread per output. The f16 sum widens to f32 first and
 // keeps its block.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | FileCheck %s
 
 // CHECK-LABEL: ofrt.executable @cuda_kernels

@@ -11,6 +11,7 @@
 // cuda. The plan round-trips through .ofp byte for byte (GPU modules as
 // blobs, launch tables verified by the runtime's loader); where no CUDA
 // driver loads, of-run says so.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,chip=sm_80,format=isa | FileCheck %s
 // RUN: not of-opt %s --of-pipeline=cuda,chip=volta 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not of-opt %s --of-pipeline=cuda,format=elf 2>&1 | FileCheck %s --check-prefix=FORMAT

@@ -4,6 +4,7 @@
 // allow_tf32, which the binary plan keeps. By default f32 products stay f32
 // (cuBLAS's sgemm, cuDNN's FMA math), as the CPU's; the CPU computes them
 // in f32 either way.
+// REQUIRES: libdevice
 // RUN: of-opt %s --of-pipeline=cuda,format=isa,tf32=true | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | FileCheck %s --check-prefix=DEFAULT
 // RUN: of-opt %s --of-pipeline=cuda,format=isa,tf32=true | of-translate --of-plan-to-binary -o %t.ofp

@@ -5,6 +5,7 @@
 // without a driver. Running it needs a GPU per rank (cuda-gpus-2): there
 // the result is compared with the CPU plan's on 2 ranks.
 // REQUIRES: numpy, mpirun
+// REQUIRES: libdevice
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cuda,format=isa | of-translate --of-plan-to-binary -o %t/cuda.ofp

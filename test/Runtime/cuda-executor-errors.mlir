@@ -2,6 +2,7 @@
 // A CUDA plan runs through libofrt's CUDA executor, which loads the driver
 // with dlopen when the session is made. Where there is no driver (this
 // machine), of-run says so and exits non-zero; it never crashes.
+// REQUIRES: libdevice
 // RUN: rm -rf %t.d && mkdir -p %t.d
 // RUN: of-opt %s --of-pipeline=cuda | of-translate --of-plan-to-binary -o %t.d/gelu.ofp
 // RUN: %npython -c "import numpy as np; np.save('%t.d/x.npy', np.ones((64, 64), np.float32))"

@@ -1208,7 +1208,10 @@ struct LowerCudaKernelsPass
         toolkit = v;
         break;
       }
-    if (toolkit.empty() && llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas"))
+    if (toolkit.empty() &&
+        (llvm::sys::fs::exists("/usr/local/cuda/bin/ptxas") ||
+         llvm::sys::fs::exists(
+             "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")))
       toolkit = "/usr/local/cuda";
     // Checked here so that a missing toolkit is one clear error, not the
     // NVVM serializer's.
