@@ -480,7 +480,7 @@ template <typename T> void checkPooling(DType dtype, double tolerance) {
   ASSERT_EQ(take(ofrt_session_run(session.session)), "");
 
   std::vector<double> max(dy.size()), avg(dy.size()), avgInside(dy.size()),
-      dmax(x.size()), davg(x.size());
+      dmax(x.size()), davg(x.size()), davgPad(x.size());
   for (int64_t n = 0; n < g.n * g.c; ++n)
     for (int64_t i = 0; i < g.oh; ++i)
       for (int64_t j = 0; j < g.ow; ++j) {
@@ -507,13 +507,15 @@ template <typename T> void checkPooling(DType dtype, double tolerance) {
           for (int64_t q = 0; q < g.kw; ++q) {
             int64_t h = i * g.strideH + p - g.padTop;
             int64_t v = j * g.strideW + q - g.padLeft;
-            if (h >= 0 && h < g.h && v >= 0 && v < g.w)
+            if (h >= 0 && h < g.h && v >= 0 && v < g.w) {
               davg[(n * g.h + h) * g.w + v] += dy[o] / double(inside);
+              davgPad[(n * g.h + h) * g.w + v] += dy[o] / double(g.kh * g.kw);
+            }
           }
       }
   int output = 0;
   for (const std::vector<double> *expected :
-       {&max, &avg, &avgInside, &dmax, &davg}) {
+       {&max, &avg, &avgInside, &dmax, &davg, &davgPad}) {
     SCOPED_TRACE(testing::Message() << "output " << output);
     std::vector<T> actual(expected->size());
     ASSERT_EQ(

@@ -440,7 +440,7 @@ struct ConvCase {
 };
 
 /// Poolings over one unevenly padded, strided geometry: max, both
-/// averages, and the max and average gradients, one step each.
+/// averages, and the max and both average gradients, one step each.
 struct PoolCase {
   plan::PoolGeometry g{
       2, 3, 7, 6, 3, 2, 4, 6, 2, 1, 1, 1, 0, 1, plan::PoolMode::Max};
@@ -459,7 +459,7 @@ struct PoolCase {
     uint64_t size = elementBytes(dtype);
     uint64_t ySize = plan::poolOutputElements(g) * size,
              xSize = plan::poolInputElements(g) * size;
-    auto program = makeProgram("main", 3 * ySize + 2 * xSize);
+    auto program = makeProgram("main", 3 * ySize + 3 * xSize);
     uint32_t xi = addInput(*program, "x", dtype, x());
     uint32_t dyi = addInput(*program, "dy", dtype, y());
     uint32_t maxo = addArena(*program, "max", dtype, y(), 0);
@@ -479,7 +479,11 @@ struct PoolCase {
                    params(plan::PoolMode::Max));
     addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, davgo},
                    params(plan::PoolMode::AvgExcludePad));
-    for (uint32_t o : {maxo, avgo, avgInsideo, dmaxo, davgo})
+    uint32_t davgPado =
+        addArena(*program, "davg", dtype, x(), 3 * ySize + 2 * xSize);
+    addLibraryCall(*program, "dnn.pool2d_grad", {xi, dyi, davgPado},
+                   params(plan::PoolMode::AvgIncludePad));
+    for (uint32_t o : {maxo, avgo, avgInsideo, dmaxo, davgo, davgPado})
       addOutput(*program, program->buffers[o]->name, o);
     sample.plan.programs.push_back(std::move(program));
     return sample;
