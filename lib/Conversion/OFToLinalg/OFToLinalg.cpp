@@ -1547,6 +1547,16 @@ struct DnnLibrary {
   }
 };
 
+/// The base of the convolution and pooling library patterns: ahead of the
+/// generated forms (benefit 2), with the library that will run the step.
+template <typename OpTy> struct DnnLibraryPattern : OpConversionPattern<OpTy> {
+  DnnLibraryPattern(const TypeConverter &converter, MLIRContext *ctx,
+                    const ConvertOFToLinalgPassOptions &options)
+      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
+        library(options) {}
+  DnnLibrary library;
+};
+
 /// A convolution or one of its gradients as an of.library_call that the
 /// plan runs through the runtime's convolution library (oneDNN on the CPU):
 /// added, ahead of the generated forms, when the pass runs with
@@ -1559,13 +1569,9 @@ struct DnnLibrary {
 /// no f64 convolution. Measured with bench/cpu_bench.py on 8x64x28x28, 3x3
 /// -> 64 (see docs/architecture.md): oneDNN at 1.6-1.8 ms, the im2col gemm
 /// at 5-12 ms.
-template <typename OpTy>
-struct ConvLibraryLowering : OpConversionPattern<OpTy> {
-  ConvLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const ConvertOFToLinalgPassOptions &options)
-      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        library(options) {}
-  DnnLibrary library;
+template <typename OpTy> struct ConvLibraryLowering : DnnLibraryPattern<OpTy> {
+  using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
+  using DnnLibraryPattern<OpTy>::library;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1636,13 +1642,9 @@ struct ConvLibraryLowering : OpConversionPattern<OpTy> {
 /// on cuDNN (whose choice among tied elements is not documented) stay
 /// generated. Measured with bench/train_bench.py --model convnet
 /// (docs/architecture.md).
-template <typename OpTy>
-struct PoolLibraryLowering : OpConversionPattern<OpTy> {
-  PoolLibraryLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      const ConvertOFToLinalgPassOptions &options)
-      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        library(options) {}
-  DnnLibrary library;
+template <typename OpTy> struct PoolLibraryLowering : DnnLibraryPattern<OpTy> {
+  using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
+  using DnnLibraryPattern<OpTy>::library;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
