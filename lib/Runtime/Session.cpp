@@ -464,18 +464,16 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       prepared.gemmC = bufferData(call.buffers()->Get(2));
       for (uint32_t buffer : *call.buffers())
         prepared.args.push_back(bufferData(buffer));
-    } else if (plan::isConvFunction(text(call.function()))) {
-      prepared.kind = StepKind::Conv;
+    } else if (plan::isConvFunction(text(call.function())) ||
+               plan::isPoolFunction(text(call.function()))) {
       prepared.function = std::string(text(call.function()));
-      prepared.conv = plan::decodeConvGeometry(call.params()->data());
-      prepared.dnnType =
-          program.buffers()->Get(call.buffers()->Get(0))->dtype();
-      for (uint32_t buffer : *call.buffers())
-        prepared.args.push_back(bufferData(buffer));
-    } else if (plan::isPoolFunction(text(call.function()))) {
-      prepared.kind = StepKind::Pool;
-      prepared.function = std::string(text(call.function()));
-      prepared.pool = plan::decodePoolGeometry(call.params()->data());
+      if (plan::isConvFunction(prepared.function)) {
+        prepared.kind = StepKind::Conv;
+        prepared.conv = plan::decodeConvGeometry(call.params()->data());
+      } else {
+        prepared.kind = StepKind::Pool;
+        prepared.pool = plan::decodePoolGeometry(call.params()->data());
+      }
       prepared.dnnType =
           program.buffers()->Get(call.buffers()->Get(0))->dtype();
       for (uint32_t buffer : *call.buffers())
