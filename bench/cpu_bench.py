@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--tools", default=os.environ.get("OF_TOOLS_DIR", ROOT / "build" / "bin"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--peak-gflops", type=float, default=225.0)
-    sections = ["gemm", "fused", "softmax", "mlp", "conv", "pool", "block", "example"]
+    sections = ["gemm", "fused", "softmax", "mlp", "conv", "pool", "norm", "block", "example"]
     ap.add_argument("--only", action="append", choices=sections,
                     help="run only this section (repeatable); default: all")
     args = ap.parse_args()
@@ -394,6 +394,52 @@ def main():
                         return x_.grad
 
                     rows.append((label, t_of, "torch", peer_time(torch_pool, args.repeat), ""))
+
+        if selected("norm"):
+            # A training batch norm as a training step needs it: the forward
+            # pass (y and the running statistics) and the gradients of x,
+            # weight and bias, on the convnet's activations (32x64x32x32).
+            # OF: oneDNN steps (the gradient's statistics of x generated);
+            # against the same plan with use-dnn=false (all generated) and
+            # PyTorch's forward + backward (autograd, which keeps the
+            # forward's statistics).
+            n, c, hw = 32, 64, 32
+            xt, ct = f"{n}x{c}x{hw}x{hw}xf32", f"{c}xf32"
+            mlir = f"""func.func @main(%x: tensor<{xt}> {{of.name = "x"}}, %dy: tensor<{xt}> {{of.name = "dy"}},
+        %g: tensor<{ct}> {{of.name = "g"}}, %b: tensor<{ct}> {{of.name = "b"}},
+        %m: tensor<{ct}> {{of.name = "m"}}, %v: tensor<{ct}> {{of.name = "v"}})
+        -> (tensor<{xt}>, tensor<{ct}>, tensor<{ct}>, tensor<{xt}>, tensor<{ct}>, tensor<{ct}>) {{
+      %y:3 = of.batch_norm %x, %g, %b, %m, %v {{training = true}} : (tensor<{xt}>, tensor<{ct}>, tensor<{ct}>, tensor<{ct}>, tensor<{ct}>) -> (tensor<{xt}>, tensor<{ct}>, tensor<{ct}>)
+      %d:3 = of.batch_norm_grad %x, %dy, %g : (tensor<{xt}>, tensor<{xt}>, tensor<{ct}>) -> (tensor<{xt}>, tensor<{ct}>, tensor<{ct}>)
+      return %y#0, %y#1, %y#2, %d#0, %d#1, %d#2 : tensor<{xt}>, tensor<{ct}>, tensor<{ct}>, tensor<{xt}>, tensor<{ct}>, tensor<{ct}>
+    }}"""
+            bx = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+            bdy = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+            ins = {"x": bx, "dy": bdy, "g": rng.standard_normal(c, dtype=np.float32),
+                   "b": rng.standard_normal(c, dtype=np.float32),
+                   "m": np.zeros(c, np.float32), "v": np.ones(c, np.float32)}
+            ofp, _, _ = compile_plan(tools, mlir, work, "batch_norm")
+            t_of, steps = of_time(tools, ofp, ins, work, args.repeat)
+            ofp, _, _ = compile_plan(tools, mlir, work, "batch_norm_loops", "cpu,use-dnn=false")
+            t_loops, _ = of_time(tools, ofp, ins, work, args.repeat)
+            label = f"batch_norm {n}x{c}x{hw}x{hw} fwd+grad"
+            rows.append((label, t_of, "OF generated", t_loops,
+                         ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()
+                                   if k.startswith("library"))))
+            if HAVE_TORCH:
+                import torch
+                tx, tdy = torch.from_numpy(bx), torch.from_numpy(bdy)
+                tg, tb = torch.from_numpy(ins["g"]), torch.from_numpy(ins["b"])
+                tm, tv = torch.zeros(c), torch.ones(c)
+
+                def torch_norm():
+                    x_ = tx.detach().requires_grad_()
+                    g_, b_ = tg.detach().requires_grad_(), tb.detach().requires_grad_()
+                    y_ = torch.nn.functional.batch_norm(x_, tm, tv, g_, b_, training=True)
+                    y_.backward(tdy)
+                    return x_.grad
+
+                rows.append((label, t_of, "torch", peer_time(torch_norm, args.repeat), ""))
 
         if selected("block"):
             # A pre-norm GPT block forward (the op sequence of

@@ -236,6 +236,8 @@ public:
       return dnn_.prepare(step);
     if (step.kind == StepKind::Pool)
       return dnn_.preparePooling(step);
+    if (step.kind == StepKind::BatchNorm)
+      return dnn_.prepareBatchNorm(step);
     return Status::success();
   }
 
@@ -275,6 +277,8 @@ public:
       return dnn_.run(step);
     case StepKind::Pool:
       return dnn_.runPooling(step);
+    case StepKind::BatchNorm:
+      return dnn_.runBatchNorm(step);
     case StepKind::IndexRangeCheck:
       return checkIndexRange(step, step.indices);
     case StepKind::Copy:
@@ -333,6 +337,16 @@ std::vector<int64_t> convolutionKey(const PreparedStep &step) {
           g.padLeft,
           g.padRight,
           g.groups};
+}
+
+std::vector<int64_t> batchNormKey(const PreparedStep &step) {
+  const BatchNormGeometry &g = step.norm;
+  return {step.function == kBatchNormForwardFunction ? 0 : 1,
+          static_cast<int64_t>(step.dnnType),
+          g.n,
+          g.c,
+          g.s,
+          encodeBatchNormEpsilon(g.epsilon)};
 }
 
 std::vector<int64_t> poolingKey(const PreparedStep &step) {

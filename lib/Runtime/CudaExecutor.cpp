@@ -460,6 +460,7 @@ Status CudaExecutor::check(const PreparedStep &step) {
   }
   case StepKind::Conv:
   case StepKind::Pool:
+  case StepKind::BatchNorm:
     if (!cudnn_)
       cudnn_ = std::make_unique<CudnnSteps>();
     return cudnn_->prepare(step, *this);
@@ -652,6 +653,7 @@ Status CudaExecutor::run(const PreparedStep &step, CUstream stream) {
   }
   case StepKind::Conv:
   case StepKind::Pool:
+  case StepKind::BatchNorm:
     return cudnn_->run(step, stream);
   }
   return fail("this step does not run on the GPU");
@@ -985,6 +987,7 @@ bool CudaExecutor::canRecord(const PreparedStep &step) const {
   case StepKind::IndexRangeCheck: // reads the indices back
   case StepKind::Conv:
   case StepKind::Pool:
+  case StepKind::BatchNorm:
   case StepKind::Collective:
   case StepKind::EventRecord: // orders streams: stays outside graphs
   case StepKind::EventWait:

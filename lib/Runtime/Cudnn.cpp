@@ -1,10 +1,11 @@
-//===- Cudnn.cpp - Convolution and pooling steps on a GPU through cuDNN ---===//
+//===- Cudnn.cpp - Convolution, pooling and batch-norm steps through cuDNN
+//-===//
 //
 // See Cudnn.h. cudnn.h is compiled against for its types and constants
 // only; the library is loaded with dlopen into a table of functions. The
-// convolution and pooling API used here is cuDNN's descriptor API, which
-// cuDNN 9 marks deprecated in favour of its graph API but still ships
-// (libcudnn_cnn, libcudnn_ops).
+// convolution, pooling and batch-norm API used here is cuDNN's descriptor
+// API, which cuDNN 9 marks deprecated in favour of its graph API but still
+// ships (libcudnn_cnn, libcudnn_ops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,7 +86,12 @@ namespace {
   X(cudnnGetPooling2dForwardOutputDim)                                         \
   X(cudnnDestroyPoolingDescriptor)                                             \
   X(cudnnPoolingForward)                                                       \
-  X(cudnnPoolingBackward)
+  X(cudnnPoolingBackward)                                                      \
+  X(cudnnDeriveBNTensorDescriptor)                                             \
+  X(cudnnBatchNormalizationForwardTraining)                                    \
+  X(cudnnBatchNormalizationBackward)                                           \
+  X(cudnnSetTensor)                                                            \
+  X(cudnnScaleTensor)
 
 struct Cudnn {
   OF_LIBRARY_TABLE(OF_CUDNN_FUNCTIONS)
@@ -93,7 +99,8 @@ struct Cudnn {
 
 LibrarySource cudnnSource() {
   return {"cuDNN", "OF_CUDNN_LIBRARY", toolkitCandidates("libcudnn.so.9"),
-          "convolution and pooling steps on the GPU need cuDNN 9, which "
+          "convolution, pooling and batch-norm steps on the GPU need cuDNN 9, "
+          "which "
           "cannot be loaded (libcudnn.so.9; $OF_CUDNN_LIBRARY names "
           "another; or compile with use-dnn=false for generated kernels):",
           "OF needs cuDNN 9"};
@@ -105,12 +112,22 @@ Status loadCudnn(const Cudnn *&out) { return loadLibrary(cudnnSource, out); }
 /// The largest workspace an algorithm may ask for.
 constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
-enum class Direction { Forward, GradInput, GradFilter, Pool, PoolGrad };
+enum class Direction {
+  Forward,
+  GradInput,
+  GradFilter,
+  Pool,
+  PoolGrad,
+  Norm,
+  NormGrad
+};
 
 /// The key of a step's descriptors: its kind, then its geometry's.
 std::vector<int64_t> stepKey(const PreparedStep &step) {
-  std::vector<int64_t> key =
-      step.kind == StepKind::Pool ? poolingKey(step) : convolutionKey(step);
+  std::vector<int64_t> key = step.kind == StepKind::Pool ? poolingKey(step)
+                             : step.kind == StepKind::BatchNorm
+                                 ? batchNormKey(step)
+                                 : convolutionKey(step);
   key.insert(key.begin(), static_cast<int64_t>(step.kind));
   return key;
 }
@@ -126,6 +143,7 @@ struct CudnnSteps::Impl {
   struct Plan {
     Direction direction = Direction::Forward;
     cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+    cudnnTensorDescriptor_t channels = nullptr; // a batch norm's [C] tensors
     cudnnFilterDescriptor_t w = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
     cudnnPoolingDescriptor_t pool = nullptr;
@@ -139,7 +157,8 @@ struct CudnnSteps::Impl {
     if (!cudnn)
       return;
     for (auto &[key, plan] : plans) {
-      for (cudnnTensorDescriptor_t d : {plan.x, plan.y, plan.bias})
+      for (cudnnTensorDescriptor_t d :
+           {plan.x, plan.y, plan.bias, plan.channels})
         if (d)
           cudnn->cudnnDestroyTensorDescriptor(d);
       if (plan.w)
@@ -162,6 +181,8 @@ struct CudnnSteps::Impl {
   Status create(const PreparedStep &step, Plan &plan);
   Status createPooling(const PreparedStep &step, Plan &plan);
   Status runPooling(const PreparedStep &step, const Plan &plan, void *stream);
+  Status createBatchNorm(const PreparedStep &step, Plan &plan);
+  Status runBatchNorm(const PreparedStep &step, const Plan &plan);
 
   const Cudnn *cudnn = nullptr;
   cudnnHandle_t handle = nullptr;
@@ -285,9 +306,88 @@ Status CudnnSteps::Impl::runPooling(const PreparedStep &step, const Plan &plan,
                "cudnnPoolingBackward");
 }
 
+/// A batch norm's x as [N, C, S, 1] in NCHW, its [C] tensors as cuDNN
+/// derives them for spatial batch norm (f32).
+Status CudnnSteps::Impl::createBatchNorm(const PreparedStep &step, Plan &plan) {
+  const BatchNormGeometry &g = step.norm;
+  if (step.dnnType != DType::F32)
+    return fail("the batch norm step is f32 only, got ",
+                dtypeName(step.dnnType));
+  if (batchNormInputElements(g) > INT32_MAX)
+    return fail("x has ", batchNormInputElements(g),
+                " elements, more than cuDNN's int");
+  // The forward pass takes the biased variance from cuDNN's running
+  // variance (unbiased: a sum over n * s - 1) scaled back, which one
+  // element per channel cannot give.
+  if (g.n * g.s < 2)
+    return fail("a batch norm over one element per channel (the compiler "
+                "keeps these generated)");
+  plan.direction = step.function == kBatchNormForwardFunction
+                       ? Direction::Norm
+                       : Direction::NormGrad;
+  for (cudnnTensorDescriptor_t *d : {&plan.x, &plan.channels})
+    if (Status s = check(cudnn->cudnnCreateTensorDescriptor(d),
+                         "cudnnCreateTensorDescriptor");
+        s.failed())
+      return s;
+  if (Status s = check(cudnn->cudnnSetTensor4dDescriptor(
+                           plan.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                           static_cast<int>(g.n), static_cast<int>(g.c),
+                           static_cast<int>(g.s), 1),
+                       "the input's descriptor");
+      s.failed())
+    return s;
+  return check(cudnn->cudnnDeriveBNTensorDescriptor(plan.channels, plan.x,
+                                                    CUDNN_BATCHNORM_SPATIAL),
+               "cudnnDeriveBNTensorDescriptor");
+}
+
+/// dnn.batch_norm: cuDNN's training forward pass with an averaging factor
+/// of 1, so that its running mean is the batch mean and its running
+/// variance the batch's unbiased variance, which is then scaled by
+/// (m - 1) / m (m = n * s) into the biased one that the step gives.
+/// dnn.batch_norm_grad: cuDNN's backward pass without the saved statistics
+/// (it recomputes them from x, which the step's mean and var equal).
+Status CudnnSteps::Impl::runBatchNorm(const PreparedStep &step,
+                                      const Plan &plan) {
+  const BatchNormGeometry &g = step.norm;
+  float one = 1.0f, zero = 0.0f;
+  const std::vector<void *> &a = step.args;
+  if (plan.direction == Direction::Norm) {
+    // The running statistics are blended as old * (1 - factor) + batch *
+    // factor: with a factor of 1 an old NaN (the arena's leftovers) would
+    // still come through, so they start at zero.
+    for (void *statistic : {a[4], a[5]})
+      if (Status status = check(
+              cudnn->cudnnSetTensor(handle, plan.channels, statistic, &zero),
+              "cudnnSetTensor (the statistics)");
+          status.failed())
+        return status;
+    if (Status status =
+            check(cudnn->cudnnBatchNormalizationForwardTraining(
+                      handle, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan.x,
+                      a[0], plan.x, a[3], plan.channels, a[1], a[2], 1.0, a[4],
+                      a[5], g.epsilon, nullptr, nullptr),
+                  "cudnnBatchNormalizationForwardTraining");
+        status.failed())
+      return status;
+    double m = static_cast<double>(g.n * g.s);
+    float biased = static_cast<float>((m - 1.0) / m);
+    return check(cudnn->cudnnScaleTensor(handle, plan.channels, a[5], &biased),
+                 "cudnnScaleTensor (the biased variance)");
+  }
+  return check(cudnn->cudnnBatchNormalizationBackward(
+                   handle, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero,
+                   plan.x, a[0], plan.x, a[1], plan.x, a[5], plan.channels,
+                   a[2], a[6], a[7], g.epsilon, nullptr, nullptr),
+               "cudnnBatchNormalizationBackward");
+}
+
 Status CudnnSteps::Impl::create(const PreparedStep &step, Plan &plan) {
   if (step.kind == StepKind::Pool)
     return createPooling(step, plan);
+  if (step.kind == StepKind::BatchNorm)
+    return createBatchNorm(step, plan);
   const ConvGeometry &g = step.conv;
   if (g.padTop != g.padBottom || g.padLeft != g.padRight)
     return fail("cuDNN pads symmetrically, and this convolution pads [",
@@ -455,6 +555,8 @@ Status CudnnSteps::Impl::create(const PreparedStep &step, Plan &plan) {
   }
   case Direction::Pool:
   case Direction::PoolGrad:
+  case Direction::Norm:
+  case Direction::NormGrad:
     break;
   }
   if (Status s = check(status, "choosing the convolution's algorithm");
@@ -521,6 +623,8 @@ Status CudnnSteps::run(const PreparedStep &step, void *stream) {
     return status;
   if (step.kind == StepKind::Pool)
     return impl.runPooling(step, plan, stream);
+  if (step.kind == StepKind::BatchNorm)
+    return impl.runBatchNorm(step, plan);
   // alpha = 1, beta = 0 (beta = 1 to add the bias), in the compute type.
   float oneF = 1.0f, zeroF = 0.0f;
   double oneD = 1.0, zeroD = 0.0;
@@ -564,6 +668,8 @@ Status CudnnSteps::run(const PreparedStep &step, void *stream) {
         "cudnnConvolutionBackwardFilter");
   case Direction::Pool:
   case Direction::PoolGrad:
+  case Direction::Norm:
+  case Direction::NormGrad:
     break;
   }
   return fail("unknown convolution direction");

@@ -45,10 +45,10 @@ public:
   CudnnSteps(const CudnnSteps &) = delete;
   CudnnSteps &operator=(const CudnnSteps &) = delete;
 
-  /// Makes what `step` (a Conv or Pool step) needs, unless a step of the
-  /// same geometry, direction and type did; workspaces come from `device`.
+  /// Makes what `step` (a Conv, Pool or BatchNorm step) needs, unless a step of
+  /// the same geometry, direction and type did; workspaces come from `device`.
   Status prepare(const PreparedStep &step, Executor &device);
-  /// Enqueues the Conv or Pool `step`, which `prepare` accepted, on
+  /// Enqueues the Conv, Pool or BatchNorm `step`, which `prepare` accepted, on
   /// `stream` (a CUstream).
   Status run(const PreparedStep &step, void *stream);
 

@@ -33,6 +33,7 @@ enum class StepKind {
   Gemm,
   Conv,
   Pool,
+  BatchNorm,
   IndexRangeCheck,
   Copy,
   Collective,
@@ -78,12 +79,14 @@ struct PreparedStep {
   const void *gemmB = nullptr;
   void *gemmC = nullptr;
 
-  // Conv and Pool: a convolution or pooling library call (LibraryCalls.h)
-  // named by `function`, with the checked geometry, on `args` (the data
-  // pointers of its buffers, in the call's order) of type `dnnType`.
+  // Conv, Pool and BatchNorm: a convolution, pooling or batch-norm library
+  // call (LibraryCalls.h) named by `function`, with the checked geometry,
+  // on `args` (the data pointers of its buffers, in the call's order) of
+  // type `dnnType`.
   std::string function;
   plan::ConvGeometry conv{};
   plan::PoolGeometry pool{};
+  plan::BatchNormGeometry norm{};
   plan::DType dnnType = plan::DType::F32;
 
   // IndexRangeCheck: every element of `indices` in [lo, hi).
@@ -192,6 +195,10 @@ std::vector<int64_t> convolutionKey(const PreparedStep &step);
 /// What the library state of a Pool `step` depends on: its direction, its
 /// type and its whole geometry.
 std::vector<int64_t> poolingKey(const PreparedStep &step);
+
+/// What the library state of a BatchNorm `step` depends on: its direction
+/// and its whole geometry (epsilon as its bits).
+std::vector<int64_t> batchNormKey(const PreparedStep &step);
 
 /// Checks that every index of `step` (an IndexRangeCheck), read from
 /// `indices` in host memory, lies in [lo, hi).

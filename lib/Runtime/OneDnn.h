@@ -54,6 +54,12 @@ public:
   Status preparePooling(const PreparedStep &step);
   /// Runs the Pool `step`, which preparePooling accepted, to completion.
   Status runPooling(const PreparedStep &step);
+  /// Creates the primitive of the BatchNorm `step`, unless a step of the
+  /// same geometry and direction already did.
+  Status prepareBatchNorm(const PreparedStep &step);
+  /// Runs the BatchNorm `step`, which prepareBatchNorm accepted, to
+  /// completion.
+  Status runBatchNorm(const PreparedStep &step);
 
 private:
   struct Impl;

@@ -773,10 +773,13 @@ private:
       return checkConv(where, call);
     if (plan::isPoolFunction(function))
       return checkPool(where, call);
+    if (plan::isBatchNormFunction(function))
+      return checkBatchNorm(where, call);
     return fail(where, ": unknown library function '", function,
                 "' (this runtime knows blas.gemm, check.index_range, "
                 "dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter, "
-                "dnn.pool2d and dnn.pool2d_grad)");
+                "dnn.pool2d, dnn.pool2d_grad, dnn.batch_norm and "
+                "dnn.batch_norm_grad)");
   }
 
   /// The largest element index that `extents`/`strides` reach, or -1 when an
@@ -935,9 +938,37 @@ private:
     return checkDnnBuffers(where, call, {x, y, x}, "[x, dy, dx]");
   }
 
+  /// A batch-normalization step: its geometry (LibraryCalls.h), and f32
+  /// dnn buffers.
+  Status checkBatchNorm(const std::string &where,
+                        const LibraryCall &call) const {
+    std::string_view function = text(call.function());
+    if (count(call.params()) != plan::kBatchNormParamCount)
+      return fail(where, ": ", function, " takes ", plan::kBatchNormParamCount,
+                  " parameters, got ", count(call.params()));
+    plan::BatchNormGeometry g =
+        plan::decodeBatchNormGeometry(call.params()->data());
+    if (const char *why = plan::checkBatchNormGeometry(g))
+      return fail(where, ": ", function, " parameters: ", why);
+    int64_t x = plan::batchNormInputElements(g), c = g.c;
+    Status status =
+        function == plan::kBatchNormForwardFunction
+            ? checkDnnBuffers(where, call, {x, c, c, x, c, c},
+                              "[x, scale, shift, y, mean, var]")
+            : checkDnnBuffers(where, call, {x, x, c, c, c, x, c, c},
+                              "[x, dy, scale, mean, var, dx, dscale, dshift]");
+    if (status.failed())
+      return status;
+    if (DType dtype = buffer(call.buffers()->Get(0)).dtype();
+        dtype != DType::F32)
+      return fail(where, ": ", function, " is f32 only, got ",
+                  dtypeName(dtype));
+    return Status::success();
+  }
+
   /// The buffers of a dnn step: as many as `elements` (`layout` names
   /// them), of one floating-point type, with exactly those element counts,
-  /// the last (the result) writable and none used twice.
+  /// the results (the last outputCount) writable and none used twice.
   Status checkDnnBuffers(const std::string &where, const LibraryCall &call,
                          const std::vector<int64_t> &elements,
                          const char *layout) const {
@@ -964,8 +995,13 @@ private:
                     bufferLabel(index), ") has ", elementCount(index),
                     " elements, its geometry needs ", elements[i]);
     }
-    return checkWritable(where, call.buffers()->Get(elements.size() - 1),
-                         "result");
+    for (size_t i = elements.size() - plan::outputCount(function);
+         i < elements.size(); ++i)
+      if (Status status =
+              checkWritable(where, call.buffers()->Get(i), "result");
+          status.failed())
+        return status;
+    return Status::success();
   }
 
   Status checkCopy(const std::string &where, const Copy &copy) const {

@@ -465,14 +465,18 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       for (uint32_t buffer : *call.buffers())
         prepared.args.push_back(bufferData(buffer));
     } else if (plan::isConvFunction(text(call.function())) ||
-               plan::isPoolFunction(text(call.function()))) {
+               plan::isPoolFunction(text(call.function())) ||
+               plan::isBatchNormFunction(text(call.function()))) {
       prepared.function = std::string(text(call.function()));
       if (plan::isConvFunction(prepared.function)) {
         prepared.kind = StepKind::Conv;
         prepared.conv = plan::decodeConvGeometry(call.params()->data());
-      } else {
+      } else if (plan::isPoolFunction(prepared.function)) {
         prepared.kind = StepKind::Pool;
         prepared.pool = plan::decodePoolGeometry(call.params()->data());
+      } else {
+        prepared.kind = StepKind::BatchNorm;
+        prepared.norm = plan::decodeBatchNormGeometry(call.params()->data());
       }
       prepared.dnnType =
           program.buffers()->Get(call.buffers()->Get(0))->dtype();

@@ -14,6 +14,8 @@
 // CHECK-LABEL: func.func @loss_grad(
 // CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {of.name = "grad_g"}, tensor<3xf32> {of.name = "grad_b"}, tensor<3xf32> {of.name = "bn.running_mean", of.update = 3 : i64}, tensor<3xf32> {of.name = "bn.running_var", of.update = 4 : i64})
 // CHECK: %{{.*}}, %[[M:.*]], %[[V:.*]] = of.batch_norm
+// The gradient of a training batch norm is one op (a library step on a GPU).
+// CHECK: of.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x3x2x2xf32>, tensor<4x3x2x2xf32>, tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] :
 // CHECK-LABEL: func.func @loss_train_step(
 // CHECK-SAME: -> (tensor<f32> {of.name = "loss"}, tensor<3xf32> {of.name = "g", of.update = 1 : i64}, tensor<3xf32> {of.name = "b", of.update = 2 : i64}, tensor<3xf32> {of.name = "bn.running_mean", of.update = 3 : i64}, tensor<3xf32> {of.name = "bn.running_var", of.update = 4 : i64})

@@ -578,6 +578,127 @@ TEST(SessionErrors, PoolingTypeTheCpuCannotRun) {
             "pooling (f32, bf16 and f16 only))");
 }
 
+TEST(Runtime, BatchNormStepsMatchLoops) {
+  NormCase norm;
+  const BatchNormGeometry &g = norm.g;
+  PlanHandle plan;
+  SessionHandle session;
+  ASSERT_NO_FATAL_FAILURE(openSession(norm.plan().write(), plan, session));
+  // Channels of different means and spreads.
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  int64_t size = batchNormInputElements(g);
+  std::vector<float> xIn(size), dyIn(size), scaleIn(g.c), shiftIn(g.c);
+  for (int64_t i = 0; i < size; ++i) {
+    int64_t c = (i / g.s) % g.c;
+    xIn[i] = float(c) + float(c + 1) * uniform(random);
+    dyIn[i] = uniform(random);
+  }
+  for (int64_t c = 0; c < g.c; ++c) {
+    scaleIn[c] = 0.5f + float(c);
+    shiftIn[c] = uniform(random);
+  }
+  int input = 0;
+  for (const std::vector<float> *in : {&xIn, &dyIn, &scaleIn, &shiftIn}) {
+    ASSERT_EQ(take(ofrt_session_set_input(session.session, input++, in->data(),
+                                          in->size() * sizeof(float))),
+              "");
+  }
+  ASSERT_EQ(take(ofrt_session_run(session.session)), "");
+
+  // In double: y = xhat * scale + shift; dshift = sum(dy), dscale =
+  // sum(dy * xhat), dx = scale * rstd * (dy - (dshift + xhat * dscale) / m).
+  double m = double(g.n * g.s);
+  std::vector<double> mean(g.c), var(g.c), y(size), dx(size), dscale(g.c),
+      dshift(g.c);
+  auto at = [&](int64_t n, int64_t c, int64_t s) {
+    return (n * g.c + c) * g.s + s;
+  };
+  for (int64_t c = 0; c < g.c; ++c) {
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t s = 0; s < g.s; ++s)
+        mean[c] += xIn[at(n, c, s)] / m;
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t s = 0; s < g.s; ++s) {
+        double d = xIn[at(n, c, s)] - mean[c];
+        var[c] += d * d / m;
+      }
+    double rstd = 1.0 / std::sqrt(var[c] + g.epsilon);
+    auto xhat = [&](int64_t i) { return (xIn[i] - mean[c]) * rstd; };
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t s = 0; s < g.s; ++s) {
+        int64_t i = at(n, c, s);
+        y[i] = xhat(i) * scaleIn[c] + shiftIn[c];
+        dshift[c] += dyIn[i];
+        dscale[c] += dyIn[i] * xhat(i);
+      }
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t s = 0; s < g.s; ++s) {
+        int64_t i = at(n, c, s);
+        dx[i] = scaleIn[c] * rstd *
+                (dyIn[i] - (dshift[c] + xhat(i) * dscale[c]) / m);
+      }
+  }
+  int output = 0;
+  for (const std::vector<double> *expected :
+       {&y, &mean, &var, &dx, &dscale, &dshift}) {
+    SCOPED_TRACE(testing::Message() << "output " << output);
+    std::vector<float> actual(expected->size());
+    ASSERT_EQ(
+        take(ofrt_session_get_output(session.session, output++, actual.data(),
+                                     actual.size() * sizeof(float))),
+        "");
+    for (size_t i = 0; i < actual.size(); ++i)
+      ASSERT_NEAR(double(actual[i]), (*expected)[i],
+                  2e-5 * (1 + std::abs((*expected)[i])))
+          << "element " << i;
+  }
+}
+
+TEST(PlanErrors, BatchNormParameters) {
+  NormCase norm;
+  SamplePlan sample = norm.plan();
+  auto *forward = mainProgram(sample).steps[0]->detail.AsLibraryCall();
+  forward->params[3] = encodeBatchNormEpsilon(-1.0);
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "parameters: epsilon must be positive and finite");
+  forward->params[3] = encodeBatchNormEpsilon(std::nan(""));
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "parameters: epsilon must be positive and finite");
+  forward->params = norm.params();
+  forward->params[1] = 5; // C: the buffers have 4 channels
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "buffer 0 ('x') has 120 elements, its geometry needs 150");
+  forward->params = norm.params();
+  forward->params.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "takes 4 parameters, got 3");
+  forward->params = norm.params();
+  forward->buffers.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "takes buffers [x, scale, shift, y, mean, var], got 5");
+  forward->buffers.push_back(0); // var into x, an input
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "uses buffer 'x' twice");
+  auto *gradient = mainProgram(sample).steps[1]->detail.AsLibraryCall();
+  forward->buffers = {0, 2, 3, 4, 5, 6};
+  gradient->buffers.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 1 (library dnn.batch_norm_grad): "
+            "dnn.batch_norm_grad takes buffers [x, dy, scale, mean, var, dx, "
+            "dscale, dshift], got 7");
+  // oneDNN and cuDNN keep statistics in f32: the step is f32 only.
+  EXPECT_EQ(openError(norm.plan(DType::BF16).write()),
+            "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
+            "is f32 only, got bf16");
+}
+
 TEST(Runtime, IndexRangeCheck) {
   SamplePlan sample = makeSamplePlan(kernelObject());
   // Where the check comes from in the source, which the error names.
@@ -1232,7 +1353,8 @@ TEST(PlanErrors, UnknownLibraryFunction) {
             "program 'main' step 3 (library blas.syrk): unknown library "
             "function 'blas.syrk' (this runtime knows blas.gemm, "
             "check.index_range, dnn.conv2d, dnn.conv2d_grad_input, "
-            "dnn.conv2d_grad_filter, dnn.pool2d and dnn.pool2d_grad)");
+            "dnn.conv2d_grad_filter, dnn.pool2d, dnn.pool2d_grad, "
+            "dnn.batch_norm and dnn.batch_norm_grad)");
 }
 
 //===----------------------------------------------------------------------===//

@@ -490,6 +490,47 @@ struct PoolCase {
   }
 };
 
+/// A training batch norm and its gradients (LibraryCalls.h) on x [3, 4,
+/// 10]: inputs x, dy, scale and shift; outputs y, mean, var (dnn.batch_norm)
+/// and dx, dscale, dshift (dnn.batch_norm_grad, reading the forward step's
+/// mean and var).
+struct NormCase {
+  plan::BatchNormGeometry g{3, 4, 10, 1e-3};
+  std::vector<int64_t> params() const {
+    return {g.n, g.c, g.s, plan::encodeBatchNormEpsilon(g.epsilon)};
+  }
+  std::vector<int64_t> x() const { return {g.n, g.c, g.s}; }
+  std::vector<int64_t> c() const { return {g.c}; }
+
+  SamplePlan plan(plan::DType dtype = plan::DType::F32) const {
+    SamplePlan sample;
+    uint64_t size = elementBytes(dtype);
+    uint64_t xSize = plan::batchNormInputElements(g) * size, cSize = g.c * size;
+    auto program = makeProgram("main", 2 * xSize + 5 * cSize);
+    uint32_t xi = addInput(*program, "x", dtype, x());
+    uint32_t dyi = addInput(*program, "dy", dtype, x());
+    uint32_t scalei = addInput(*program, "scale", dtype, c());
+    uint32_t shifti = addInput(*program, "shift", dtype, c());
+    uint32_t yo = addArena(*program, "y", dtype, x(), 0);
+    uint32_t meano = addArena(*program, "mean", dtype, c(), xSize);
+    uint32_t varo = addArena(*program, "var", dtype, c(), xSize + cSize);
+    uint32_t dxo = addArena(*program, "dx", dtype, x(), xSize + 2 * cSize);
+    uint32_t dscaleo =
+        addArena(*program, "dscale", dtype, c(), 2 * xSize + 2 * cSize);
+    uint32_t dshifto =
+        addArena(*program, "dshift", dtype, c(), 2 * xSize + 3 * cSize);
+    addLibraryCall(*program, "dnn.batch_norm",
+                   {xi, scalei, shifti, yo, meano, varo}, params());
+    addLibraryCall(*program, "dnn.batch_norm_grad",
+                   {xi, dyi, scalei, meano, varo, dxo, dscaleo, dshifto},
+                   params());
+    for (uint32_t o : {yo, meano, varo, dxo, dscaleo, dshifto})
+      addOutput(*program, program->buffers[o]->name, o);
+    sample.plan.programs.push_back(std::move(program));
+    return sample;
+  }
+};
+
 } // namespace of::test
 
 #endif // OF_TEST_RUNTIME_TESTPLAN_H

@@ -41,8 +41,11 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN
     and the CUDA runtime through cuDNN; with `pool-library`, f32 and bf16
     poolings and their gradients become `"dnn.pool2d"` and
-    `"dnn.pool2d_grad"` steps (`--of-pipeline=cpu` and `--of-pipeline=cuda`
-    set both). `dnn-library` names the library that will run them, which
+    `"dnn.pool2d_grad"` steps; with `norm-library`, f32 training batch norms
+    and their gradients become `"dnn.batch_norm"` and
+    `"dnn.batch_norm_grad"` steps on x collapsed to [N, C, S] (the running
+    statistics' update stays generated) (`--of-pipeline=cpu` and
+    `--of-pipeline=cuda` set all three). `dnn-library` names the library that will run them, which
     decides what it is given. `onednn` (the default): f16 convolutions are
     widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
     rounded once, f16 poolings stay generated, and so does max pooling's
@@ -64,6 +67,9 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
            "(of.library_call) instead of generated code">,
     Option<"poolLibrary", "pool-library", "bool", /*default=*/"false",
            "Run f32 and bf16 poolings and their gradients as library steps "
+           "(of.library_call) instead of generated code">,
+    Option<"normLibrary", "norm-library", "bool", /*default=*/"false",
+           "Run f32 training batch norms and their gradients as library steps "
            "(of.library_call) instead of generated code">,
     Option<"dnnLibrary", "dnn-library", "std::string", /*default=*/"\"onednn\"",
            "The library the runtime runs the dnn steps through, which decides "

@@ -2,7 +2,8 @@
 //
 // A convolution library step (`dnn.conv2d`, `dnn.conv2d_grad_input`,
 // `dnn.conv2d_grad_filter`) carries its geometry as 18 integers, a pooling
-// step (`dnn.pool2d`, `dnn.pool2d_grad`) as 15. The compiler (the
+// step (`dnn.pool2d`, `dnn.pool2d_grad`) as 15, a batch-normalization step
+// (`dnn.batch_norm`, `dnn.batch_norm_grad`) as 4. The compiler (the
 // `of.library_call` verifier and the plan builder) and the runtime (the
 // plan loader and the executors) both read them through this header, so the
 // layout and its checks have one definition. Header-only, no MLIR: libofrt
@@ -14,6 +15,10 @@
 //   dnn.conv2d_grad_filter [x, dy, dw]                    dw = d conv / dw
 //   dnn.pool2d             [x, y]                         y = pool(x)
 //   dnn.pool2d_grad        [x, dy, dx]                    dx = d pool / dx
+//   dnn.batch_norm         [x, scale, shift, y, mean, var]
+//   dnn.batch_norm_grad    [x, dy, scale, mean, var, dx, dscale, dshift]
+//
+// A step writes its last outputCount(function) buffers and reads the others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,6 +169,73 @@ inline int64_t poolInputElements(const PoolGeometry &g) {
 }
 inline int64_t poolOutputElements(const PoolGeometry &g) {
   return g.n * g.c * g.oh * g.ow;
+}
+
+inline constexpr std::string_view kBatchNormForwardFunction = "dnn.batch_norm";
+inline constexpr std::string_view kBatchNormGradFunction =
+    "dnn.batch_norm_grad";
+
+inline bool isBatchNormFunction(std::string_view name) {
+  return name == kBatchNormForwardFunction || name == kBatchNormGradFunction;
+}
+
+/// How many of a dnn step's buffers, at the end of its list, it writes.
+inline size_t outputCount(std::string_view function) {
+  return isBatchNormFunction(function) ? 3 : 1;
+}
+
+/// The geometry of a training batch normalization: x [n, c, s] (s the
+/// product of the extents after the channels: normalization is per channel,
+/// over n and s, so the spatial shape does not matter), scale, shift, mean
+/// and var [c]; `epsilon` is added to the variance.
+///
+/// dnn.batch_norm: mean and var are the batch's mean and biased variance
+/// over n and s, y = (x - mean) / sqrt(var + epsilon) * scale + shift.
+/// dnn.batch_norm_grad: mean and var are those of x (what dnn.batch_norm
+/// gave), dy the gradient of y; dx, dscale and dshift are the gradients of
+/// x, scale and shift, the statistics' dependence on x included.
+struct BatchNormGeometry {
+  int64_t n, c, s;
+  double epsilon;
+};
+
+/// The parameter vector is [n, c, s, the IEEE-754 bits of epsilon as a
+/// double]: exact, where a scaled integer would round.
+inline constexpr size_t kBatchNormParamCount = 4;
+
+inline BatchNormGeometry decodeBatchNormGeometry(const int64_t *p) {
+  double epsilon;
+  static_assert(sizeof(epsilon) == sizeof(p[3]));
+  __builtin_memcpy(&epsilon, &p[3], sizeof(epsilon));
+  return {p[0], p[1], p[2], epsilon};
+}
+
+inline int64_t encodeBatchNormEpsilon(double epsilon) {
+  int64_t bits;
+  __builtin_memcpy(&bits, &epsilon, sizeof(bits));
+  return bits;
+}
+
+/// Why `g` is not a batch normalization, or null: extents in [1, 2^31],
+/// x of at most 2^48 elements, and epsilon positive and finite (the
+/// libraries divide by sqrt(var + epsilon), and var may be 0).
+inline const char *checkBatchNormGeometry(const BatchNormGeometry &g) {
+  constexpr int64_t kMaxExtent = int64_t(1) << 31;
+  for (int64_t v : {g.n, g.c, g.s})
+    if (v <= 0 || v > kMaxExtent)
+      return "every extent must be in [1, 2^31]";
+  int64_t elements;
+  if (__builtin_mul_overflow(g.n, g.c, &elements) ||
+      __builtin_mul_overflow(elements, g.s, &elements) ||
+      elements > (int64_t(1) << 48))
+    return "x has more than 2^48 elements";
+  if (!(g.epsilon > 0.0) || g.epsilon > 1.0e300)
+    return "epsilon must be positive and finite";
+  return nullptr;
+}
+
+inline int64_t batchNormInputElements(const BatchNormGeometry &g) {
+  return g.n * g.c * g.s;
 }
 
 } // namespace of::plan

@@ -1825,6 +1825,136 @@ struct Pool2DGradLowering : OpConversionPattern<Pool2DGradOp> {
   }
 };
 
+/// The axes a batch norm of `type` ([N, C, ...]) reduces: all but 1.
+SmallVector<int64_t> batchNormAxes(RankedTensorType type) {
+  SmallVector<int64_t> axes{0};
+  for (int64_t i = 2; i < type.getRank(); ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+/// The batch mean and biased variance per channel of `x` ([N, C, ...]).
+std::pair<Value, Value> batchStatistics(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> axes = batchNormAxes(type);
+  Value mean = reduceMeanOf(b, loc, x, axes);
+  Value centered = combineWithReduced(
+      b, loc, type, x, mean, axes,
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value d = arith::SubFOp::create(nb, l, args[0], args[1]);
+        return arith::MulFOp::create(nb, l, d, d);
+      });
+  return {mean, reduceMeanOf(b, loc, centered, axes)};
+}
+
+/// A training batch norm's new running statistics, from the batch's `mean`
+/// and biased `var`: old * (1 - momentum) + batch * momentum, the variance
+/// made unbiased (count / (count - 1)), as PyTorch.
+std::pair<Value, Value> runningStatistics(OpBuilder &b, Location loc,
+                                          BatchNormOp op,
+                                          BatchNormOp::Adaptor adaptor,
+                                          Value mean, Value var) {
+  RankedTensorType type = localType(op.getResult().getType());
+  Type et = type.getElementType();
+  double momentum = op.getMomentum().convertToDouble();
+  int64_t count = type.getNumElements() / type.getDimSize(1);
+  double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
+  auto channelType = cast<RankedTensorType>(mean.getType());
+  auto update = [&](Value old, Value batch, double scale) {
+    return elementwise(
+        b, loc, channelType, {old, batch},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value keep = arith::MulFOp::create(
+              nb, l, args[0], scalarConstant(nb, l, et, 1.0 - momentum));
+          Value add = arith::MulFOp::create(
+              nb, l, args[1], scalarConstant(nb, l, et, momentum * scale));
+          return arith::AddFOp::create(nb, l, keep, add);
+        });
+  };
+  return {update(adaptor.getRunningMean(), mean, 1.0),
+          update(adaptor.getRunningVar(), var, unbias)};
+}
+
+/// The gradients of a training batch norm: with xhat = (x - mean) * rstd
+/// over M = N * S elements per channel, dbias = sum(dy), dweight =
+/// sum(dy * xhat) and dx = weight * rstd * (dy - (dbias + xhat * dweight)
+/// / M).
+struct BatchNormGradLowering : OpConversionPattern<BatchNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BatchNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = localType(op.getInputGrad().getType());
+    Type et = type.getElementType();
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> axes = batchNormAxes(type);
+    double eps = op.getEpsilon().convertToDouble();
+    double count = double(type.getNumElements() / type.getDimSize(1));
+    Value x = adaptor.getInput(), dy = adaptor.getGrad();
+    auto [mean, var] = batchStatistics(rewriter, loc, x);
+    auto channelType = cast<RankedTensorType>(mean.getType());
+    Value rstd =
+        elementwise(rewriter, loc, channelType, var,
+                    [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                      return math::RsqrtOp::create(
+                          b, l,
+                          arith::AddFOp::create(b, l, args[0],
+                                                scalarConstant(b, l, et, eps)));
+                    });
+    auto normalized = [](OpBuilder &b, Location l, Value x, Value mean,
+                         Value rstd) -> Value {
+      return arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, x, mean),
+                                   rstd);
+    };
+    Value dbias = reduceSum(rewriter, loc, dy, axes);
+    auto channelMap = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    auto id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    Value dyXhat =
+        linalg::GenericOp::create(
+            rewriter, loc, type, ValueRange{x, dy, mean, rstd},
+            emptyTensor(rewriter, loc, type),
+            {id, id, channelMap, channelMap, id}, parallel,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value xhat = normalized(b, l, args[0], args[2], args[3]);
+              linalg::YieldOp::create(
+                  b, l, Value(arith::MulFOp::create(b, l, args[1], xhat)));
+            })
+            .getResult(0);
+    Value dweight = reduceSum(rewriter, loc, dyXhat, axes);
+    Value dx =
+        linalg::GenericOp::create(
+            rewriter, loc, type,
+            ValueRange{x, dy, mean, rstd, adaptor.getWeight(), dbias, dweight},
+            emptyTensor(rewriter, loc, type),
+            {id, id, channelMap, channelMap, channelMap, channelMap, channelMap,
+             id},
+            parallel,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value xhat = normalized(b, l, args[0], args[2], args[3]);
+              Value inv = scalarConstant(b, l, et, 1.0 / count);
+              Value mean = arith::MulFOp::create(
+                  b, l,
+                  arith::AddFOp::create(
+                      b, l, args[5],
+                      arith::MulFOp::create(b, l, xhat, args[6])),
+                  inv);
+              Value scale = arith::MulFOp::create(b, l, args[4], args[3]);
+              linalg::YieldOp::create(
+                  b, l,
+                  Value(arith::MulFOp::create(
+                      b, l, scale,
+                      arith::SubFOp::create(b, l, args[1], mean))));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, {dx, dweight, dbias});
+    return success();
+  }
+};
+
 struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1836,38 +1966,13 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
     Type et = type.getElementType();
     int64_t rank = type.getRank();
     double eps = op.getEpsilon().convertToDouble();
-    double momentum = op.getMomentum().convertToDouble();
     Value x = adaptor.getInput();
-    SmallVector<int64_t> axes{0};
-    for (int64_t i = 2; i < rank; ++i)
-      axes.push_back(i);
     Value mean = adaptor.getRunningMean(), var = adaptor.getRunningVar();
     Value newMean = mean, newVar = var;
     if (op.getTraining()) {
-      int64_t count = type.getNumElements() / type.getDimSize(1);
-      mean = reduceMeanOf(rewriter, loc, x, axes);
-      Value centered = combineWithReduced(
-          rewriter, loc, type, x, mean, axes,
-          [](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Value d = arith::SubFOp::create(b, l, args[0], args[1]);
-            return arith::MulFOp::create(b, l, d, d);
-          });
-      var = reduceMeanOf(rewriter, loc, centered, axes);
-      auto channelType = cast<RankedTensorType>(mean.getType());
-      double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
-      auto update = [&](Value old, Value batch, double scale) {
-        return elementwise(
-            rewriter, loc, channelType, {old, batch},
-            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-              Value keep = arith::MulFOp::create(
-                  b, l, args[0], scalarConstant(b, l, et, 1.0 - momentum));
-              Value add = arith::MulFOp::create(
-                  b, l, args[1], scalarConstant(b, l, et, momentum * scale));
-              return arith::AddFOp::create(b, l, keep, add);
-            });
-      };
-      newMean = update(adaptor.getRunningMean(), mean, 1.0);
-      newVar = update(adaptor.getRunningVar(), var, unbias);
+      std::tie(mean, var) = batchStatistics(rewriter, loc, x);
+      std::tie(newMean, newVar) =
+          runningStatistics(rewriter, loc, op, adaptor, mean, var);
     }
     auto channelMap = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
     auto id = AffineMap::getMultiDimIdentityMap(rank, ctx);
@@ -1892,6 +1997,109 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
             })
             .getResult(0);
     rewriter.replaceOp(op, {y, newMean, newVar});
+    return success();
+  }
+};
+
+/// `x` ([N, C, ...]) as [N, C, S]: its extents after the channels
+/// collapsed (or a unit one added), which is all a batch norm needs.
+Value asBatchNormRank3(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  if (rank == 3)
+    return x;
+  auto target = RankedTensorType::get(
+      {type.getDimSize(0), type.getDimSize(1),
+       type.getNumElements() / (type.getDimSize(0) * type.getDimSize(1))},
+      type.getElementType());
+  if (rank == 2)
+    return tensor::ExpandShapeOp::create(b, loc, target, x, {{0}, {1, 2}});
+  ReassociationIndices spatial;
+  for (int64_t d = 2; d < rank; ++d)
+    spatial.push_back(d);
+  return tensor::CollapseShapeOp::create(b, loc, target, x,
+                                         {{0}, {1}, spatial});
+}
+
+/// `x3` ([N, C, S]) back to `type` ([N, C, ...]).
+Value fromBatchNormRank3(OpBuilder &b, Location loc, Value x3,
+                         RankedTensorType type) {
+  int64_t rank = type.getRank();
+  if (rank == 3)
+    return x3;
+  if (rank == 2)
+    return tensor::CollapseShapeOp::create(b, loc, type, x3, {{0}, {1, 2}});
+  ReassociationIndices spatial;
+  for (int64_t d = 2; d < rank; ++d)
+    spatial.push_back(d);
+  return tensor::ExpandShapeOp::create(b, loc, type, x3, {{0}, {1}, spatial});
+}
+
+/// A training batch norm, or its gradients, as an of.library_call
+/// (`dnn.batch_norm`, `dnn.batch_norm_grad`: oneDNN on the CPU, cuDNN on a
+/// GPU), on x collapsed to [N, C, S]: added, ahead of the generated forms,
+/// when the pass runs with norm-library. f32 only: both libraries keep the
+/// statistics, scale and shift in f32, which for bf16 and f16 data would
+/// make the step mix types. The running statistics' update stays generated
+/// (a [C] kernel). The gradient's statistics are x's, computed by generated
+/// reductions, as the generated gradient does. Inference batch norms stay
+/// generated: one elementwise kernel, which fuses with its neighbours.
+template <typename OpTy>
+struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
+  using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
+  using DnnLibraryPattern<OpTy>::library;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    constexpr bool forward = std::is_same_v<OpTy, BatchNormOp>;
+    RankedTensorType type = localType(op->getResult(0).getType());
+    if (!type.getElementType().isF32())
+      return rewriter.notifyMatchFailure(
+          op, "library batch norms are f32: the libraries keep statistics, "
+              "scale and shift in f32");
+    if constexpr (forward)
+      if (!op.getTraining())
+        return rewriter.notifyMatchFailure(
+            op, "an inference batch norm is one generated elementwise kernel");
+    if (const char *why = library.refuses({0, 0, 0, 0}, {type}))
+      return rewriter.notifyMatchFailure(op, why);
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    Value x3 = asBatchNormRank3(rewriter, loc, x);
+    auto x3Type = cast<RankedTensorType>(x3.getType());
+    auto channelType =
+        RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
+    SmallVector<int64_t> params{
+        x3Type.getDimSize(0), x3Type.getDimSize(1), x3Type.getDimSize(2),
+        ::of::plan::encodeBatchNormEpsilon(op.getEpsilon().convertToDouble())};
+    if (const char *why = ::of::plan::checkBatchNormGeometry(
+            ::of::plan::decodeBatchNormGeometry(params.data())))
+      return rewriter.notifyMatchFailure(op, why);
+    SmallVector<Value> inputs{x3};
+    StringRef callee = ::of::plan::kBatchNormForwardFunction;
+    if constexpr (forward) {
+      inputs.append({adaptor.getWeight(), adaptor.getBias()});
+    } else {
+      callee = ::of::plan::kBatchNormGradFunction;
+      auto [mean, var] = batchStatistics(rewriter, loc, x);
+      inputs.append({asBatchNormRank3(rewriter, loc, adaptor.getGrad()),
+                     adaptor.getWeight(), mean, var});
+    }
+    SmallVector<Type> types{x3Type, channelType, channelType};
+    SmallVector<Value> inits;
+    for (Type t : types)
+      inits.push_back(emptyTensor(rewriter, loc, cast<RankedTensorType>(t)));
+    auto call = LibraryCallOp::create(
+        rewriter, loc, types, rewriter.getStringAttr(callee), inputs, inits,
+        rewriter.getDenseI64ArrayAttr(params));
+    Value first = fromBatchNormRank3(rewriter, loc, call->getResult(0), type);
+    if constexpr (forward) {
+      auto [newMean, newVar] = runningStatistics(
+          rewriter, loc, op, adaptor, call->getResult(1), call->getResult(2));
+      rewriter.replaceOp(op, {first, newMean, newVar});
+    } else {
+      rewriter.replaceOp(op, {first, call->getResult(1), call->getResult(2)});
+    }
     return success();
   }
 };
@@ -1999,8 +2207,9 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(converter, patterns,
-                               {convLibrary, poolLibrary, dnnLibrary});
+    populateOFToLinalgPatterns(
+        converter, patterns,
+        {convLibrary, poolLibrary, normLibrary, dnnLibrary});
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -2035,6 +2244,10 @@ void mlir::of::populateOFToLinalgPatterns(
     patterns
         .add<PoolLibraryLowering<MaxPool2DOp>, PoolLibraryLowering<AvgPool2DOp>,
              PoolLibraryLowering<Pool2DGradOp>>(converter, ctx, options);
+  if (options.normLibrary)
+    patterns.add<BatchNormLibraryLowering<BatchNormOp>,
+                 BatchNormLibraryLowering<BatchNormGradOp>>(converter, ctx,
+                                                            options);
   patterns.add<
       UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
       UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
@@ -2056,5 +2269,6 @@ void mlir::of::populateOFToLinalgPatterns(
       EmbeddingLowering, EmbeddingGradLowering, CrossEntropyLowering,
       Conv2DLowering, MaxPool2DLowering, AvgPool2DLowering,
       Conv2DGradInputLowering, Conv2DGradFilterLowering, Pool2DGradLowering,
-      BatchNormLowering, DropoutLowering>(converter, ctx);
+      BatchNormLowering, BatchNormGradLowering, DropoutLowering>(converter,
+                                                                 ctx);
 }

@@ -702,7 +702,7 @@ func.func @f(%x: tensor<2x3x6x6xf32>, %dy: tensor<2x3x2x2xf32>) {
 // -----
 
 func.func @f(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %e: tensor<2x8x6x6xf32>) {
-  // expected-error@+1 {{unknown library function 'dnn.conv3d' (known: dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter, dnn.pool2d, dnn.pool2d_grad)}}
+  // expected-error@+1 {{unknown library function 'dnn.conv3d' (known: dnn.conv2d, dnn.conv2d_grad_input, dnn.conv2d_grad_filter, dnn.pool2d, dnn.pool2d_grad, dnn.batch_norm, dnn.batch_norm_grad)}}
   %0 = of.library_call "dnn.conv3d"(%x, %w) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
   return
 }
@@ -768,5 +768,53 @@ func.func @f(%x: tensor<1x2x6x6xf32>, %e: tensor<1x2x4x4xf32>) {
 func.func @f(%x: tensor<1x2x6x6xf32>, %dy: tensor<1x2x3x3xf32>, %e: tensor<1x2x3x3xf32>) {
   // expected-error@+1 {{operand 2 has shape [1, 2, 3, 3], the parameters of dnn.pool2d_grad give [1, 2, 6, 6]}}
   %0 = of.library_call "dnn.pool2d_grad"(%x, %dy) into %e {params = array<i64: 1, 2, 6, 6, 2, 2, 3, 3, 2, 2, 0, 0, 0, 0, 0>} : (tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32>) into tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4x3xf32>, %c: tensor<4xf32>) {
+  // expected-error@+1 {{grad must have the input's type 'tensor<8x4x3xf32>', got 'tensor<4xf32>'}}
+  %0:3 = of.batch_norm_grad %x, %c, %c : (tensor<8x4x3xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<8x4x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<8x4x3xf32>, %c: tensor<3xf32>) {
+  // expected-error@+1 {{weight must be 'tensor<4xf32>', got 'tensor<3xf32>'}}
+  %0:3 = of.batch_norm_grad %x, %x, %c : (tensor<8x4x3xf32>, tensor<8x4x3xf32>, tensor<3xf32>) -> (tensor<8x4x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x36xf32>, %c: tensor<8xf32>) {
+  // expected-error@+1 {{dnn.batch_norm writes 3 inits, got 1}}
+  %0 = of.library_call "dnn.batch_norm"(%x, %c, %c) into %x {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<2x8x36xf32> -> tensor<2x8x36xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x36xf32>, %c: tensor<8xf32>) {
+  // expected-error@+1 {{dnn.batch_norm parameters: epsilon must be positive and finite}}
+  %0:3 = of.library_call "dnn.batch_norm"(%x, %c, %c) into %x, %c, %c {params = array<i64: 2, 8, 36, 0>} : (tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x36xf64>, %c: tensor<8xf64>) {
+  // expected-error@+1 {{dnn.batch_norm is f32 only, got 'f64'}}
+  %0:3 = of.library_call "dnn.batch_norm"(%x, %c, %c) into %x, %c, %c {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf64>, tensor<8xf64>, tensor<8xf64>) into tensor<2x8x36xf64>, tensor<8xf64>, tensor<8xf64> -> tensor<2x8x36xf64>, tensor<8xf64>, tensor<8xf64>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x36xf32>, %c: tensor<8xf32>) {
+  // expected-error@+1 {{operand 5 has shape [8], the parameters of dnn.batch_norm_grad give [2, 8, 36]}}
+  %0:3 = of.library_call "dnn.batch_norm_grad"(%x, %x, %c, %c, %c) into %c, %c, %c {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf32>, tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   return
 }

@@ -202,6 +202,8 @@ func.func @convolution(%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: 
   %6 = of.conv2d_grad_filter %x, %0 {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<8x3x32x32xf32>, tensor<8x16x16x16xf32>) -> tensor<16x3x3x3xf32>
   // CHECK: of.pool2d_grad %{{.*}}, %{{.*}} {kernel_size = array<i64: 2, 2>, kind = "max"} : (tensor<8x16x16x16xf32>, tensor<8x16x8x8xf32>) -> tensor<8x16x16x16xf32>
   %7 = of.pool2d_grad %y, %2 {kind = "max", kernel_size = array<i64: 2, 2>} : (tensor<8x16x16x16xf32>, tensor<8x16x8x8xf32>) -> tensor<8x16x16x16xf32>
+  // CHECK: of.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : (tensor<8x16x16x16xf32>, tensor<8x16x16x16xf32>, tensor<16xf32>) -> (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %8:3 = of.batch_norm_grad %y, %4#0, %c {epsilon = 1.0e-3 : f64} : (tensor<8x16x16x16xf32>, tensor<8x16x16x16xf32>, tensor<16xf32>) -> (tensor<8x16x16x16xf32>, tensor<16xf32>, tensor<16xf32>)
   return
 }
 
@@ -234,9 +236,14 @@ func.func @named(%x: tensor<4xf32> {of.name = "x"}, %w: tensor<4xf32> {of.name =
 // CHECK-LABEL: func.func @library
 // CHECK: of.library_call "dnn.conv2d"(%{{.*}}, %{{.*}}, %{{.*}}) into %{{.*}} {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
 // CHECK: of.library_call "dnn.conv2d_grad_input"(%{{.*}}, %{{.*}}) into %{{.*}} {params = {{.*}}} : (memref<2x8x6x6xf32>, memref<8x4x3x3xf32>) into memref<2x4x8x8xf32>{{$}}
+// Several inits: a result per init.
+// CHECK: of.library_call "dnn.batch_norm"(%{{.*}}, %{{.*}}, %{{.*}}) into %{{.*}}, %{{.*}}, %{{.*}} {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>
 func.func @library(%x: tensor<2x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<8xf32>, %e: tensor<2x8x6x6xf32>,
                    %dy: memref<2x8x6x6xf32>, %wm: memref<8x4x3x3xf32>, %dx: memref<2x4x8x8xf32>) -> tensor<2x8x6x6xf32> {
   %y = of.library_call "dnn.conv2d"(%x, %w, %b) into %e {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>, tensor<8xf32>) into tensor<2x8x6x6xf32> -> tensor<2x8x6x6xf32>
   of.library_call "dnn.conv2d_grad_input"(%dy, %wm) into %dx {params = array<i64: 2, 4, 8, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1>} : (memref<2x8x6x6xf32>, memref<8x4x3x3xf32>) into memref<2x4x8x8xf32>
+  %x3 = tensor.empty() : tensor<2x8x36xf32>
+  %c = tensor.empty() : tensor<8xf32>
+  %n:3 = of.library_call "dnn.batch_norm"(%x3, %b, %b) into %x3, %c, %c {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>
   return %y : tensor<2x8x6x6xf32>
 }

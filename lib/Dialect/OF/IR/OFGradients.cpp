@@ -689,21 +689,20 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   auto asChannels = [&](Value v) { return reshape(b, loc, v, perChannel); };
   Value eps = scalarLike(b, loc, x, getEpsilon().convertToDouble());
   Value w = asChannels(getWeight());
-  Value dx, xhat;
   if (getTraining()) {
-    // Normalised with the batch statistics (biased variance), which depend
-    // on x: the layer-norm formula over the batch and spatial axes.
-    Value rstd;
-    std::tie(xhat, rstd) =
-        standardize(b, loc, x, axes, getEpsilon().convertToDouble());
-    dx = normInputGrad(b, loc, mul(b, loc, g, w), xhat, rstd, axes, true);
-  } else {
-    // Normalised with the running statistics, constants here.
-    Value rstd =
-        RsqrtOp::create(b, loc, add(b, loc, asChannels(getRunningVar()), eps));
-    xhat = mul(b, loc, sub(b, loc, x, asChannels(getRunningMean())), rstd);
-    dx = mul(b, loc, g, mul(b, loc, w, rstd));
+    // Normalised with the batch statistics, which depend on x: one op, which
+    // lowering runs through the dnn library or generates.
+    auto grad =
+        BatchNormGradOp::create(b, loc, x, g, getWeight(), getEpsilonAttr());
+    grads.append({grad.getInputGrad(), grad.getWeightGrad(), grad.getBiasGrad(),
+                  Value(), Value()});
+    return success();
   }
+  // Normalised with the running statistics, constants here.
+  Value rstd =
+      RsqrtOp::create(b, loc, add(b, loc, asChannels(getRunningVar()), eps));
+  Value xhat = mul(b, loc, sub(b, loc, x, asChannels(getRunningMean())), rstd);
+  Value dx = mul(b, loc, g, mul(b, loc, w, rstd));
   auto perChannelSum = [&](Value v) {
     return ReduceSumOp::create(b, loc, v, axes, /*keepdims=*/false);
   };

@@ -1113,6 +1113,28 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult
+BatchNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input || input.getRank() < 2)
+    return emitOptionalError(loc, "input must be [N, C, ...] with rank >= 2");
+  if (stripSbp(adaptor.getGrad().getType()) != stripSbp(input))
+    return emitOptionalError(loc, "grad must have the input's type ",
+                             stripSbp(input), ", got ",
+                             adaptor.getGrad().getType());
+  RankedTensorType channelType =
+      plainTensor({input.getDimSize(1)}, input.getElementType());
+  if (stripSbp(adaptor.getWeight().getType()) != channelType)
+    return emitOptionalError(loc, "weight must be ", channelType, ", got ",
+                             adaptor.getWeight().getType());
+  if (adaptor.getEpsilon().convertToDouble() <= 0)
+    return emitOptionalError(loc, "epsilon must be positive");
+  inferred.append({stripSbp(input), channelType, channelType});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Training ops
 //===----------------------------------------------------------------------===//
@@ -1214,21 +1236,35 @@ void BoxingOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 LogicalResult LibraryCallOp::verify() {
   StringRef callee = getCallee();
   std::string_view name(callee.data(), callee.size());
-  bool isConv = dnn::isConvFunction(name), isPool = dnn::isPoolFunction(name);
-  if (!isConv && !isPool)
+  bool isConv = dnn::isConvFunction(name), isPool = dnn::isPoolFunction(name),
+       isNorm = dnn::isBatchNormFunction(name);
+  if (!isConv && !isPool && !isNorm)
     return emitOpError("unknown library function '")
            << callee << "' (known: " << dnn::kConvForwardFunction << ", "
            << dnn::kConvGradInputFunction << ", "
            << dnn::kConvGradFilterFunction << ", " << dnn::kPoolForwardFunction
-           << ", " << dnn::kPoolGradFunction << ")";
+           << ", " << dnn::kPoolGradFunction << ", "
+           << dnn::kBatchNormForwardFunction << ", "
+           << dnn::kBatchNormGradFunction << ")";
   ArrayRef<int64_t> params = getParams();
-  size_t paramCount = isConv ? dnn::kConvParamCount : dnn::kPoolParamCount;
+  size_t paramCount = isConv   ? dnn::kConvParamCount
+                      : isPool ? dnn::kPoolParamCount
+                               : dnn::kBatchNormParamCount;
   if (params.size() != paramCount)
     return emitOpError(callee)
            << " takes " << paramCount << " parameters, got " << params.size();
-  // The operands' shapes in order, the init's last.
+  // The operands' shapes in order, the inits' last.
   SmallVector<SmallVector<int64_t>> shapes;
-  if (isPool) {
+  if (isNorm) {
+    dnn::BatchNormGeometry g = dnn::decodeBatchNormGeometry(params.data());
+    if (const char *why = dnn::checkBatchNormGeometry(g))
+      return emitOpError(callee) << " parameters: " << why;
+    SmallVector<int64_t> x{g.n, g.c, g.s}, c{g.c};
+    if (name == dnn::kBatchNormForwardFunction)
+      shapes = {x, c, c, x, c, c};
+    else
+      shapes = {x, x, c, c, c, x, c, c};
+  } else if (isPool) {
     dnn::PoolGeometry g = dnn::decodePoolGeometry(params.data());
     if (const char *why = dnn::checkPoolGeometry(g))
       return emitOpError(callee) << " parameters: " << why;
@@ -1254,11 +1290,18 @@ LogicalResult LibraryCallOp::verify() {
       shapes = {x, y, w};
     }
   }
+  size_t outputs = dnn::outputCount(name);
+  if (getInits().size() != outputs)
+    return emitOpError(callee)
+           << " writes " << outputs << " init" << (outputs == 1 ? "" : "s")
+           << ", got " << getInits().size();
   if (getNumOperands() != shapes.size())
-    return emitOpError(callee) << " takes " << shapes.size() - 1
+    return emitOpError(callee) << " takes " << shapes.size() - outputs
                                << " inputs, got " << getInputs().size();
-  bool tensors = isa<TensorType>(getInit().getType());
-  Type element = cast<ShapedType>(getInit().getType()).getElementType();
+  bool tensors = isa<TensorType>(getInits()[0].getType());
+  Type element = cast<ShapedType>(getInits()[0].getType()).getElementType();
+  if (isNorm && !element.isF32())
+    return emitOpError(callee) << " is f32 only, got " << element;
   for (auto [i, operand] : llvm::enumerate(getOperands())) {
     auto type = cast<ShapedType>(operand.getType());
     if (isa<TensorType>(type) != tensors)
@@ -1270,11 +1313,13 @@ LogicalResult LibraryCallOp::verify() {
              << i << " has shape [" << type.getShape() << "], the parameters "
              << "of " << callee << " give [" << ArrayRef(shapes[i]) << "]";
   }
-  if (tensors ? getNumResults() != 1 ||
-                    getResult()[0].getType() != getInit().getType()
-              : getNumResults() != 0)
-    return emitOpError(tensors ? "on tensors has one result of init's type"
-                               : "on memrefs has no result");
+  if (!tensors) {
+    if (getNumResults() != 0)
+      return emitOpError("on memrefs has no result");
+    return success();
+  }
+  if (!llvm::equal(getResultTypes(), getInits().getTypes()))
+    return emitOpError("on tensors has a result of each init's type");
   return success();
 }
 
@@ -1285,7 +1330,8 @@ void LibraryCallOp::getEffects(
     if (isa<MemRefType>(input.get().getType()))
       effects.emplace_back(MemoryEffects::Read::get(), &input,
                            SideEffects::DefaultResource::get());
-  if (isa<MemRefType>(getInit().getType()))
-    effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(),
-                         SideEffects::DefaultResource::get());
+  for (OpOperand &init : getInitsMutable())
+    if (isa<MemRefType>(init.get().getType()))
+      effects.emplace_back(MemoryEffects::Write::get(), &init,
+                           SideEffects::DefaultResource::get());
 }

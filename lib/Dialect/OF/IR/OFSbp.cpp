@@ -529,6 +529,13 @@ void BatchNormOp::getSbpSignatures(Sigs &sigs) {
   addUniform(*this, sigs, kB);
 }
 
+// The gradient of a training batch norm: channels are independent, the
+// batch statistics need the whole batch (as the forward's).
+void BatchNormGradOp::getSbpSignatures(Sigs &sigs) {
+  add(sigs, {S(1), S(1), S(0)}, {S(1), S(0), S(0)});
+  addUniform(*this, sigs, kB);
+}
+
 // The mask hashes the global element index: a shard gets its offsets from
 // --of-partition, so any split keeps the mask of the whole tensor.
 void DropoutOp::getSbpSignatures(Sigs &sigs) {
@@ -1176,11 +1183,11 @@ void RecvOp::getEffects(
 namespace {
 /// One-shot bufferization of the destination-style ops that the plan runs as
 /// steps (the local collectives, of.library_call): the same op on the
-/// buffers of its operands, the last of which (the init) its result then
-/// is. The init is only written, so a tensor.empty init needs no copy. A
+/// buffers of its operands, whose inits (the last operands) its results
+/// then are. Inits are only written, so a tensor.empty init needs no copy. A
 /// step reads and writes whole dense buffers, so an operand whose buffer is
 /// a strided view (a slice of a larger buffer) goes through a fresh buffer:
-/// copied in for an input, copied back for the init.
+/// copied in for an input, copied back for an init.
 template <typename Op>
 struct StepBufferization
     : bufferization::DstBufferizableOpInterfaceExternalModel<
@@ -1192,6 +1199,7 @@ struct StepBufferization
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const bufferization::BufferizationOptions &options,
                           bufferization::BufferizationState &state) const {
+    auto dps = cast<DestinationStyleOpInterface>(op);
     SmallVector<Value> buffers;
     for (Value operand : op->getOperands()) {
       FailureOr<Value> buffer =
@@ -1202,10 +1210,17 @@ struct StepBufferization
     }
     rewriter.setInsertionPoint(op);
     Location loc = op->getLoc();
-    Value init = buffers.back();
-    for (Value &buffer : buffers) {
+    unsigned firstInit = op->getNumOperands() - dps.getNumDpsInits();
+    // What each result becomes: its init's buffer, or a fresh one.
+    SmallVector<Value> results(ArrayRef<Value>(buffers).drop_front(firstInit));
+    for (auto [i, buffer] : llvm::enumerate(buffers)) {
       auto type = cast<MemRefType>(buffer.getType());
-      if (type.getLayout().isIdentity())
+      // Inits that are one tensor (a CSE'd tensor.empty: several results
+      // of a library call that nothing reads) get buffers of their own.
+      bool shared =
+          i >= firstInit && llvm::is_contained(op->getOperands().take_front(i),
+                                               op->getOperand(i));
+      if (type.getLayout().isIdentity() && !shared)
         continue;
       auto dense =
           MemRefType::get(type.getShape(), type.getElementType(),
@@ -1213,19 +1228,24 @@ struct StepBufferization
       FailureOr<Value> fresh = options.createAlloc(rewriter, loc, dense, {});
       if (failed(fresh))
         return failure();
-      if (&buffer != &buffers.back() &&
+      if (i < firstInit &&
           failed(options.createMemCpy(rewriter, loc, buffer, *fresh)))
         return failure();
+      if (shared)
+        results[i - firstInit] = *fresh;
       buffer = *fresh;
     }
     OperationState bufferized(loc, op->getName());
     bufferized.addOperands(buffers);
     bufferized.addAttributes(op->getAttrs());
     rewriter.create(bufferized);
-    if (buffers.back() != init &&
-        failed(options.createMemCpy(rewriter, loc, buffers.back(), init)))
-      return failure();
-    bufferization::replaceOpWithBufferizedValues(rewriter, op, init);
+    // A strided init gets the dense buffer's contents back.
+    for (auto [result, used] : llvm::zip_equal(
+             results, ArrayRef<Value>(buffers).drop_front(firstInit)))
+      if (used != result &&
+          failed(options.createMemCpy(rewriter, loc, used, result)))
+        return failure();
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, results);
     return success();
   }
 };

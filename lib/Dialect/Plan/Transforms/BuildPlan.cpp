@@ -1299,9 +1299,12 @@ LogicalResult ProgramBuilder::visitLibraryCall(of::LibraryCallOp op) {
       return op.emitError("a library call needs whole contiguous buffers");
     step.buffers.push_back(rootOf(v));
   }
-  for (unsigned i = 0; i + 1 < step.buffers.size(); ++i)
-    read(step.buffers[i]);
-  write(step.buffers.back());
+  for (auto [i, buffer] : llvm::enumerate(step.buffers)) {
+    if (i < op.getInputs().size())
+      read(buffer);
+    else
+      write(buffer);
+  }
   step.params = llvm::to_vector(op.getParams());
   steps.push_back(step);
   return success();

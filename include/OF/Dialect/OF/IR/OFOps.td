@@ -609,6 +609,31 @@ def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
   }];
 }
 
+def OF_BatchNormGradOp : OF_Op<"batch_norm_grad", [Pure, OF_InferShapes,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "Gradients of a training `of.batch_norm` with respect to its input, weight and bias";
+  let description = [{
+    Given the input `input : [N, C, ...]` of a training `of.batch_norm`,
+    the gradient `grad` of its result and its `weight : [C]`, returns the
+    gradients of the input (the dependence of the batch statistics on it
+    included), of the weight and of the bias. The statistics are the
+    input's, recomputed (mean and biased variance over every dimension but
+    1); `epsilon` is the forward's.
+
+    ```mlir
+    %dx, %dg, %db = of.batch_norm_grad %x, %dy, %g {epsilon = 1.0e-05 : f64}
+        : (tensor<8x16x4x4xf32>, tensor<8x16x4x4xf32>, tensor<16xf32>)
+        -> (tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, OF_FloatTensor:$grad,
+                       OF_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs OF_FloatTensor:$input_grad, OF_FloatTensor:$weight_grad,
+                      OF_FloatTensor:$bias_grad);
+  let assemblyFormat = "$input `,` $grad `,` $weight attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Training ops
 //===----------------------------------------------------------------------===//
@@ -806,19 +831,21 @@ def OF_RecvOp : OF_Op<"recv", [DestinationStyleOpInterface,
 //===----------------------------------------------------------------------===//
 
 def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "A computation the runtime runs through a library, in destination style";
   let description = [{
     Lowering's form of an op that the plan runs as an `ofrt.library_call`
     step rather than as a generated kernel: convolutions and poolings
     (oneDNN on the CPU, cuDNN on a GPU; `--convert-of-to-linalg` with
-    `conv-library=true`, `pool-library=true`). `callee` names the
+    `conv-library=true`, `pool-library=true`), and training batch
+    normalizations (`norm-library=true`). `callee` names the
     library function and `params` its parameters, laid out as
     `include/OF/Runtime/LibraryCalls.h` says (the runtime checks them with
     the same code). Like the local collectives it works on tensors (with
-    one result, stored in `init`) and, after one-shot bufferization, on
-    memrefs (no result); `init` is only written. The plan builder turns it
-    into the step on its buffers, in operand order.
+    a result per init, stored in it) and, after one-shot bufferization, on
+    memrefs (no result); `inits` are only written. The plan builder turns it
+    into the step on its buffers, in operand order (inputs, then inits).
 
     Functions and buffers:
     - `dnn.conv2d` `(x, w[, bias]) into y`: y = conv(x, w) (+ bias per
@@ -840,6 +867,16 @@ def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
     counting padding, 2 for the mean over its elements inside x. x (and dx)
     is `[N, C, H, W]`, y (and dy) `[N, C, OH, OW]`.
 
+    - `dnn.batch_norm` `(x, scale, shift) into y, mean, var`: a training
+      batch normalization; mean and var are the batch's mean and biased
+      variance per channel.
+    - `dnn.batch_norm_grad` `(x, dy, scale, mean, var) into dx, dscale,
+      dshift`: its gradients, given the statistics of x.
+
+    Parameters: `[N, C, S, epsilon]`, epsilon as the bits of an f64. x (y,
+    dy, dx) is `[N, C, S]` (the extents after the channels collapsed), the
+    others `[C]`; f32 only (the libraries keep statistics in f32).
+
     ```mlir
     %e = tensor.empty() : tensor<2x8x6x6xf32>
     %y = of.library_call "dnn.conv2d"(%x, %w) into %e
@@ -849,15 +886,16 @@ def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
     ```
   }];
   let arguments = (ins StrAttr:$callee, Variadic<OF_TensorOrMemRef>:$inputs,
-                       OF_TensorOrMemRef:$init, DenseI64ArrayAttr:$params);
+                       Variadic<OF_TensorOrMemRef>:$inits,
+                       DenseI64ArrayAttr:$params);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
-    $callee `(` $inputs `)` `into` $init attr-dict `:`
-    `(` type($inputs) `)` `into` type($init) (`->` type($result)^)?
+    $callee `(` $inputs `)` `into` $inits attr-dict `:`
+    `(` type($inputs) `)` `into` type($inits) (`->` type($result)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitsMutable(); }
   }];
 }
 
