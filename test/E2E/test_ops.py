@@ -703,6 +703,23 @@ def g_batch_norm(rng):
         p.output(f"batch_norm_{s}_y", f"%y_{s}", tx, y, RED)
         p.output(f"batch_norm_{s}_mean", f"%m_{s}", tc, nm, RED)
         p.output(f"batch_norm_{s}_var", f"%v_{s}", tc, nv, RED)
+    # The training gradient (of.batch_norm_grad, which --of-autodiff builds;
+    # a cuDNN step on a GPU): with xhat the normalised x over m elements per
+    # channel, db = sum(dy), dg = sum(dy * xhat), dx = g * rstd * (dy - (db +
+    # xhat * dg) / m).
+    dy = p.input("dy", nonzero(rng, (4, C, 3, 2)))
+    DY = f64(p.inputs["dy"])
+    eps, m = 1e-3, X.size // C
+    mean, var = X.mean(axis=(0, 2, 3)), X.var(axis=(0, 2, 3))
+    rstd = 1 / np.sqrt(var + eps)
+    xhat = (X - ch(mean)) * ch(rstd)
+    db, dg = DY.sum(axis=(0, 2, 3)), (DY * xhat).sum(axis=(0, 2, 3))
+    dx = ch(G * rstd) * (DY - (ch(db) + xhat * ch(dg)) / m)
+    p.op(f"%dx, %dg, %db = of.batch_norm_grad {x}, {dy}, {g} {{epsilon = {eps:e} : f64}} "
+         f": ({tx}, {tx}, {tc}) -> ({tx}, {tc}, {tc})")
+    p.output("batch_norm_grad_x", "%dx", tx, dx, RED)
+    p.output("batch_norm_grad_weight", "%dg", tc, dg, RED)
+    p.output("batch_norm_grad_bias", "%db", tc, db, RED)
     return p
 
 
