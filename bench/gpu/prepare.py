@@ -203,6 +203,43 @@ def add_gpt_training(bundle, rng):
                          "trained": trained})
 
 
+CONVNET_STEPS = 6
+
+
+def add_convnet_training(bundle, rng):
+    """bench/train_bench.py's convnet (conv 3x3 -> batch norm -> relu -> max
+    pool -> linear, SGD) for a few steps: cuDNN's convolution, batch-norm
+    and pooling steps in a model, the CPU plan's losses and trained state
+    the reference. cuDNN may pick Winograd or FFT convolutions, whose f32
+    results differ from a direct sum by more than cuBLAS's do: 1e-3."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import train_bench
+    program, _, entry, _, params, inputs, _ = train_bench.convnet_setup(rng, None)
+    # The benchmark's 0.01 overshoots at first (the loss goes 3 -> 30), which
+    # would magnify rounding differences; at 0.001 the loss falls smoothly.
+    lr = 1e-3
+    case = "convnet-train"
+    cuda_plan = bundle.compile(program, case, "cuda,train=sgd")
+    cpu_plan = bundle.compile(program, case + "-cpu", "cpu,train=sgd")
+    args = ["--entry", entry, "--set", f"lr={lr}"]
+    for name, value in params.items():
+        args += ["--input", f"{name}=" + bundle.save(case, name, value)]
+    for name, (how, value) in inputs.items():
+        args += [f"--{how}", f"{name}=" + bundle.save(case, name, value)]
+    out = bundle.out / "cpu-out"
+    stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args +
+                 ["--steps", str(CONVNET_STEPS), "--output-dir", out], cwd=bundle.out).decode()
+    trained = {f.stem: bundle.save(case, "trained_" + f.stem, np.load(f))
+               for f in sorted(out.glob("*.npy")) if f.stem != "loss"}
+    shutil.rmtree(out)
+    (bundle.out / cpu_plan).unlink()
+    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
+    assert len(losses) == CONVNET_STEPS, stdout
+    bundle.cases.append({"name": case, "kind": "train", "plan": cuda_plan,
+                         "args": args + ["--steps", str(CONVNET_STEPS)], "profile_args": args,
+                         "losses": losses, "tol": 1e-3, "trained": trained})
+
+
 # The GPT of the training-step benchmark (examples/gpt.py's model), with
 # PyTorch eager and torch.compile on the same GPU as peers (run.py).
 GPT_BENCH = dict(vocab=1024, block=256, d_model=256, heads=8, layers=4, batch=8)
@@ -273,6 +310,8 @@ def main():
                  bundle, [p.replace(";", ",") for p in args.pipelines.split(",")])),
              ("MLP forward", lambda: add_mlp(bundle, rng)),
              ("GPT training step (and its CPU reference)", lambda: add_gpt_training(bundle, rng)),
+             ("convnet training step (and its CPU reference)",
+              lambda: add_convnet_training(bundle, rng)),
              ("GEMM benchmarks", lambda: add_gemm_benchmarks(bundle)),
              ("GPT training-step benchmarks", lambda: add_gpt_benchmark(bundle))]
     for i, (what, fn) in enumerate(steps, 1):

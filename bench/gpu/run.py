@@ -8,7 +8,7 @@ $OUT (or the temporary folder of the outputs) after every case.
                              [--deadline SECONDS]
 
 The device time is scarce, so the cases run in order of what they tell:
-the main pipeline's op groups, the MLP and the GPT training step first,
+the main pipeline's op groups, the MLP, GPT and convnet training steps first,
 then the GEMM benchmarks, the GPT-2 124M benchmark, the small GPT
 benchmarks, and last the same op groups compiled with fuse=false and
 use-blas=false. Past the deadline (default 300 s after the start) the
