@@ -319,7 +319,7 @@ Status CudnnSteps::Impl::createBatchNorm(const PreparedStep &step, Plan &plan) {
   // The forward pass takes the biased variance from cuDNN's running
   // variance (unbiased: a sum over n * s - 1) scaled back, which one
   // element per channel cannot give.
-  if (g.n * g.s < 2)
+  if (step.function == kBatchNormForwardFunction && g.n * g.s < 2)
     return fail("a batch norm over one element per channel (the compiler "
                 "keeps these generated)");
   plan.direction = step.function == kBatchNormForwardFunction

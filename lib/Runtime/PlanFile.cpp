@@ -968,7 +968,7 @@ private:
 
   /// The buffers of a dnn step: as many as `elements` (`layout` names
   /// them), of one floating-point type, with exactly those element counts,
-  /// the results (the last outputCount) writable and none used twice.
+  /// the results (the last outputCount) writable and used once.
   Status checkDnnBuffers(const std::string &where, const LibraryCall &call,
                          const std::vector<int64_t> &elements,
                          const char *layout) const {
@@ -977,10 +977,15 @@ private:
       return fail(where, ": ", function, " takes buffers ", layout, ", got ",
                   count(call.buffers()));
     DType dtype = buffer(call.buffers()->Get(0)).dtype();
-    std::set<uint32_t> seen;
+    // Inputs may repeat (a batch norm's scale and shift one tensor, say);
+    // a result may not be any other buffer of the step.
+    size_t firstOutput = elements.size() - plan::outputCount(function);
+    std::map<uint32_t, int> uses;
+    for (uint32_t i = 0; i < elements.size(); ++i)
+      ++uses[call.buffers()->Get(i)];
     for (uint32_t i = 0; i < elements.size(); ++i) {
       uint32_t index = call.buffers()->Get(i);
-      if (!seen.insert(index).second)
+      if (i >= firstOutput && uses[index] > 1)
         return fail(where, ": ", function, " uses buffer ", bufferLabel(index),
                     " twice");
       if (buffer(index).dtype() != dtype ||
@@ -995,8 +1000,7 @@ private:
                     bufferLabel(index), ") has ", elementCount(index),
                     " elements, its geometry needs ", elements[i]);
     }
-    for (size_t i = elements.size() - plan::outputCount(function);
-         i < elements.size(); ++i)
+    for (size_t i = firstOutput; i < elements.size(); ++i)
       if (Status status =
               checkWritable(where, call.buffers()->Get(i), "result");
           status.failed())

@@ -4,7 +4,8 @@
 // A plan whose batch norm's statistics nothing reads: each init its own
 // buffer, though the tensor.empty inits are one after CSE.
 // RUN: of-opt --convert-of-to-linalg=norm-library=true --canonicalize --cse \
-// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --of-build-plan \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --canonicalize --cse --of-build-plan \
 // RUN:   --of-lower-cpu-kernels %s \
 // RUN:   | tee %t.plan | FileCheck %s --check-prefix=PLAN
 // The plan loader refuses a step that uses a buffer twice:
@@ -72,4 +73,36 @@ func.func @generated(%x: tensor<4x3x5x5xf32>, %c: tensor<3xf32>, %xd: tensor<4x3
   %e:3 = of.batch_norm %xb, %cb, %cb, %cb, %cb {training = true} : (tensor<4x3x5x5xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>) -> (tensor<4x3x5x5xbf16>, tensor<3xbf16>, tensor<3xbf16>)
   %f:3 = of.batch_norm_grad %xd, %xd, %cd : (tensor<4x3x5x5xf64>, tensor<4x3x5x5xf64>, tensor<3xf64>) -> (tensor<4x3x5x5xf64>, tensor<3xf64>, tensor<3xf64>)
   return %a#0, %d#0, %e#0, %f#0 : tensor<4x3x5x5xf32>, tensor<4x3x5x5xf64>, tensor<4x3x5x5xbf16>, tensor<4x3x5x5xf64>
+}
+
+// One element per channel: the forward step would need cuDNN's unbiased
+// variance of one element, so it stays generated; the gradient does not
+// need it. Empty tensors stay generated (and compile: no division by a
+// zero extent).
+// CUDA-LABEL: func.func @one
+// CUDA-NOT: library_call "dnn.batch_norm"(
+// CUDA: of.library_call "dnn.batch_norm_grad"({{.*}}params = array<i64: 1, 3, 1,
+// CUDA-NOT: library_call
+// CUDA: return
+// CPU-LABEL: func.func @one
+// CPU-NOT: library_call
+// CPU: return
+func.func @one(%x: tensor<1x3xf32>, %c: tensor<3xf32>) -> (tensor<1x3xf32>, tensor<3xf32>, tensor<1x3xf32>) {
+  %y:3 = of.batch_norm %x, %c, %c, %c, %c {training = true} : (tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %g:3 = of.batch_norm_grad %x, %x, %c : (tensor<1x3xf32>, tensor<1x3xf32>, tensor<3xf32>) -> (tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y#0, %y#1, %g#0 : tensor<1x3xf32>, tensor<3xf32>, tensor<1x3xf32>
+}
+
+// CUDA-LABEL: func.func @empty
+// CUDA-NOT: library_call
+// CUDA: return
+// CPU-LABEL: func.func @empty
+// CPU: return
+func.func @empty(%x: tensor<0x3x4x4xf32>, %c: tensor<3xf32>, %z: tensor<2x0x3xf32>, %e: tensor<0xf32>)
+    -> (tensor<0x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x0x3xf32>, tensor<0xf32>) {
+  %y:3 = of.batch_norm %x, %c, %c, %c, %c {training = true} : (tensor<0x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<0x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  %g:3 = of.batch_norm_grad %x, %x, %c : (tensor<0x3x4x4xf32>, tensor<0x3x4x4xf32>, tensor<3xf32>) -> (tensor<0x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  %n:3 = of.batch_norm %z, %e, %e, %e, %e {training = true} : (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>)
+  %h:3 = of.batch_norm_grad %z, %n#0, %e : (tensor<2x0x3xf32>, tensor<2x0x3xf32>, tensor<0xf32>) -> (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>)
+  return %g#0, %g#1, %y#1, %h#0, %h#1 : tensor<0x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x0x3xf32>, tensor<0xf32>
 }

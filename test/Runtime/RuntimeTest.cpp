@@ -431,7 +431,7 @@ TEST(PlanErrors, ConvolutionParameters) {
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 0 (library dnn.conv2d): dnn.conv2d buffer 3 "
             "('dx') has 336 elements, its geometry needs 252");
-  forward->buffers = {0, 0, 2, 4};
+  forward->buffers = {0, 1, 2, 0}; // y into x
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 0 (library dnn.conv2d): dnn.conv2d uses "
             "buffer 'x' twice");
@@ -686,6 +686,9 @@ TEST(PlanErrors, BatchNormParameters) {
   EXPECT_EQ(openError(sample.write()),
             "program 'main' step 0 (library dnn.batch_norm): dnn.batch_norm "
             "uses buffer 'x' twice");
+  // An input read twice is fine (scale and shift one tensor).
+  forward->buffers = {0, 2, 2, 4, 5, 6};
+  EXPECT_EQ(openError(sample.write()), "");
   auto *gradient = mainProgram(sample).steps[1]->detail.AsLibraryCall();
   forward->buffers = {0, 2, 3, 4, 5, 6};
   gradient->buffers.pop_back();

@@ -69,6 +69,7 @@ int main(int argc, char **argv) {
       {"dtypes.ofp", makeDtypePlan().write()},
       {"conv.ofp", ConvCase().plan().write()},
       {"pool.ofp", PoolCase().plan().write()},
+      {"norm.ofp", NormCase().plan().write()},
   };
   for (const auto &plan : plans) {
     std::string path = directory + "/" + plan.name;

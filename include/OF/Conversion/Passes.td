@@ -44,9 +44,11 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     `"dnn.pool2d_grad"` steps; with `norm-library`, f32 training batch norms
     and their gradients become `"dnn.batch_norm"` and
     `"dnn.batch_norm_grad"` steps on x collapsed to [N, C, S] (the running
-    statistics' update stays generated) (`--of-pipeline=cpu` and
-    `--of-pipeline=cuda` set all three). `dnn-library` names the library that will run them, which
-    decides what it is given. `onednn` (the default): f16 convolutions are
+    statistics' update stays generated). `--of-pipeline=cpu` and
+    `--of-pipeline=cuda` set conv-library and pool-library; only the CUDA
+    pipeline sets norm-library (on the CPU the generated kernels measured
+    faster than oneDNN's). `dnn-library` names the library that will run
+    them, which decides what it is given. `onednn` (the default): f16 convolutions are
     widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
     rounded once, f16 poolings stay generated, and so does max pooling's
     forward pass (oneDNN's max drops NaN, where PyTorch's and the generated
@@ -54,7 +56,9 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     CUDA pipeline): f16 steps as they are, max pooling's forward pass too
     (NaN propagated), and only steps padded symmetrically (cuDNN's
     descriptors pad so), the others generated, as are those with a tensor
-    of 2^31 elements or more (cuDNN's descriptors take int).
+    of 2^31 elements or more (cuDNN's descriptors take int); a training
+    batch norm over one element per channel, or of a batch larger than
+    880801 (where PyTorch stops using cuDNN's), stays generated too.
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices

@@ -1857,7 +1857,8 @@ std::pair<Value, Value> runningStatistics(OpBuilder &b, Location loc,
   RankedTensorType type = localType(op.getResult().getType());
   Type et = type.getElementType();
   double momentum = op.getMomentum().convertToDouble();
-  int64_t count = type.getNumElements() / type.getDimSize(1);
+  int64_t channels = type.getDimSize(1);
+  int64_t count = channels ? type.getNumElements() / channels : 0;
   double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
   auto channelType = cast<RankedTensorType>(mean.getType());
   auto update = [&](Value old, Value batch, double scale) {
@@ -1891,7 +1892,10 @@ struct BatchNormGradLowering : OpConversionPattern<BatchNormGradOp> {
     int64_t rank = type.getRank();
     SmallVector<int64_t> axes = batchNormAxes(type);
     double eps = op.getEpsilon().convertToDouble();
-    double count = double(type.getNumElements() / type.getDimSize(1));
+    // Elements per channel (none for an empty tensor, whose kernels do no
+    // iterations).
+    int64_t channels = type.getDimSize(1);
+    double count = channels ? double(type.getNumElements() / channels) : 1.0;
     Value x = adaptor.getInput(), dy = adaptor.getGrad();
     auto [mean, var] = batchStatistics(rewriter, loc, x);
     auto channelType = cast<RankedTensorType>(mean.getType());
@@ -2008,10 +2012,10 @@ Value asBatchNormRank3(OpBuilder &b, Location loc, Value x) {
   int64_t rank = type.getRank();
   if (rank == 3)
     return x;
-  auto target = RankedTensorType::get(
-      {type.getDimSize(0), type.getDimSize(1),
-       type.getNumElements() / (type.getDimSize(0) * type.getDimSize(1))},
-      type.getElementType());
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+  auto target =
+      RankedTensorType::get({n, c, n * c ? type.getNumElements() / (n * c) : 0},
+                            type.getElementType());
   if (rank == 2)
     return tensor::ExpandShapeOp::create(b, loc, target, x, {{0}, {1, 2}});
   ReassociationIndices spatial;
@@ -2063,18 +2067,32 @@ struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
             op, "an inference batch norm is one generated elementwise kernel");
     if (const char *why = library.refuses({0, 0, 0, 0}, {type}))
       return rewriter.notifyMatchFailure(op, why);
-    Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    Value x3 = asBatchNormRank3(rewriter, loc, x);
-    auto x3Type = cast<RankedTensorType>(x3.getType());
-    auto channelType =
-        RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
+    // The geometry from the shape, checked before any IR is made: an empty
+    // tensor, say, stays generated.
+    int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+    int64_t s = n * c ? type.getNumElements() / (n * c) : 0;
     SmallVector<int64_t> params{
-        x3Type.getDimSize(0), x3Type.getDimSize(1), x3Type.getDimSize(2),
+        n, c, s,
         ::of::plan::encodeBatchNormEpsilon(op.getEpsilon().convertToDouble())};
     if (const char *why = ::of::plan::checkBatchNormGeometry(
             ::of::plan::decodeBatchNormGeometry(params.data())))
       return rewriter.notifyMatchFailure(op, why);
+    if (library.cudnn && forward && n * s < 2)
+      return rewriter.notifyMatchFailure(
+          op, "the cuDNN step takes the biased variance from cuDNN's "
+              "unbiased one, which one element per channel cannot give");
+    // PyTorch keeps cuDNN's training batch norm to batches of at most
+    // 880801 (cuDNN 7 returned NOT_SUPPORTED above; PyTorch #32763); not
+    // yet tried on cuDNN 9.
+    if (library.cudnn && n > 880801)
+      return rewriter.notifyMatchFailure(
+          op, "cuDNN's training batch norm is kept to batches of at most "
+              "880801, as PyTorch keeps it");
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    Value x3 = asBatchNormRank3(rewriter, loc, x);
+    auto x3Type = cast<RankedTensorType>(x3.getType());
+    auto channelType = RankedTensorType::get({c}, type.getElementType());
     SmallVector<Value> inputs{x3};
     StringRef callee = ::of::plan::kBatchNormForwardFunction;
     if constexpr (forward) {
