@@ -11,9 +11,9 @@ The device time is scarce, so the cases run in order of what they tell:
 the main pipeline's op groups, the MLP, GPT and convnet training steps first,
 then the GEMM benchmarks, the GPT-2 124M benchmark, the small GPT
 benchmarks, and last the same op groups compiled with fuse=false and
-use-blas=false. Past the deadline (default 300 s after the start) the
-remaining cases are listed as SKIP, and each command is given at most the
-time left.
+use-blas=false, and the convnet step with use-dnn=false. Past the
+deadline (default 300 s after the start) the remaining cases are listed
+as SKIP, and each command is given at most the time left.
 
 Started by bench/gpu/run.sh, which sets up the bundle's libraries.
 """
@@ -443,7 +443,7 @@ def torch_matmul_tflops(m, n, k, dtype, reps=10, tf32=False):
 def priority(case):
     """The order cases run in (see the module's docstring)."""
     name, kind = case["name"], case["kind"]
-    if "fusefalse" in name or "use-blasfalse" in name:
+    if "fusefalse" in name or "use-blasfalse" in name or "use-dnnfalse" in name:
         return 4
     if kind == "gemm":
         return 1
