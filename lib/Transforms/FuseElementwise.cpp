@@ -4,7 +4,9 @@
 // reshape-by-expansion folding, with a control function that keeps
 // contractions and checked gathers out of both, does not fuse a broadcast
 // producer that calls math functions into its larger consumer, and does not
-// recompute a multi-input producer that other users keep anyway. Upstream's
+// recompute a multi-input producer that other users keep anyway. Reductions
+// become generics first, so that a producer that only a reduction reads
+// fuses into it. Upstream's
 // linalg-fuse-elementwise-ops would fold the reshape around a batched matmul
 // into it and turn the linalg.contract into a generic that no longer maps onto
 // one BLAS call.
@@ -77,6 +79,18 @@ bool wouldDuplicate(OpOperand *fused) {
   return fullInputs > 1;
 }
 
+/// Whether fusing would make a reduction recompute a producer that stays
+/// for its other users: reading the producer's result back is one stream,
+/// as reading its input would be, so recomputing it (an exp, say) in the
+/// reduction only adds work. A producer that the reduction alone reads (a
+/// squared deviation, a product of two tensors) fuses: it is then never
+/// written out.
+bool wouldRecomputeForReduction(OpOperand *fused) {
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  return consumer && consumer.getNumReductionLoops() > 0 &&
+         !fused->get().hasOneUse();
+}
+
 /// Whether `op` gathers with indices that the plan checks first (its
 /// `of.index_range`, which --of-build-plan turns into a check.index_range
 /// step). Upstream's fusion builds a new op without that attribute, so an
@@ -86,17 +100,32 @@ bool checksIndices(Operation *op) {
 }
 
 /// Fuse only where neither side is a contraction or a checked gather, and
-/// where no transcendental work or multi-input producer would be repeated.
+/// where no transcendental work, multi-input producer or producer kept
+/// for other users would be repeated.
 bool shouldFuse(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   return !isContraction(fused->getOwner()) && !isContraction(producer) &&
          !checksIndices(fused->getOwner()) && !checksIndices(producer) &&
-         !wouldRecomputeMath(fused) && !wouldDuplicate(fused);
+         !wouldRecomputeMath(fused) && !wouldDuplicate(fused) &&
+         !wouldRecomputeForReduction(fused);
 }
 
 struct FuseElementwisePass
     : of::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
+    // Reductions as generics, so that an elementwise producer (a squared
+    // deviation, a product of two tensors) fuses into the reduction that
+    // reads it instead of being written out and read back: upstream's
+    // elementwise fusion takes linalg.generic consumers only.
+    SmallVector<linalg::ReduceOp> reductions;
+    getOperation()->walk(
+        [&](linalg::ReduceOp op) { reductions.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (linalg::ReduceOp op : reductions) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, shouldFuse);

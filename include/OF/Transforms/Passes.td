@@ -16,7 +16,11 @@ def FuseElementwisePass : Pass<"of-fuse-elementwise"> {
     has other users is not recomputed in a consumer when it reads more than
     one full-size input (it runs for its other users anyway, and reading
     its result is one stream), nor is a transcendental producer that the
-    consumer broadcasts.
+    consumer broadcasts. Reductions (`linalg.reduce`) become generics first,
+    so that a producer only a reduction reads (a squared deviation, the
+    product of a gradient and a normalised input) fuses into it and is never
+    written out; a producer kept for other users is not recomputed in a
+    reduction.
 
     ```mlir
     %a = linalg.generic ... { exp } ins(%x) outs(%e0)
