@@ -79,16 +79,24 @@ bool wouldDuplicate(OpOperand *fused) {
   return fullInputs > 1;
 }
 
-/// Whether fusing would make a reduction recompute a producer that stays
-/// for its other users: reading the producer's result back is one stream,
-/// as reading its input would be, so recomputing it (an exp, say) in the
-/// reduction only adds work. A producer that the reduction alone reads (a
-/// squared deviation, a product of two tensors) fuses: it is then never
-/// written out.
+/// Whether fusing would make a reduction recompute a transcendental
+/// producer that stays for its other users: reading the producer's result
+/// back is one stream, as reading its input would be, so recomputing an
+/// exp in the reduction only adds work. A producer that the reduction
+/// alone reads (a squared deviation, a product of two tensors) fuses and
+/// is never written out; so does cheap arithmetic that others read too (a
+/// centred input), which disappears once each of its users has fused it.
 bool wouldRecomputeForReduction(OpOperand *fused) {
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-  return consumer && consumer.getNumReductionLoops() > 0 &&
-         !fused->get().hasOneUse();
+  auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
+  if (!consumer || !producer || consumer.getNumReductionLoops() == 0 ||
+      fused->get().hasOneUse())
+    return false;
+  bool callsMath = false;
+  producer->walk([&](Operation *op) {
+    callsMath |= op->getDialect() && op->getDialect()->getNamespace() == "math";
+  });
+  return callsMath;
 }
 
 /// Whether `op` gathers with indices that the plan checks first (its

@@ -19,8 +19,8 @@ def FuseElementwisePass : Pass<"of-fuse-elementwise"> {
     consumer broadcasts. Reductions (`linalg.reduce`) become generics first,
     so that a producer only a reduction reads (a squared deviation, the
     product of a gradient and a normalised input) fuses into it and is never
-    written out; a producer kept for other users is not recomputed in a
-    reduction.
+    written out; a transcendental producer kept for other users is not
+    recomputed in a reduction.
 
     ```mlir
     %a = linalg.generic ... { exp } ins(%x) outs(%e0)
