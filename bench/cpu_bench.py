@@ -344,6 +344,19 @@ def main():
                 rows.append((label + " bf16", t_of16, "torch(oneDNN)", peer_time(torch_conv16, args.repeat),
                              f"OF {flops / t_of16 / 1e9:.1f} GFLOP/s"))
 
+        def library_against_generated(mlir, name, ins, label):
+            """Times `mlir` as --of-pipeline=cpu compiles it and with every
+            dnn step generated (use-dnn=false); adds the row, with the
+            library steps' times, and returns OF's time."""
+            ofp, _, _ = compile_plan(tools, mlir, work, name)
+            t_of, steps = of_time(tools, ofp, ins, work, args.repeat)
+            ofp, _, _ = compile_plan(tools, mlir, work, name + "_loops", "cpu,use-dnn=false")
+            t_loops, _ = of_time(tools, ofp, ins, work, args.repeat)
+            rows.append((label, t_of, "OF generated", t_loops,
+                         ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()
+                                   if k.startswith("library"))))
+            return t_of
+
         if selected("pool"):
             # Pooling as a training step needs it: the forward pass and the
             # input's gradient, on the convnet's activations (32x64x32x32).
@@ -370,14 +383,8 @@ def main():
     }}"""
                 pdy = rng.standard_normal((n, c, oh, oh), dtype=np.float32)
                 ins = {"x": px, "dy": pdy}
-                ofp, _, _ = compile_plan(tools, mlir, work, f"pool_{kind}")
-                t_of, steps = of_time(tools, ofp, ins, work, args.repeat)
-                ofp, _, _ = compile_plan(tools, mlir, work, f"pool_{kind}_loops", "cpu,use-dnn=false")
-                t_loops, _ = of_time(tools, ofp, ins, work, args.repeat)
                 label = f"{kind}_pool2d {n}x{c}x{hw}x{hw} fwd+grad"
-                rows.append((label, t_of, "OF generated", t_loops,
-                             ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()
-                                       if k.startswith("library"))))
+                t_of = library_against_generated(mlir, f"pool_{kind}", ins, label)
                 if HAVE_TORCH:
                     import torch
                     tx, tdy = torch.from_numpy(px), torch.from_numpy(pdy)
@@ -418,14 +425,8 @@ def main():
             ins = {"x": bx, "dy": bdy, "g": rng.standard_normal(c, dtype=np.float32),
                    "b": rng.standard_normal(c, dtype=np.float32),
                    "m": np.zeros(c, np.float32), "v": np.ones(c, np.float32)}
-            ofp, _, _ = compile_plan(tools, mlir, work, "batch_norm")
-            t_of, steps = of_time(tools, ofp, ins, work, args.repeat)
-            ofp, _, _ = compile_plan(tools, mlir, work, "batch_norm_loops", "cpu,use-dnn=false")
-            t_loops, _ = of_time(tools, ofp, ins, work, args.repeat)
             label = f"batch_norm {n}x{c}x{hw}x{hw} fwd+grad"
-            rows.append((label, t_of, "OF generated", t_loops,
-                         ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items()
-                                   if k.startswith("library"))))
+            t_of = library_against_generated(mlir, "batch_norm", ins, label)
             if HAVE_TORCH:
                 import torch
                 tx, tdy = torch.from_numpy(bx), torch.from_numpy(bdy)

@@ -166,6 +166,22 @@ def add_mlp(bundle, rng):
         "outputs": {"y": {"ref": bundle.save(case, "ref_y", ref), "tol": 1e-4, "bf16": False}}})
 
 
+def cpu_reference(bundle, case, cpu_plan, args, steps):
+    """Runs a training plan on the CPU (then drops it from the bundle): its
+    losses, and the trained state (parameters, optimizer state) saved into
+    the bundle, which the GPU must reach too."""
+    out = bundle.out / "cpu-out"
+    stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args + ["--output-dir", out],
+                 cwd=bundle.out).decode()
+    trained = {f.stem: bundle.save(case, "trained_" + f.stem, np.load(f))
+               for f in sorted(out.glob("*.npy")) if f.stem != "loss"}
+    shutil.rmtree(out)
+    (bundle.out / cpu_plan).unlink()
+    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
+    assert len(losses) == steps, stdout
+    return losses, trained
+
+
 def add_gpt_training(bundle, rng):
     """The 1-rank GPT training step: the CPU plan's losses are the
     reference for the CUDA plan's."""
@@ -188,16 +204,7 @@ def add_gpt_training(bundle, rng):
     profile = ["--entry", "gpt_train_step", "--set", f"lr={GPT_LR}",
                "--input", "idx=" + bundle.save(case, "idx0", idx[0]),
                "--input", "targets=" + bundle.save(case, "targets0", targets[0])] + params
-    out = bundle.out / "cpu-out"
-    stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args + ["--output-dir", out],
-                 cwd=bundle.out).decode()
-    # The trained parameters (and optimizer state) the GPU must reach too.
-    trained = {f.stem: bundle.save(case, "trained_" + f.stem, np.load(f))
-               for f in sorted(out.glob("*.npy")) if f.stem != "loss"}
-    shutil.rmtree(out)
-    (bundle.out / cpu_plan).unlink()
-    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
-    assert len(losses) == GPT_STEPS, stdout
+    losses, trained = cpu_reference(bundle, case, cpu_plan, args, GPT_STEPS)
     bundle.cases.append({"name": case, "kind": "train", "plan": cuda_plan, "args": args,
                          "profile_args": profile, "losses": losses, "tol": 1e-4,
                          "trained": trained})
@@ -230,15 +237,8 @@ def add_convnet_training(bundle, rng):
         args += ["--input", f"{name}=" + bundle.save(case, name, value)]
     for name, (how, value) in inputs.items():
         args += [f"--{how}", f"{name}=" + bundle.save(case, name, value)]
-    out = bundle.out / "cpu-out"
-    stdout = run([bundle.tools.resolve() / "of-run", cpu_plan] + args +
-                 ["--steps", str(CONVNET_STEPS), "--output-dir", out], cwd=bundle.out).decode()
-    trained = {f.stem: bundle.save(case, "trained_" + f.stem, np.load(f))
-               for f in sorted(out.glob("*.npy")) if f.stem != "loss"}
-    shutil.rmtree(out)
-    (bundle.out / cpu_plan).unlink()
-    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
-    assert len(losses) == CONVNET_STEPS, stdout
+    losses, trained = cpu_reference(bundle, case, cpu_plan,
+                                    args + ["--steps", str(CONVNET_STEPS)], CONVNET_STEPS)
     for name, plan in ((case, cuda_plan), (case + "-use-dnnfalse", generated_plan)):
         bundle.cases.append({"name": name, "kind": "train", "plan": plan,
                              "args": args + ["--steps", str(CONVNET_STEPS)], "profile_args": args,
