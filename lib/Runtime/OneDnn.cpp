@@ -220,12 +220,12 @@ struct OneDnnPrimitives::Impl {
 
   /// Makes the primitive of `key` in `cache` with `create`, unless a step
   /// of the same key already did; what a failed `create` made is freed.
-  template <typename Create>
-  Status prepareOnce(std::map<std::vector<int64_t>, Primitive> &cache,
+  template <typename T, typename Create>
+  Status prepareOnce(std::map<std::vector<int64_t>, T> &cache,
                      std::vector<int64_t> key, Create create) {
     if (cache.count(key))
       return Status::success();
-    Primitive primitive;
+    T primitive;
     if (Status status = create(primitive); status.failed()) {
       destroy(primitive);
       return status;
@@ -905,17 +905,9 @@ Status OneDnnPrimitives::prepare(const PreparedStep &step) {
 }
 
 Status OneDnnPrimitives::preparePooling(const PreparedStep &step) {
-  std::vector<int64_t> key = poolingKey(step);
-  if (impl_->poolings.count(key))
-    return Status::success();
-  Pooling pooling;
-  if (Status status = impl_->createPooling(step, pooling); status.failed()) {
-    if (impl_->dnnl)
-      impl_->destroy(pooling);
-    return status;
-  }
-  impl_->poolings.emplace(std::move(key), pooling);
-  return Status::success();
+  return impl_->prepareOnce(
+      impl_->poolings, poolingKey(step),
+      [&](Pooling &pooling) { return impl_->createPooling(step, pooling); });
 }
 
 Status OneDnnPrimitives::runPooling(const PreparedStep &step) {
@@ -926,17 +918,9 @@ Status OneDnnPrimitives::runPooling(const PreparedStep &step) {
 }
 
 Status OneDnnPrimitives::prepareBatchNorm(const PreparedStep &step) {
-  std::vector<int64_t> key = batchNormKey(step);
-  if (impl_->batchNorms.count(key))
-    return Status::success();
-  BatchNorm norm;
-  if (Status status = impl_->createBatchNorm(step, norm); status.failed()) {
-    if (impl_->dnnl)
-      impl_->destroy(norm);
-    return status;
-  }
-  impl_->batchNorms.emplace(std::move(key), norm);
-  return Status::success();
+  return impl_->prepareOnce(
+      impl_->batchNorms, batchNormKey(step),
+      [&](BatchNorm &norm) { return impl_->createBatchNorm(step, norm); });
 }
 
 Status OneDnnPrimitives::runBatchNorm(const PreparedStep &step) {
