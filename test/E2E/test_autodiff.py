@@ -304,6 +304,17 @@ def cases(rng):
         "%y = of.max_pool2d %x {kernel_size = array<i64: 2, 3>, strides = array<i64: 2, 2>, "
         "padding = array<i64: 1, 0, 1, 1>} : ({T_x}) -> {T_y}",
         lambda v: pool(v["x"], jax.lax.max, -jnp.inf, (2, 3), (2, 2), (1, 0, 1, 1)))
+    # Windows that tile the input (stride = window, no padding): the
+    # gradient is a map over dx rather than a gather. Distinct values (no
+    # ties, whose choice JAX does not promise).
+    c["max_pool2d_tiled"] = Case(
+        {"x": rng.permutation(np.linspace(-2, 2, 2 * 3 * 4 * 6)).reshape(2, 3, 4, 6)},
+        "%y = of.max_pool2d %x {kernel_size = array<i64: 2, 3>} : ({T_x}) -> {T_y}",
+        lambda v: pool(v["x"], jax.lax.max, -jnp.inf, (2, 3), (2, 3), (0, 0, 0, 0)))
+    c["avg_pool2d_tiled"] = Case(
+        {"x": nonzero(rng, (2, 3, 4, 6))},
+        "%y = of.avg_pool2d %x {kernel_size = array<i64: 2, 3>} : ({T_x}) -> {T_y}",
+        lambda v: pool(v["x"], jax.lax.add, 0.0, (2, 3), (2, 3), (0, 0, 0, 0)) / 6.0)
     for include in (True, False):
         def avg(v, include=include):
             total = pool(v["x"], jax.lax.add, 0.0, (3, 3), (2, 2), (1, 1, 1, 1))
