@@ -361,9 +361,10 @@ def main():
             # Pooling as a training step needs it: the forward pass and the
             # input's gradient, on the convnet's activations (32x64x32x32).
             # OF: max pooling's forward pass is a generated kernel (oneDNN's
-            # max drops NaN), its gradient a oneDNN step that recomputes the
-            # forward pass for oneDNN's workspace; average pooling both ways
-            # on oneDNN. Against the same plan with use-dnn=false (all
+            # max drops NaN), and so is the gradient of these 2x2 windows,
+            # which tile the input (a map over dx; oneDNN's recomputes the
+            # forward pass for its workspace); average pooling both ways on
+            # oneDNN. Against the same plan with use-dnn=false (all
             # generated) and PyTorch's forward + backward (autograd, which
             # keeps the max's indices from the forward pass).
             n, c, hw = 32, 64, 32
