@@ -2079,38 +2079,26 @@ struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
   }
 };
 
-/// `x` ([N, C, ...]) as [N, C, S]: its extents after the channels
-/// collapsed (or a unit one added), which is all a batch norm needs.
-Value asBatchNormRank3(OpBuilder &b, Location loc, Value x) {
-  auto type = cast<RankedTensorType>(x.getType());
-  int64_t rank = type.getRank();
-  if (rank == 3)
-    return x;
-  int64_t n = type.getDimSize(0), c = type.getDimSize(1);
-  auto target =
-      RankedTensorType::get({n, c, n * c ? type.getNumElements() / (n * c) : 0},
-                            type.getElementType());
-  if (rank == 2)
-    return tensor::ExpandShapeOp::create(b, loc, target, x, {{0}, {1, 2}});
-  ReassociationIndices spatial;
-  for (int64_t d = 2; d < rank; ++d)
-    spatial.push_back(d);
-  return tensor::CollapseShapeOp::create(b, loc, target, x,
-                                         {{0}, {1}, spatial});
-}
-
-/// `x3` ([N, C, S]) back to `type` ([N, C, ...]).
-Value fromBatchNormRank3(OpBuilder &b, Location loc, Value x3,
-                         RankedTensorType type) {
-  int64_t rank = type.getRank();
-  if (rank == 3)
-    return x3;
-  if (rank == 2)
-    return tensor::CollapseShapeOp::create(b, loc, type, x3, {{0}, {1, 2}});
-  ReassociationIndices spatial;
-  for (int64_t d = 2; d < rank; ++d)
-    spatial.push_back(d);
-  return tensor::ExpandShapeOp::create(b, loc, type, x3, {{0}, {1}, spatial});
+/// `v` reshaped between [N, C, ...] and [N, C, S] (`to`, either way): the
+/// extents after the channels collapsed into S, or a unit S added to
+/// [N, C]; which is all a batch norm needs.
+Value reshapeForBatchNorm(OpBuilder &b, Location loc, Value v,
+                          RankedTensorType to) {
+  auto from = cast<RankedTensorType>(v.getType());
+  int64_t low = std::min(from.getRank(), to.getRank()),
+          high = std::max(from.getRank(), to.getRank());
+  if (low == high)
+    return v;
+  // Over the dimensions of the higher-ranked side.
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
+  if (low == 3) {
+    groups = {{0}, {1}, {}};
+    for (int64_t d = 2; d < high; ++d)
+      groups[2].push_back(d);
+  }
+  if (to.getRank() > from.getRank())
+    return tensor::ExpandShapeOp::create(b, loc, to, v, groups);
+  return tensor::CollapseShapeOp::create(b, loc, to, v, groups);
 }
 
 /// A training batch norm, or its gradients, as an of.library_call
@@ -2164,8 +2152,8 @@ struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
               "880801, as PyTorch keeps it");
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    Value x3 = asBatchNormRank3(rewriter, loc, x);
-    auto x3Type = cast<RankedTensorType>(x3.getType());
+    auto x3Type = RankedTensorType::get({n, c, s}, type.getElementType());
+    Value x3 = reshapeForBatchNorm(rewriter, loc, x, x3Type);
     auto channelType = RankedTensorType::get({c}, type.getElementType());
     SmallVector<Value> inputs{x3};
     StringRef callee = ::of::plan::kBatchNormForwardFunction;
@@ -2174,8 +2162,9 @@ struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
     } else {
       callee = ::of::plan::kBatchNormGradFunction;
       auto [mean, var] = batchStatistics(rewriter, loc, x);
-      inputs.append({asBatchNormRank3(rewriter, loc, adaptor.getGrad()),
-                     adaptor.getWeight(), mean, var});
+      inputs.append(
+          {reshapeForBatchNorm(rewriter, loc, adaptor.getGrad(), x3Type),
+           adaptor.getWeight(), mean, var});
     }
     SmallVector<Type> types{x3Type, channelType, channelType};
     SmallVector<Value> inits;
@@ -2184,7 +2173,7 @@ struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
     auto call = LibraryCallOp::create(
         rewriter, loc, types, rewriter.getStringAttr(callee), inputs, inits,
         rewriter.getDenseI64ArrayAttr(params));
-    Value first = fromBatchNormRank3(rewriter, loc, call->getResult(0), type);
+    Value first = reshapeForBatchNorm(rewriter, loc, call->getResult(0), type);
     if constexpr (forward) {
       auto [newMean, newVar] = runningStatistics(
           rewriter, loc, op, adaptor, call->getResult(1), call->getResult(2));
