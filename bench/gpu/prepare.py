@@ -16,6 +16,10 @@ them happens here:
     - the small GPT's AdamW training step (examples/gpt.py, 1 rank) run for
       a few steps here from the CPU plan, whose per-step losses the GPU
       plan must reproduce;
+    - the convnet's SGD step likewise (cuDNN's steps in a model);
+    - an MLP and nanoGPT written with the Python frontend (of.nn on
+      "cuda" tensors), their training steps compiled ahead of time by
+      save_plan, likewise;
   * benchmark plans (GEMMs, a larger GPT's training step in f32 and bf16
     AMP) whose inputs run.py draws on the GPU machine, since they are too
     large to carry.
@@ -245,6 +249,66 @@ def add_convnet_training(bundle, rng):
                              "losses": losses, "tol": 1e-3, "trained": trained})
 
 
+PYTHON_STEPS = 6
+
+
+def add_python_frontend_training(bundle, rng):
+    """Models written with the Python frontend, moved to "cuda" and their
+    AdamW steps compiled by `save_plan(path, *example_args)` (no GPU needed
+    to compile; the GPU machine has no MLIR to JIT with): the frontend's
+    cuda path. The same models' CPU plans, run here, are the references.
+    An MLP through of.compile's loss_fn, and examples/python/nanogpt.py's
+    GPT (attention, weight tying, two parameter groups) as ported code."""
+    sys.path.insert(0, str((bundle.tools / ".." / "python").resolve()))
+    sys.path.insert(0, str(ROOT / "examples" / "python"))
+    os.environ.setdefault("OF_LOG", "quiet")
+    import of
+    from train_gpt import load_model
+    of.manual_seed(SEED)
+    mlp = of.nn.Sequential(of.nn.Linear(64, 256), of.nn.GELU(), of.nn.LayerNorm(256),
+                           of.nn.Linear(256, 10))
+    step = of.compile(mlp, loss_fn=of.nn.CrossEntropyLoss(),
+                      optimizer=of.optim.AdamW(mlp.parameters(), lr=1e-3))
+    x = rng.standard_normal((4, 32, 64)).astype(np.float32)
+    y = rng.integers(0, 10, (4, 32))
+    frontend_case(bundle, "python-frontend-mlp", mlp, step, "sequential_train_step",
+                  {"x": x, "target": y}, tol=1e-4)
+    ns = load_model("of")
+    cfg = ns["GPTConfig"]()
+    gpt = ns["GPT"](cfg)
+    step = of.compile(gpt, optimizer=gpt.configure_optimizers(0.1, 1e-3, (0.9, 0.95)))
+    idx = rng.integers(0, cfg.vocab_size, (4, 4, cfg.block_size))
+    frontend_case(bundle, "python-frontend-nanogpt", gpt, step, "gpt_train_step",
+                  {"idx": idx, "targets": np.roll(idx, -1, axis=2)}, tol=1e-4)
+
+
+def frontend_case(bundle, case, model, step, entry, batches, tol):
+    """A "train" case of a frontend step: `batches` maps each data input to
+    its values along a leading batch axis."""
+    import of
+    plans = bundle.out / "plans"
+    plans.mkdir(parents=True, exist_ok=True)
+    for device, name in (("cpu", case + "-cpu"), ("cuda", case)):
+        model.to(device)
+        step.save_plan(str(plans / f"{name}.ofp"),
+                       *[of.tensor(v[0], device=device) for v in batches.values()])
+    params, seen = [], set()
+    for name, value in model.state_dict().items():
+        if id(value) not in seen:  # a tied tensor is the input of its first name
+            seen.add(id(value))
+            params += ["--input", f"{name}=" + bundle.save(case, name, value.numpy())]
+    common = ["--entry", entry, "--set", "lr=1e-3"] + params
+    args, profile = list(common), list(common)
+    for name, values in batches.items():
+        args += ["--batch", f"{name}=" + bundle.save(case, name, values)]
+        profile += ["--input", f"{name}=" + bundle.save(case, name + "0", values[0])]
+    args += ["--steps", str(PYTHON_STEPS)]
+    losses, trained = cpu_reference(bundle, case, f"plans/{case}-cpu.ofp", args, PYTHON_STEPS)
+    bundle.cases.append({"name": case, "kind": "train", "plan": f"plans/{case}.ofp",
+                         "args": args, "profile_args": profile, "losses": losses, "tol": tol,
+                         "trained": trained})
+
+
 # The GPT of the training-step benchmark (examples/gpt.py's model), with
 # PyTorch eager and torch.compile on the same GPU as peers (run.py).
 GPT_BENCH = dict(vocab=1024, block=256, d_model=256, heads=8, layers=4, batch=8)
@@ -317,6 +381,8 @@ def main():
              ("GPT training step (and its CPU reference)", lambda: add_gpt_training(bundle, rng)),
              ("convnet training step (and its CPU reference)",
               lambda: add_convnet_training(bundle, rng)),
+             ("Python frontend training step (and its CPU reference)",
+              lambda: add_python_frontend_training(bundle, rng)),
              ("GEMM benchmarks", lambda: add_gemm_benchmarks(bundle)),
              ("GPT training-step benchmarks", lambda: add_gpt_benchmark(bundle))]
     for i, (what, fn) in enumerate(steps, 1):

@@ -47,6 +47,11 @@ Status checkCublas(const std::string *&) {
   return Status::failure(kNoCudaHeaders);
 }
 
+Status cudaDeviceCount(int &count) {
+  count = 0;
+  return Status::failure(kNoCudaHeaders);
+}
+
 } // namespace of::rt
 
 #else
@@ -189,6 +194,20 @@ Status checkCudaDriver(const std::string *&path) {
 
 Status checkCublas(const std::string *&path) {
   return loadAndLocate(loadCublas, path);
+}
+
+Status cudaDeviceCount(int &count) {
+  count = 0;
+  const CudaDriver *cu = nullptr;
+  if (Status status = loadDriver(cu); status.failed())
+    return status;
+  CUresult result = cu->cuDeviceGetCount(&count);
+  if (result != CUDA_SUCCESS) {
+    count = 0;
+    return Status::failure(formatMessage(
+        "cuDeviceGetCount failed with CUDA error ", static_cast<int>(result)));
+  }
+  return Status::success();
 }
 
 namespace {

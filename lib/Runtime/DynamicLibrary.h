@@ -153,6 +153,10 @@ Status checkCudnn(const std::string *&path);
 Status checkNccl(const std::string *&path);
 Status checkMpi(const std::string *&path);
 
+/// The CUDA devices the driver sees (`ofrt_cuda_device_count`); fails when
+/// no driver can be loaded or initialised, saying why.
+Status cudaDeviceCount(int &count);
+
 } // namespace of::rt
 
 #endif // OF_LIB_RUNTIME_DYNAMICLIBRARY_H

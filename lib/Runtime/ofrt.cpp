@@ -392,6 +392,12 @@ ofrt_error *ofrt_library_check(const char *name, const char **path) {
                       name ? name : "(null)", "'; the libraries are ", known));
 }
 
+ofrt_error *ofrt_cuda_device_count(int *count) {
+  if (!count)
+    return makeError("ofrt_cuda_device_count: the output pointer is NULL");
+  return toError(cudaDeviceCount(*count));
+}
+
 int ofrt_comm_launched(void) { return launchedByMpi() ? 1 : 0; }
 
 ofrt_error *ofrt_comm_init_mpi(int *argc, char ***argv, ofrt_comm **out) {

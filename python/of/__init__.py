@@ -15,7 +15,7 @@ docs/python.md.
 
 from . import _ops
 from ._core import CompileError, Parameter, Size, Tensor, cache_stats
-from ._dist import placement, sbp
+from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
 from ._ops import (add, amax, arange, cat, chunk, exp, from_numpy,  # noqa: F401
@@ -27,7 +27,7 @@ from .serialization import load, save
 
 __version__ = "0.1.0"
 
-from . import env, nn, optim, utils  # noqa: E402
+from . import cuda, env, nn, optim, utils  # noqa: E402
 from ._jit import compile  # noqa: E402,A004
 
 Generator = None  # placeholder name some model code imports; seeding is of.manual_seed

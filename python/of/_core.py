@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from . import _dtype as dt
-from ._dist import _sbp_from_runtime, normalize_sbp, placement, sbp
+from ._dist import _sbp_from_runtime, device, normalize_sbp, placement, sbp
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LOG = os.environ.get("OF_LOG", "").lower()
@@ -192,8 +192,9 @@ class Runner:
     """An entry of a plan as a session of this rank, with its inputs' and
     outputs' descriptions."""
 
-    def __init__(self, plan_bytes, entry=""):
+    def __init__(self, plan_bytes, entry="", device="cpu"):
         C = _C()
+        self.device = device  # what the plan was compiled for
         self.plan = C.Plan(plan_bytes)
         distributed = self.plan.world_size > 1
         if distributed:
@@ -278,6 +279,7 @@ class Program:
         self.arg_tensors = []  # the tensor each argument is bound to
         self.lines = []
         self.placements = {}
+        self.device = None   # the device its tensors are on: its pipeline
         self.values = {}     # id(tensor) -> ssa, for tensors of this program
         self.keep = []       # tensors whose ids are keys of values
         self.counter = 0
@@ -294,10 +296,26 @@ class Program:
     def note_placement(self, plc):
         if plc is not None:
             self.placements[plc.symbol()] = plc
+            self.note_device(plc.type, f"the placement {plc}")
+
+    def note_device(self, dev, what):
+        """Records that `what` is on `dev`: a program (a plan) runs on one
+        kind of device."""
+        if self.device is None:
+            self.device = device(dev)
+        elif dev != self.device:
+            raise ValueError(
+                f"{what} is on '{dev}' but other tensors of this "
+                f"{'traced function' if self.trace else 'op'} are on '{self.device}'; "
+                f"a program runs on one kind of device: move the tensors (and the model) "
+                f"with .to('{self.device}') or .to('{dev}')")
 
     def add_arg(self, tensor, name=None, param=False, weight_decay=None):
         ssa = self.fresh("a")
         self.note_placement(tensor._placement)
+        if tensor._placement is None and not tensor._device_neutral():
+            self.note_device(tensor._local_device,
+                             f"'{name}'" if name else f"a tensor of shape {list(tensor.shape)}")
         attrs = []
         if name is not None:
             attrs.append(f'of.name = "{name}"')
@@ -369,6 +387,15 @@ def tracing():
 # --------------------------------------------------------------------------
 # Tensors.
 
+def _device_arg(value):
+    """A `device=` argument (None: the CPU) as an of.device."""
+    if value is None:
+        return device("cpu")
+    if isinstance(value, Tensor):
+        return value.device
+    return device(value)
+
+
 class Size(tuple):
     def numel(self):
         return int(np.prod(self, dtype=np.int64))
@@ -385,13 +412,15 @@ class Tensor:
     __array_priority__ = 1000  # NumPy defers binary operators to Tensor
 
     def __init__(self, data=None, *, shape=None, dtype=None, placement=None,
-                 sbp=None, program=None):
+                 sbp=None, program=None, device=None):
         self._data = data
         self._shape = Size(shape if shape is not None else data.shape)
         self._dtype = dtype if dtype is not None else dt.from_numpy(data.dtype)
         self._placement = placement
         self._sbp = sbp
         self._program = program  # set for symbolic tensors
+        # a local tensor's device (a global one's is its placement's)
+        self._local_device = _device_arg(device)
         self._source = None      # (Runner, input index) holding a newer value
         self._version = 0
         self.requires_grad = False
@@ -451,7 +480,26 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        """"cpu" or "cuda" (an of.device): where the ops on this tensor run.
+        A global tensor's is its placement's type."""
+        if self._placement is not None:
+            return device(self._placement.type)
+        if self._program is not None and self._program.device is not None:
+            return self._program.device  # a traced value: its program's
+        return self._local_device
+
+    @property
+    def is_cuda(self):
+        return self.device == "cuda"
+
+    def _device_kind(self):
+        return self.device
+
+    def _device_neutral(self):
+        """A 0-d local CPU tensor (a Python number made a tensor) goes with
+        tensors of any device, as in PyTorch."""
+        return self._placement is None and self._local_device == "cpu" and \
+            not self._shape
 
     @property
     def placement(self):
@@ -476,7 +524,7 @@ class Tensor:
     def to_local(self):
         if self._placement is None:
             return self
-        return Tensor(self._value())
+        return Tensor(self._value(), device=self._placement.type)
 
     def to_global(self, placement=None, sbp=None):
         from . import _global
@@ -546,7 +594,8 @@ class Tensor:
     def clone(self):
         if self._program is not None:
             return self
-        return Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp)
+        return Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp,
+                      device=self._local_device)
 
     # -- in-place initialisers (eager) -------------------------------------
     def _inplace(self, data):
@@ -583,7 +632,8 @@ class Parameter(Tensor):
 
     def __init__(self, data, requires_grad=True):
         if isinstance(data, Tensor):
-            Tensor.__init__(self, data._value(), placement=data._placement, sbp=data._sbp)
+            Tensor.__init__(self, data._value(), placement=data._placement, sbp=data._sbp,
+                            device=data._local_device)
         else:
             Tensor.__init__(self, np.ascontiguousarray(data))
         self.requires_grad = requires_grad
@@ -605,7 +655,8 @@ def as_tensor_like(value, like):
     if not like.dtype.is_floating_point and array.item() != value:
         raise TypeError(f"{value!r} cannot be represented as {like.dtype}; convert the "
                         f"tensor first (.float())")
-    return Tensor(array, dtype=like.dtype)
+    return Tensor(array, dtype=like.dtype,
+                  device=like._local_device if like._placement is None else None)
 
 
 def to_tensor(value, dtype=None):
@@ -738,7 +789,8 @@ def _eager_key(spec, inputs, scalar_mix):
         if scalar_mix and t._placement is None:  # embedded as a constant
             key.append(("c", t._dtype.name, t._value().tobytes()))
         else:
-            key.append((t._shape, t._dtype.name, t._placement, t._sbp))
+            key.append((t._shape, t._dtype.name, t._placement, t._sbp,
+                        None if t._device_neutral() else t.device))
     return tuple(key)
 
 
@@ -757,11 +809,11 @@ def _eager(spec, inputs):
         refs = _write_op(program, spec, operands, None)
         text = program.text([(r, program._types[r]) for r in refs])
         try:
-            plan = compile_program(text, "cpu", "eager op")
+            plan = compile_program(text, program.device or "cpu", "eager op")
         except CompileError as e:
             file, line = user_frame()
             raise CompileError(f"{file}:{line}: {spec.fmt.split()[0]}: {e}") from None
-        runner = Runner(plan)
+        runner = Runner(plan, device=program.device or "cpu")
         if len(_eager_runners) >= _EAGER_CACHE_LIMIT:  # drop the oldest session
             _eager_runners.pop(next(iter(_eager_runners)))
         _eager_runners[key] = runner
@@ -779,7 +831,7 @@ def _eager(spec, inputs):
             outs.append(Tensor(data, shape=shape, dtype=dtype, placement=plc,
                                sbp=runner.output_dist(i) or (sbp.broadcast,) * plc.ndim))
         else:
-            outs.append(Tensor(data, dtype=dtype))
+            outs.append(Tensor(data, dtype=dtype, device=runner.device))
     return outs
 
 

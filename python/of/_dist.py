@@ -1,7 +1,9 @@
-"""Placements and SBP: where a global tensor lives and how it is laid out.
+"""Devices, placements and SBP: where a tensor lives and how a global one
+is laid out.
 
     p = of.placement("cpu", ranks=[0, 1])            # 1-D: two ranks
     q = of.placement("cpu", ranks=[[0, 1], [2, 3]])  # 2-D hierarchy
+    g = of.placement("cuda", ranks=[0, 1])           # a GPU per rank
     x.to_global(p, of.sbp.split(0))
     y.to_global(q, [of.sbp.split(0), of.sbp.broadcast])
 
@@ -9,7 +11,68 @@ The SBP list has one entry per placement axis. These become the program's
 `#of.sbp<@p, [S(0), B]>` encodings; the compiler does the rest.
 """
 
+import os
+
 import numpy as np
+
+DEVICE_TYPES = ("cpu", "cuda")
+
+
+def process_gpu():
+    """The GPU that this process's CUDA sessions use, as libofrt picks it:
+    $OF_CUDA_DEVICE, else the launcher's local rank, else 0 (before the
+    runtime takes it modulo the GPUs it sees)."""
+    for var in ("OF_CUDA_DEVICE", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                "SLURM_LOCALID", "LOCAL_RANK"):
+        text = os.environ.get(var)
+        if text:
+            return int(text) if text.isdigit() else 0
+    return 0
+
+
+class device(str):
+    """A device kind: "cpu" or "cuda", a string with PyTorch's `.type` and
+    `.index`. A local tensor's device says which pipeline compiles the ops
+    on it: a "cuda" tensor's run on this process's GPU, which libofrt picks
+    (`process_gpu()`), so "cuda:N" is accepted only when it names that one."""
+
+    def __new__(cls, value="cpu"):
+        if isinstance(value, device):
+            return value
+        text = str(value)
+        kind, colon, index = text.partition(":")
+        if kind not in DEVICE_TYPES or (colon and (kind == "cpu" or not index.isdigit())):
+            raise ValueError(f"of.device: {value!r} is not a device; this build knows "
+                             f"'cpu' and 'cuda' (or 'cuda:N')")
+        if colon and int(index) != process_gpu():
+            raise ValueError(
+                f"of.device: {value!r}: this process runs its GPU work on GPU "
+                f"{process_gpu()} (libofrt picks $OF_CUDA_DEVICE, else the local rank); "
+                f"set OF_CUDA_DEVICE={index} before starting it to use GPU {index}")
+        return super().__new__(cls, kind)
+
+    @property
+    def type(self):
+        return str(self)
+
+    @property
+    def index(self):
+        return process_gpu() if self == "cuda" else None
+
+    def __repr__(self):
+        return f"device(type={str(self)!r})"
+
+
+def device_of(value):
+    """`value` (a string, an of.device or a tensor) as an of.device, or None
+    when it names none."""
+    if isinstance(value, device):
+        return value
+    if isinstance(value, str):
+        return device(value)
+    if hasattr(value, "_device_kind"):
+        return value._device_kind()
+    return None
 
 
 class _Sbp:
@@ -61,9 +124,9 @@ class placement:
     (a list, or a list of lists for a 2-D hierarchy)."""
 
     def __init__(self, type="cpu", ranks=None):  # noqa: A002 (OneFlow's name)
-        if type != "cpu":
+        if type not in DEVICE_TYPES:
             raise ValueError(f"of.placement: device type {type!r} is not supported by "
-                             "this build (cpu); the CUDA runtime is issue 7")
+                             f"this build (it knows {', '.join(DEVICE_TYPES)})")
         if ranks is None:
             raise ValueError("of.placement needs ranks, e.g. ranks=[0, 1]")
         grid = np.array(ranks)

@@ -11,10 +11,10 @@ from ._dist import normalize_sbp, placement as Placement
 _runners = {}
 
 
-def _runner(text):
+def _runner(text, device):
     runner = _runners.get(text)
     if runner is None:
-        runner = Runner(compile_program(text, "cpu", "boxing"))
+        runner = Runner(compile_program(text, device, "boxing"), device=device)
         _runners[text] = runner
     return runner
 
@@ -37,6 +37,12 @@ def to_global(t, plc=None, sbp=None):
         raise ValueError("to_global needs a placement for a local tensor")
     if not isinstance(plc, Placement):
         raise TypeError(f"to_global: {plc!r} is not an of.placement")
+    if t._placement is not None and t._placement.type != plc.type and tracing() is None:
+        # another kind of device: through the logical value (a collective)
+        moved = to_global(Tensor(t.numpy(), dtype=t.dtype), plc,
+                          sbp if sbp is not None else t._sbp)
+        moved.requires_grad = t.requires_grad
+        return moved
     if sbp is None:
         sbp = t._sbp if t._placement == plc else None
     if sbp is None:
@@ -67,12 +73,13 @@ def to_global(t, plc=None, sbp=None):
         return out
     if t._placement is None:
         # the local value is the logical value: each rank keeps its part
-        runner = _runner(_boxing_program(t.shape, t.dtype, plc, sbp, plc, sbp))
+        runner = _runner(_boxing_program(t.shape, t.dtype, plc, sbp, plc, sbp), plc.type)
         runner.set(0, t._value(), global_value=True)
     else:
         if t._placement == plc and t._sbp == sbp:
             return t
-        runner = _runner(_boxing_program(t.shape, t.dtype, t._placement, t._sbp, plc, sbp))
+        runner = _runner(_boxing_program(t.shape, t.dtype, t._placement, t._sbp, plc, sbp),
+                         plc.type)
         runner.set(0, t._value())
     runner.run()
     out = Tensor(runner.output(0), shape=t.shape, dtype=t.dtype, placement=plc, sbp=sbp)
@@ -87,7 +94,7 @@ def logical_value(t):
     if t._sbp == b:
         return t._value()
     runner = _runner(_boxing_program(t.shape, t.dtype, t._placement, t._sbp,
-                                     t._placement, b))
+                                     t._placement, b), t._placement.type)
     runner.set(0, t._value())
     runner.run()
     return runner.output(0)

@@ -54,7 +54,7 @@ def _signature(args):
     for a in args:
         if isinstance(a, Tensor):
             key.append(("T", tuple(a.shape), a.dtype.name, a._placement,
-                        a._sbp and tuple(a._sbp)))
+                        a._sbp and tuple(a._sbp), a.device))
         else:
             key.append(("V", repr(a)))
     return tuple(key)
@@ -130,13 +130,14 @@ class _Executable:
                                       placement=plc,
                                       sbp=r.output_dist(index) or (S.broadcast,) * plc.ndim))
             else:
-                results.append(Tensor(data, dtype=dtype))
+                results.append(Tensor(data, dtype=dtype, device=r.device))
         return results
 
 
 class CompiledFunction:
     """A function traced and compiled per input signature. Call it like the
-    function; `save_plan(path)` writes the last compiled plan."""
+    function; `save_plan(path)` writes the last compiled plan, and
+    `save_plan(path, *example_args)` the plan for their signature."""
 
     def __init__(self, fn, modules, name, optimizer=None, dump_dir=None, amp=None,
                  zero=False, max_grad_norm=None):
@@ -157,8 +158,8 @@ class CompiledFunction:
             self._arg_names = []
 
     # -- pipeline --------------------------------------------------------
-    def _pipeline(self):
-        parts = ["cpu"]
+    def _pipeline(self, device):
+        parts = [device]
         opt = self.optimizer
         if opt is not None:
             parts += opt._pipeline_options()
@@ -192,7 +193,7 @@ class CompiledFunction:
             if isinstance(a, Tensor):
                 name = self._arg_names[i] if i < len(self._arg_names) else f"input{i}"
                 proxy = Tensor(shape=a.shape, dtype=a.dtype, placement=a._placement,
-                               sbp=a._sbp, program=program)
+                               sbp=a._sbp, program=program, device=a._local_device)
                 program.add_arg(proxy, name=name)
                 sym_args.append(proxy)
                 data_args.append(name)
@@ -230,8 +231,10 @@ class CompiledFunction:
         layout = None if single else [o is not None for o in outs]
         return [o for o in outs if o is not None], layout
 
-    def _build(self, args):
-        start = time.perf_counter()
+    def _compile(self, args):
+        """Traces the function for `args` and compiles the program: the
+        plan, its device, the traced program, the result names, the
+        results' placement, the data arguments and the result layout."""
         program, out, data_args = self._trace(args)
         results, layout = self._result_list(program, out)
         plc = next((t._placement for t in program.arg_tensors if t._placement is not None),
@@ -262,12 +265,17 @@ class CompiledFunction:
             name = program.bindings[id(buffer)][0]
             attrs.append(f'of.name = "{name}", of.update = {index} : i64')
         text = program.text(refs, attrs)
-        pipeline = self._pipeline()
-        plan = compile_program(text, pipeline, self.name, dump_dir=self.dump_dir,
-                               progress=_progress)
+        device = program.device or "cpu"
+        plan = compile_program(text, self._pipeline(device), self.name,
+                               dump_dir=self.dump_dir, progress=_progress)
         self.compiles += 1
+        return plan, device, program, names, plc, data_args, layout
+
+    def _build(self, args):
+        start = time.perf_counter()
+        plan, device, program, names, plc, data_args, layout = self._compile(args)
         entry = self.name + "_train_step" if self.optimizer is not None else self.name
-        runner = Runner(plan, entry)
+        runner = Runner(plan, entry, device)
         index = runner.input_index
         data_inputs = [index[n] if n is not None else None for n in data_args]
         state = [(index[name], t) for (name, _), t in
@@ -288,7 +296,7 @@ class CompiledFunction:
             for m in module.modules():
                 key.append(m.training)
             for t in module.state_dict().values():
-                key.append((id(t), t.requires_grad))
+                key.append((id(t), t.requires_grad, t.device, t.dtype.name))
         return tuple(key)
 
     def __call__(self, *args):
@@ -311,10 +319,18 @@ class CompiledFunction:
             raise RuntimeError(f"{self.name} has not been called yet, so nothing is compiled")
         return self._last[0]
 
-    def save_plan(self, path):
-        """Writes the compiled plan (.ofp) that `of-run` executes without Python."""
+    def save_plan(self, path, *example_args):
+        """Writes a compiled plan (.ofp) that `of-run` executes without
+        Python: the one last run, or, given example arguments, the one for
+        their signature, compiled without running anything, so that a plan
+        for "cuda" tensors can be made on a machine without a GPU. Its
+        entry is `<name>` (`<name>_train_step` with an optimizer), its
+        inputs are named after the function's parameters and the
+        state_dict keys."""
+        plan = self._compile(example_args)[0] if example_args else \
+            self._executable().plan
         with open(path, "wb") as f:
-            f.write(self._executable().plan)
+            f.write(plan)
 
     def save_state(self, path, step=None):
         """Saves parameters and optimizer state as one safetensors file of

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from ._core import (OpSpec, Size, Tensor, apply, apply1, as_tensor_like, float_text,
-                    to_tensor)
+from ._core import (OpSpec, Size, Tensor, _device_arg, apply, apply1, as_tensor_like,
+                    float_text, to_tensor)
+from ._dist import device
 
 
 def _arr(values):
@@ -567,13 +568,9 @@ def _install():
     T.T = property(lambda x: permute(x, list(range(x.ndim))[::-1]))
     T.mT = property(lambda x: transpose(x, -2, -1))
 
-    def to(x, *args, **kwargs):
-        target = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, dt.dtype):
-                target = a
-        return cast(x, target) if target is not None else x
     T.to = to
+    T.cuda = lambda x, device=None, non_blocking=False: to(x, device or "cuda")
+    T.cpu = lambda x: to(x, "cpu")
     T.float = lambda x: cast(x, dt.float32)
     T.double = lambda x: cast(x, dt.float64)
     T.half = lambda x: cast(x, dt.float16)
@@ -584,11 +581,43 @@ def _install():
     T.type_as = lambda x, other: cast(x, other.dtype)
 
 
-_install()
-
 
 # --------------------------------------------------------------------------
 # Factories.
+
+def to(x, *args, **kwargs):
+    """x.to(dtype), x.to(device), x.to(device, dtype), x.to(other) (other's
+    device and dtype), or the keywords device= and dtype=."""
+    target, dev = kwargs.get("dtype"), kwargs.get("device")
+    for a in args:
+        if isinstance(a, dt.dtype):
+            target = a
+        elif isinstance(a, Tensor):
+            target, dev = a.dtype, a.device
+        elif isinstance(a, str):
+            dev = a
+        elif a is not None:
+            raise TypeError(f".to: {a!r} is neither a dtype, a device nor a tensor")
+    if target is not None and target is not x.dtype:
+        x = cast(x, target)  # where it is, then moved
+    return _to_device(x, device(dev)) if dev is not None else x
+
+
+def _to_device(x, dev):
+    if x.device == dev:
+        return x
+    if x._placement is not None:
+        raise ValueError(f".to('{dev}'): a global tensor is on its placement's devices "
+                         f"({x._placement}); move it with .to_global(of.placement('{dev}', "
+                         "ranks=...), sbp)")
+    if x._program is not None:
+        # A traced value: the program's one device must be `dev` already.
+        x._program.note_device(dev, f".to('{dev}') of a traced value")
+        return x
+    moved = Tensor(x._value(), dtype=x.dtype, device=dev)
+    moved.requires_grad = x.requires_grad
+    return moved
+
 
 def _shape_arg(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
@@ -596,7 +625,7 @@ def _shape_arg(size):
     return tuple(int(s) for s in size)
 
 
-def tensor(data, dtype=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         data = data.numpy()
     array = np.array(data)
@@ -605,6 +634,7 @@ def tensor(data, dtype=None, requires_grad=False):
         dtype = {"f": dt.float32, "i": dt.int64, "u": dt.int64, "b": dt.bool}.get(
             array.dtype.kind)
     t = to_tensor(array, dtype)
+    t._local_device = _device_arg(device)
     t.requires_grad = requires_grad
     return t
 
@@ -615,39 +645,41 @@ def from_numpy(array):
     return Tensor(np.ascontiguousarray(array), dtype=dt.from_numpy(array.dtype))
 
 
-def zeros(*size, dtype=None):
+def zeros(*size, dtype=None, device=None):
     dtype = dtype or dt.float32
-    return Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype)
+    return Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype, device=device)
 
 
-def ones(*size, dtype=None):
+def ones(*size, dtype=None, device=None):
     dtype = dtype or dt.float32
-    return Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype)
+    return Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype, device=device)
 
 
-def full(size, value, dtype=None):
+def full(size, value, dtype=None, device=None):
     dtype = dtype or dt.default_for(value)
-    return Tensor(np.full(_shape_arg((size,)), value, dtype.np), dtype=dtype)
+    return Tensor(np.full(_shape_arg((size,)), value, dtype.np), dtype=dtype, device=device)
 
 
-def zeros_like(x, dtype=None):
-    return zeros(x.shape, dtype=dtype or x.dtype)
+def zeros_like(x, dtype=None, device=None):
+    return zeros(x.shape, dtype=dtype or x.dtype, device=device or x.device)
 
 
-def ones_like(x, dtype=None):
-    return ones(x.shape, dtype=dtype or x.dtype)
+def ones_like(x, dtype=None, device=None):
+    return ones(x.shape, dtype=dtype or x.dtype, device=device or x.device)
 
 
-def randn(*size, dtype=None):
+def randn(*size, dtype=None, device=None):
     from . import _random
     dtype = dtype or dt.float32
-    return Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype)
+    return Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype,
+                  device=device)
 
 
-def rand(*size, dtype=None):
+def rand(*size, dtype=None, device=None):
     from . import _random
     dtype = dtype or dt.float32
-    return Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype)
+    return Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype,
+                  device=device)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):
@@ -656,11 +688,11 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, int) for v in (start, end, step)) else dt.float32
-    return Tensor(values.astype(dtype.np), dtype=dtype)
+    return Tensor(values.astype(dtype.np), dtype=dtype, device=device)
 
 
 def tril(x, diagonal=0):
-    return Tensor(np.tril(x.numpy(), diagonal), dtype=x.dtype)
+    return Tensor(np.tril(x.numpy(), diagonal), dtype=x.dtype, device=x.device)
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -673,7 +705,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     s = mul(s, float(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])))
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
-        mask = Tensor(np.tril(np.ones((L, S), np.bool_)), dtype=dt.bool)
+        mask = Tensor(np.tril(np.ones((L, S), np.bool_)), dtype=dt.bool,
+                      device=q._local_device)
         s = where(mask, s, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype is dt.bool:
@@ -681,3 +714,6 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
         else:
             s = add(s, attn_mask)
     return matmul(softmax(s, -1), v)
+
+
+_install()

@@ -357,6 +357,15 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("entries", &Plan::entries);
 
   m.def(
+      "cuda_device_count",
+      [] {
+        int count = 0;
+        check(ofrt_cuda_device_count(&count));
+        return count;
+      },
+      "The CUDA devices the driver sees, as libofrt loads it; raises "
+      "of._C.Error saying why when there is no usable driver");
+  m.def(
       "mpi_launched", [] { return bool(ofrt_comm_launched()); },
       "True when an MPI launcher started this process");
   m.def("comm_rank", [] { return Comm::world().rank(); });

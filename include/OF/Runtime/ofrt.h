@@ -91,6 +91,11 @@ const char *ofrt_library_name(size_t index);
  * until the process ends); otherwise the error says why it cannot be used. */
 ofrt_error *ofrt_library_check(const char *name, const char **path);
 
+/* The number of CUDA devices the driver sees, in *count (0 on error). Fails,
+ * saying why, when the driver cannot be loaded or initialised (no NVIDIA
+ * driver, a build without the CUDA headers, no device). */
+ofrt_error *ofrt_cuda_device_count(int *count);
+
 /* Opens and verifies a plan. The memory variant copies `data`. */
 ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out);
 ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,

@@ -56,8 +56,8 @@ class Graph:
             self.lr_scheduler.step()
         return out
 
-    def save_plan(self, path):
-        self._compiled_function().save_plan(path)
+    def save_plan(self, path, *example_args):
+        self._compiled_function().save_plan(path, *example_args)
 
     def save_state(self, path, step=None):
         self._compiled_function().save_state(path, step)

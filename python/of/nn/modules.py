@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype as dt
 from .. import _ops
 from .._core import Parameter, Tensor
+from .._dist import device
 from . import functional as F
 from . import init
 
@@ -130,10 +131,43 @@ class Module:
         pass  # gradients live inside compiled steps
 
     def to(self, *args, **kwargs):
-        return self  # one device kind (cpu) in this build
+        """Moves the parameters and buffers to a device ("cpu", "cuda")
+        and/or casts the floating-point ones to a dtype, in place (the
+        tensors stay the same objects, so an optimizer made before still
+        holds them): module.to("cuda"), module.to(of.bfloat16),
+        module.to(device=..., dtype=...)."""
+        dev, dtype = kwargs.get("device"), kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, dt.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dev, dtype = a.device, a.dtype
+            elif isinstance(a, str):
+                dev = a
+            elif a is not None:
+                raise TypeError(f"Module.to: {a!r} is neither a dtype, a device nor a tensor")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError(f"Module.to: {dtype} is not a floating-point dtype")
+        dev = device(dev) if dev is not None else None
+        state = {id(t): t for t in [*self.parameters(), *self.buffers()]}.values()
+        for t in state:
+            if dev is not None and t.device != dev and t._placement is not None:
+                raise ValueError(
+                    f"Module.to('{dev}'): a global parameter is on its placement's devices "
+                    f"({t._placement}); place the module on of.placement('{dev}', ...)")
+        for t in state:
+            if dev is not None and t._placement is None:
+                t._local_device = dev
+            if dtype is not None and t.dtype.is_floating_point and t.dtype is not dtype:
+                t._set_value(t._value().astype(dtype.np))
+                t._dtype = dtype
+        return self
+
+    def cuda(self, device=None):
+        return self.to(device or "cuda")
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     # -- state --------------------------------------------------------------
     def state_dict(self, prefix=""):
@@ -234,6 +268,8 @@ class Linear(Module):
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _param(out_features, in_features, bound=bound)
         self.bias = _param(out_features, bound=bound) if bias else None
+        if device is not None or dtype is not None:
+            self.to(device=device, dtype=dtype)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
