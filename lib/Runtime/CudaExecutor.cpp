@@ -52,6 +52,11 @@ Status cudaDeviceCount(int &count) {
   return Status::failure(kNoCudaHeaders);
 }
 
+Status cudaDeviceCapability(int, int &major, int &minor) {
+  major = minor = 0;
+  return Status::failure(kNoCudaHeaders);
+}
+
 } // namespace of::rt
 
 #else
@@ -206,6 +211,33 @@ Status cudaDeviceCount(int &count) {
     count = 0;
     return Status::failure(formatMessage(
         "cuDeviceGetCount failed with CUDA error ", static_cast<int>(result)));
+  }
+  return Status::success();
+}
+
+Status cudaDeviceCapability(int ordinal, int &major, int &minor) {
+  major = minor = 0;
+  int count = 0;
+  if (Status status = cudaDeviceCount(count); status.failed())
+    return status;
+  if (ordinal < 0 || ordinal >= count)
+    return fail("CUDA device ", ordinal, " does not exist (the driver sees ",
+                count, ")");
+  const CudaDriver *cu = nullptr;
+  if (Status status = loadDriver(cu); status.failed())
+    return status;
+  CUdevice device;
+  CUresult result = cu->cuDeviceGet(&device, ordinal);
+  if (result == CUDA_SUCCESS)
+    result = cu->cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  if (result == CUDA_SUCCESS)
+    result = cu->cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  if (result != CUDA_SUCCESS) {
+    major = minor = 0;
+    return fail("the compute capability of CUDA device ", ordinal,
+                " cannot be read: CUDA error ", static_cast<int>(result));
   }
   return Status::success();
 }

@@ -156,6 +156,8 @@ Status checkMpi(const std::string *&path);
 /// The CUDA devices the driver sees (`ofrt_cuda_device_count`); fails when
 /// no driver can be loaded or initialised, saying why.
 Status cudaDeviceCount(int &count);
+/// Device `ordinal`'s compute capability (`ofrt_cuda_device_capability`).
+Status cudaDeviceCapability(int ordinal, int &major, int &minor);
 
 } // namespace of::rt
 

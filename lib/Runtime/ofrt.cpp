@@ -398,6 +398,12 @@ ofrt_error *ofrt_cuda_device_count(int *count) {
   return toError(cudaDeviceCount(*count));
 }
 
+ofrt_error *ofrt_cuda_device_capability(int ordinal, int *major, int *minor) {
+  if (!major || !minor)
+    return makeError("ofrt_cuda_device_capability: an output pointer is NULL");
+  return toError(cudaDeviceCapability(ordinal, *major, *minor));
+}
+
 int ofrt_comm_launched(void) { return launchedByMpi() ? 1 : 0; }
 
 ofrt_error *ofrt_comm_init_mpi(int *argc, char ***argv, ofrt_comm **out) {

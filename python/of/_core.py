@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from . import _dtype as dt
-from ._dist import _sbp_from_runtime, device, normalize_sbp, placement, sbp
+from ._dist import CPU, _sbp_from_runtime, device, normalize_sbp, placement, sbp
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LOG = os.environ.get("OF_LOG", "").lower()
@@ -97,6 +97,15 @@ def _compiler_id():
     path = _C().__file__
     st = os.stat(path)
     return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def pipeline_for(dev):
+    """The --of-pipeline that compiles programs on device `dev`: "cpu", or
+    "cuda" for the GPU of.cuda.chip() names."""
+    if dev == "cuda":
+        from . import cuda
+        return f"cuda,chip={cuda.chip()}"
+    return "cpu"
 
 
 def compile_program(text, pipeline, source_name="<of program>", dump_dir=None,
@@ -390,7 +399,7 @@ def tracing():
 def _device_arg(value):
     """A `device=` argument (None: the CPU) as an of.device."""
     if value is None:
-        return device("cpu")
+        return CPU
     if isinstance(value, Tensor):
         return value.device
     return device(value)
@@ -492,9 +501,6 @@ class Tensor:
     def is_cuda(self):
         return self.device == "cuda"
 
-    def _device_kind(self):
-        return self.device
-
     def _device_neutral(self):
         """A 0-d local CPU tensor (a Python number made a tensor) goes with
         tensors of any device, as in PyTorch."""
@@ -551,6 +557,8 @@ class Tensor:
         if self._placement is not None:
             return (f"tensor(<global, shape={list(self.shape)}>, placement={self._placement}, "
                     f"sbp={list(self._sbp)}{extra}, local part=\n{value})")
+        if self._local_device != "cpu":
+            extra += f", device='{self._local_device}'"
         return f"tensor({value}{extra})"
 
     def __bool__(self):
@@ -635,7 +643,7 @@ class Parameter(Tensor):
             Tensor.__init__(self, data._value(), placement=data._placement, sbp=data._sbp,
                             device=data._local_device)
         else:
-            Tensor.__init__(self, np.ascontiguousarray(data))
+            Tensor.__init__(self, _c_order(np.asarray(data)))
         self.requires_grad = requires_grad
 
     def __repr__(self):
@@ -670,7 +678,13 @@ def to_tensor(value, dtype=None):
             dtype = dt.int64
         else:
             dtype = dt.from_numpy(array.dtype)
-    return Tensor(np.ascontiguousarray(array.astype(dtype.np)), dtype=dtype)
+    return Tensor(_c_order(array.astype(dtype.np)), dtype=dtype)
+
+
+def _c_order(array):
+    """`array` C-contiguous, keeping its rank (np.ascontiguousarray makes a
+    0-d array 1-d)."""
+    return np.ascontiguousarray(array).reshape(array.shape)
 
 
 # --------------------------------------------------------------------------
@@ -756,6 +770,9 @@ def _operand(program, t):
         if t._placement is not None:
             raise ValueError("a global tensor made inside a traced function cannot be "
                              "embedded; pass it as an argument")
+        if not t._device_neutral():
+            program.note_device(t.device, f"a tensor of shape {list(t.shape)} that the "
+                                          "traced function makes or closes over")
         ssa = program.constant(t._value(), t.dtype)
         program.values[id(t)] = ssa
         program.keep.append(t)
@@ -780,7 +797,16 @@ def apply(spec, inputs):
 
 
 _eager_runners = {}
-_EAGER_CACHE_LIMIT = 1024  # sessions (each holds its arena); plans stay cached
+# Sessions kept (each holds its arena; plans stay cached). A GPU session
+# also holds its executor's streams, cuBLAS handle and workspaces.
+_EAGER_CACHE_LIMIT = {"cpu": 1024, "cuda": 64}
+
+
+def _evict_eager(dev):
+    """Drops the oldest eager session on `dev` when `dev` has its limit."""
+    same = [k for k, r in _eager_runners.items() if r.device == dev]
+    if len(same) >= _EAGER_CACHE_LIMIT[dev]:
+        _eager_runners.pop(same[0])
 
 
 def _eager_key(spec, inputs, scalar_mix):
@@ -809,13 +835,12 @@ def _eager(spec, inputs):
         refs = _write_op(program, spec, operands, None)
         text = program.text([(r, program._types[r]) for r in refs])
         try:
-            plan = compile_program(text, program.device or "cpu", "eager op")
+            plan = compile_program(text, pipeline_for(program.device), "eager op")
         except CompileError as e:
             file, line = user_frame()
             raise CompileError(f"{file}:{line}: {spec.fmt.split()[0]}: {e}") from None
         runner = Runner(plan, device=program.device or "cpu")
-        if len(_eager_runners) >= _EAGER_CACHE_LIMIT:  # drop the oldest session
-            _eager_runners.pop(next(iter(_eager_runners)))
+        _evict_eager(runner.device)
         _eager_runners[key] = runner
     arg_index = 0
     for t in inputs:

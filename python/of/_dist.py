@@ -20,25 +20,37 @@ DEVICE_TYPES = ("cpu", "cuda")
 
 def process_gpu():
     """The GPU that this process's CUDA sessions use, as libofrt picks it:
-    $OF_CUDA_DEVICE, else the launcher's local rank, else 0 (before the
-    runtime takes it modulo the GPUs it sees)."""
-    for var in ("OF_CUDA_DEVICE", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                "SLURM_LOCALID", "LOCAL_RANK"):
+    $OF_CUDA_DEVICE, else the launcher's local rank (else 0) modulo the
+    GPUs the driver sees."""
+    text = os.environ.get("OF_CUDA_DEVICE")
+    if text:
+        if not text.isdigit():
+            raise ValueError(f"OF_CUDA_DEVICE={text!r} is not a device ordinal")
+        return int(text)
+    local = 0
+    for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                "LOCAL_RANK"):
         text = os.environ.get(var)
         if text:
-            return int(text) if text.isdigit() else 0
-    return 0
+            local = int(text) if text.isdigit() else 0
+            break
+    from . import cuda
+    count = cuda.device_count() if local else 0
+    return local % count if count else local
 
 
 class device(str):
     """A device kind: "cpu" or "cuda", a string with PyTorch's `.type` and
     `.index`. A local tensor's device says which pipeline compiles the ops
     on it: a "cuda" tensor's run on this process's GPU, which libofrt picks
-    (`process_gpu()`), so "cuda:N" is accepted only when it names that one."""
+    (`process_gpu()`), so "cuda:N" (or N) is accepted only when it names
+    that one."""
 
     def __new__(cls, value="cpu"):
         if isinstance(value, device):
             return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = f"cuda:{value}"  # an index is a GPU's, as in PyTorch
         text = str(value)
         kind, colon, index = text.partition(":")
         if kind not in DEVICE_TYPES or (colon and (kind == "cpu" or not index.isdigit())):
@@ -49,7 +61,7 @@ class device(str):
                 f"of.device: {value!r}: this process runs its GPU work on GPU "
                 f"{process_gpu()} (libofrt picks $OF_CUDA_DEVICE, else the local rank); "
                 f"set OF_CUDA_DEVICE={index} before starting it to use GPU {index}")
-        return super().__new__(cls, kind)
+        return _KINDS[kind] if kind in _KINDS else super().__new__(cls, kind)
 
     @property
     def type(self):
@@ -63,16 +75,9 @@ class device(str):
         return f"device(type={str(self)!r})"
 
 
-def device_of(value):
-    """`value` (a string, an of.device or a tensor) as an of.device, or None
-    when it names none."""
-    if isinstance(value, device):
-        return value
-    if isinstance(value, str):
-        return device(value)
-    if hasattr(value, "_device_kind"):
-        return value._device_kind()
-    return None
+_KINDS = {}
+_KINDS.update((kind, device(kind)) for kind in DEVICE_TYPES)
+CPU = _KINDS["cpu"]
 
 
 class _Sbp:

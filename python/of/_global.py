@@ -5,7 +5,7 @@ do the work, as in a compiled model."""
 
 import numpy as np
 
-from ._core import Program, Runner, Tensor, _type, compile_program, tracing
+from ._core import Program, Runner, Tensor, _type, compile_program, pipeline_for, tracing
 from ._dist import normalize_sbp, placement as Placement
 
 _runners = {}
@@ -14,7 +14,7 @@ _runners = {}
 def _runner(text, device):
     runner = _runners.get(text)
     if runner is None:
-        runner = Runner(compile_program(text, device, "boxing"), device=device)
+        runner = Runner(compile_program(text, pipeline_for(device), "boxing"), device=device)
         _runners[text] = runner
     return runner
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _dtype as dt
 from ._core import (Program, Runner, Tensor, _trace, _type, compile_program, log_debug,
-                    world)
+                    pipeline_for, world)
 from ._dist import sbp as S
 
 
@@ -65,6 +65,12 @@ def _progress(message):
         print(f"[of] {message}", file=sys.stderr, flush=True)
 
 
+def _optimizer_state(name):
+    """Whether a training plan's input `name` is optimizer state."""
+    return name.startswith(("adam_m_", "adam_v_", "momentum_", "loss_scale_")) or \
+        name == "adam_step"
+
+
 class _Executable:
     """One compiled signature: its runner and how its inputs bind."""
 
@@ -96,11 +102,29 @@ class _Executable:
             # optimizer state starts at zero (AdamW's step count too, and
             # f16's loss scale, 2^(16 + loss_scale_log2), and its count)
             for index, info in enumerate(r.inputs):
-                name = info["name"]
-                if name.startswith(("adam_m_", "adam_v_", "momentum_", "loss_scale_")) or \
-                        name == "adam_step":
+                if _optimizer_state(info["name"]):
                     r.set(index, np.zeros(info["shape"], dt.from_mlir(info["dtype"]).np))
             self.initialised = True
+
+    def take_optimizer_state(self, previous):
+        """Continues the optimizer state of `previous`, the executable of
+        another signature of the same step (a last batch of another size,
+        the model moved to another device or cast): its values by name,
+        cast to this plan's dtypes, and zeros for what it lacks. Parameters
+        need no such care: their tensors say which session holds them."""
+        r, p = self.runner, previous.runner
+        for index, info in enumerate(r.inputs):
+            if not _optimizer_state(info["name"]):
+                continue
+            np_dtype = dt.from_mlir(info["dtype"]).np
+            j = p.input_index.get(info["name"])
+            if j is not None and p.inputs[j]["shape"] == info["shape"]:
+                value = np.empty(info["shape"], dt.from_mlir(p.inputs[j]["dtype"]).np)
+                p.session.get_input(j, value)
+                r.set(index, value.astype(np_dtype))
+            else:
+                r.set(index, np.zeros(info["shape"], np_dtype))
+        self.initialised = True
 
     def run(self, args):
         r = self.runner
@@ -159,7 +183,7 @@ class CompiledFunction:
 
     # -- pipeline --------------------------------------------------------
     def _pipeline(self, device):
-        parts = [device]
+        parts = [pipeline_for(device)]
         opt = self.optimizer
         if opt is not None:
             parts += opt._pipeline_options()
@@ -305,8 +329,12 @@ class CompiledFunction:
         if entry is None:
             entry = self._build(args)
             self._cache[key] = entry
+        previous = self._last[0] if self._last is not None else None
         self._last = entry
         executable, layout = entry
+        if executable.train and previous is not None and previous is not executable and \
+                previous.initialised:
+            executable.take_optimizer_state(previous)
         results = executable.run(args)
         if layout is None or self.optimizer is not None:
             return results[0]

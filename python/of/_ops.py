@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from ._core import (OpSpec, Size, Tensor, _device_arg, apply, apply1, as_tensor_like,
-                    float_text, to_tensor)
+from ._core import (OpSpec, Size, Tensor, _c_order, _device_arg, apply, apply1,
+                    as_tensor_like, float_text, to_tensor)
 from ._dist import device
 
 
@@ -569,7 +569,8 @@ def _install():
     T.mT = property(lambda x: transpose(x, -2, -1))
 
     T.to = to
-    T.cuda = lambda x, device=None, non_blocking=False: to(x, device or "cuda")
+    T.cuda = lambda x, device=None, non_blocking=False: to(
+        x, "cuda" if device is None else device)
     T.cpu = lambda x: to(x, "cpu")
     T.float = lambda x: cast(x, dt.float32)
     T.double = lambda x: cast(x, dt.float64)
@@ -594,27 +595,32 @@ def to(x, *args, **kwargs):
             target = a
         elif isinstance(a, Tensor):
             target, dev = a.dtype, a.device
-        elif isinstance(a, str):
+        elif isinstance(a, (str, int)) and not isinstance(a, bool):
             dev = a
         elif a is not None:
             raise TypeError(f".to: {a!r} is neither a dtype, a device nor a tensor")
-    if target is not None and target is not x.dtype:
-        x = cast(x, target)  # where it is, then moved
-    return _to_device(x, device(dev)) if dev is not None else x
+    cast_needed = target is not None and target is not x.dtype
+    if dev is None:
+        return cast(x, target) if cast_needed else x
+    dev = device(dev)
+    # Values are on the host, so a move costs nothing: cast on the CPU side.
+    if cast_needed and dev == "cpu":
+        return cast(_to_device(x, dev), target)
+    return _to_device(cast(x, target) if cast_needed else x, dev)
 
 
 def _to_device(x, dev):
+    if x._program is not None and x._placement is None:
+        # A traced value: the program's one device must be `dev`.
+        x._program.note_device(dev, f".to('{dev}') of a traced value")
+        return x
     if x.device == dev:
         return x
     if x._placement is not None:
         raise ValueError(f".to('{dev}'): a global tensor is on its placement's devices "
                          f"({x._placement}); move it with .to_global(of.placement('{dev}', "
                          "ranks=...), sbp)")
-    if x._program is not None:
-        # A traced value: the program's one device must be `dev` already.
-        x._program.note_device(dev, f".to('{dev}') of a traced value")
-        return x
-    moved = Tensor(x._value(), dtype=x.dtype, device=dev)
+    moved = Tensor(x._value().copy(), dtype=x.dtype, device=dev)
     moved.requires_grad = x.requires_grad
     return moved
 
@@ -625,7 +631,7 @@ def _shape_arg(size):
     return tuple(int(s) for s in size)
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data, dtype=None, requires_grad=False, *, device=None):
     if isinstance(data, Tensor):
         data = data.numpy()
     array = np.array(data)
@@ -642,7 +648,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 def from_numpy(array):
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy takes a NumPy array, not {type(array).__name__}")
-    return Tensor(np.ascontiguousarray(array), dtype=dt.from_numpy(array.dtype))
+    return Tensor(_c_order(array), dtype=dt.from_numpy(array.dtype))
 
 
 def zeros(*size, dtype=None, device=None):
@@ -705,8 +711,7 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     s = mul(s, float(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])))
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
-        mask = Tensor(np.tril(np.ones((L, S), np.bool_)), dtype=dt.bool,
-                      device=q._local_device)
+        mask = Tensor(np.tril(np.ones((L, S), np.bool_)), dtype=dt.bool, device=q.device)
         s = where(mask, s, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype is dt.bool:

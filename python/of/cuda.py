@@ -1,13 +1,24 @@
 """of.cuda: whether this process can run "cuda" tensors, asked the way
 libofrt asks when a session starts (it loads libcuda.so.1, or
-$OF_CUDA_DRIVER, and calls cuInit and cuDeviceGetCount).
+$OF_CUDA_DRIVER, and calls cuInit and cuDeviceGetCount), and which GPU
+architecture the frontend compiles for.
 
     device = "cuda" if of.cuda.is_available() else "cpu"
     model.to(device)
+
+The first of these calls initialises the CUDA driver in this process
+(cuInit), after which a fork() must not use CUDA; start other processes
+with exec (subprocess, the launcher) instead.
 """
+
+import os
+import re
 
 from ._core import _C
 from ._dist import process_gpu
+
+# What --of-pipeline=cuda builds when no GPU says otherwise: the H100/H200.
+DEFAULT_CHIP = "sm_90a"
 
 
 def device_count():
@@ -34,3 +45,25 @@ def current_device():
     """The GPU this process's CUDA sessions use ($OF_CUDA_DEVICE, else the
     local rank)."""
     return process_gpu()
+
+
+def get_device_capability(index=None):
+    """(major, minor) of GPU `index` (this process's by default)."""
+    return tuple(_C().cuda_device_capability(process_gpu() if index is None else index))
+
+
+def chip():
+    """The GPU architecture that "cuda" programs are compiled for: $OF_CUDA_CHIP
+    (sm_80, sm_90a, ...), else this process's GPU (9.0 is sm_90a, whose
+    kernels are the pipeline's default; others sm_XY), else sm_90a: plans
+    compiled where no GPU is (save_plan) are for an H100/H200."""
+    name = os.environ.get("OF_CUDA_CHIP")
+    if name:
+        if not re.fullmatch(r"sm_\d+a?", name):
+            raise ValueError(f"OF_CUDA_CHIP={name!r} is not a GPU architecture "
+                             "(sm_80, sm_90a, sm_100, ...)")
+        return name
+    if not is_available():
+        return DEFAULT_CHIP
+    major, minor = get_device_capability()
+    return DEFAULT_CHIP if (major, minor) == (9, 0) else f"sm_{major}{minor}"

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 
 from . import _dtype as dt
-from ._core import Tensor
+from ._core import Tensor, _c_order
 
 _ST_NAMES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
              "int64": "I64", "int32": "I32", "int8": "I8", "bool": "BOOL"}
@@ -28,7 +28,7 @@ def save(state_dict, path, metadata=None):
     arrays = {}
     for name, value in state_dict.items():
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-        arrays[name] = (dt.from_numpy(array.dtype), np.ascontiguousarray(array))
+        arrays[name] = (dt.from_numpy(array.dtype), _c_order(array))
     header, offset = {}, 0
     for name in sorted(arrays):
         dtype, array = arrays[name]
@@ -119,5 +119,5 @@ def load(path):
             array = value.float().numpy().astype(dt.bfloat16.np)
         else:
             array = value.numpy()
-        out[name] = Tensor(np.ascontiguousarray(array))
+        out[name] = Tensor(_c_order(array))
     return out

@@ -366,6 +366,15 @@ PYBIND11_MODULE(_C, m) {
       "The CUDA devices the driver sees, as libofrt loads it; raises "
       "of._C.Error saying why when there is no usable driver");
   m.def(
+      "cuda_device_capability",
+      [](int ordinal) {
+        int major = 0, minor = 0;
+        check(ofrt_cuda_device_capability(ordinal, &major, &minor));
+        return std::make_pair(major, minor);
+      },
+      py::arg("ordinal"),
+      "(major, minor): the compute capability of CUDA device `ordinal`");
+  m.def(
       "mpi_launched", [] { return bool(ofrt_comm_launched()); },
       "True when an MPI launcher started this process");
   m.def("comm_rank", [] { return Comm::world().rank(); });

@@ -57,6 +57,10 @@ def test_device_names(monkeypatch):
     assert of.cuda.current_device() == 3
     with pytest.raises(ValueError, match="GPU 3"):
         of.device("cuda:1")
+    assert of.device(3) == "cuda"  # an index is a GPU's, as in PyTorch
+    monkeypatch.setenv("OF_CUDA_DEVICE", "x")
+    with pytest.raises(ValueError, match="OF_CUDA_DEVICE='x' is not a device ordinal"):
+        of.cuda.current_device()
 
 
 def test_tensors_move_between_devices():
@@ -78,8 +82,19 @@ def test_tensors_move_between_devices():
                  of.tril(of.ones(2, 2, device="cuda")), x.clone()):
         assert made.device == "cuda", made
     assert of.zeros_like(x, device="cpu").device == "cpu"
+    assert x.cuda(0).device == "cuda" and y.to(0).device == "cuda"
     with pytest.raises(TypeError, match="neither a dtype, a device nor a tensor"):
-        x.to(3)
+        x.to(3.5)
+    # a move copies (values are host arrays, but tensors do not alias)
+    moved = x.cpu()
+    moved.numpy()[0, 0] = 42.0
+    assert x.numpy()[0, 0] != 42.0
+    # a cuda tensor cast on its way to the CPU needs no GPU: cast there
+    assert x.to("cpu", of.float64).dtype is of.float64
+    assert "device='cuda'" in repr(x) and "device" not in repr(y)
+    # Python numbers made tensors are 0-d, and go with any device
+    assert of.tensor(2.0).shape == () and of.tensor(2.0)._device_neutral()
+    assert of.tensor([1.0], of.float64, True).requires_grad  # positional, as before
 
 
 def test_one_op_mixing_devices_is_an_error():
@@ -118,6 +133,21 @@ def test_module_to_moves_and_casts_in_place():
     assert of.nn.Linear(2, 2, device="cuda").weight.device == "cuda"
     with pytest.raises(TypeError, match="not a floating-point dtype"):
         model.to(of.int32)
+    for made in (of.nn.Conv2d(2, 4, 3, device="cuda"), of.nn.LayerNorm(4, device="cuda"),
+                 of.nn.RMSNorm(4, device="cuda"), of.nn.Embedding(5, 4, device="cuda"),
+                 of.nn.BatchNorm2d(4, device="cuda")):
+        assert all(t.device == "cuda" for t in [*made.parameters(), *made.buffers()]), made
+    bn = of.nn.BatchNorm2d(3).double()
+    assert bn.running_mean.dtype is of.float64 and bn.weight.dtype is of.float64
+    assert bn.half().weight.dtype is of.float16 and bn.float().weight.dtype is of.float32
+    assert bn.bfloat16().weight.dtype is of.bfloat16 and bn.cuda(0).weight.device == "cuda"
+    # as PyTorch: a parameter's name takes a Parameter, a buffer's a tensor
+    lin = of.nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="cannot assign Tensor as parameter 'weight'"):
+        lin.weight = lin.weight.cuda()
+    assert "weight" in lin.state_dict()
+    bn.running_mean = of.zeros(3)
+    assert "running_mean" in bn.state_dict() and bn.running_mean.shape == (3,)
 
 
 @needs_libdevice
@@ -172,6 +202,37 @@ def test_traced_function_on_one_device(tmp_path):
         return a.to("cpu") * 2
     with pytest.raises(ValueError, match=r"\.to\('cpu'\) of a traced value is on 'cpu'"):
         of.compile(moves).save_plan(str(tmp_path / "m.ofp"), of.randn(2, device="cuda"))
+
+    # tensors the function makes or closes over count too (0-d ones do not)
+    def adds(a):
+        return a + of.ones(4, device="cuda") * of.tensor(2.0)
+    with pytest.raises(ValueError, match=r"shape \[4\] that the traced function makes or "
+                                         r"closes over is on 'cuda'"):
+        of.compile(adds).save_plan(str(tmp_path / "a.ofp"), of.randn(4))
+    of.compile(adds).save_plan(str(tmp_path / "a.ofp"), of.randn(4, device="cuda"))
+    assert "@cuda_kernels" in plan_text(str(tmp_path / "a.ofp"))
+    closure = of.compile(lambda a: model(a))  # the model's parameters are constants
+    with pytest.raises(ValueError, match="closes over is on 'cuda'"):
+        closure.save_plan(str(tmp_path / "c.ofp"), of.randn(3, 4))
+
+
+@needs_libdevice
+def test_the_chip_is_the_gpus_or_of_cuda_chip(tmp_path, monkeypatch):
+    monkeypatch.setenv("OF_CUDA_CHIP", "sm_80")
+    assert of.cuda.chip() == "sm_80"
+    forward = of.compile(of.nn.Linear(4, 2).cuda())
+    forward.save_plan(str(tmp_path / "p.ofp"), of.randn(3, 4, device="cuda"))
+    assert 'chip = "sm_80"' in plan_text(str(tmp_path / "p.ofp"))
+    monkeypatch.setenv("OF_CUDA_CHIP", "ampere")
+    with pytest.raises(ValueError, match="OF_CUDA_CHIP='ampere' is not a GPU architecture"):
+        of.cuda.chip()
+    monkeypatch.delenv("OF_CUDA_CHIP")
+    if of.cuda.is_available():
+        major, minor = of.cuda.get_device_capability()
+        assert of.cuda.chip() == ("sm_90a" if (major, minor) == (9, 0)
+                                  else f"sm_{major}{minor}")
+    else:
+        assert of.cuda.chip() == "sm_90a"
 
 
 @pytest.mark.parametrize("driver", ["missing", "stub"])

@@ -300,3 +300,45 @@ def test_f16_amp_with_loss_scaling_tracks_torch_grad_scaler(rng):
     print(f"f16 AMP against torch's GradScaler: drift {drift:.2e} of the initial loss")
     assert drift <= 1e-3, (drift, losses, ref)
     assert step.compiles == 1
+
+
+def test_optimizer_state_follows_the_step_across_signatures(rng, tmp_path):
+    """A step of another signature (a smaller last batch, the model cast to
+    float64) continues the optimizer state of the one before, and back:
+    the same trajectory as PyTorch's AdamW over those batches."""
+    torch = pytest.importorskip("torch")
+    from safetensors.numpy import load_file
+    tm = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    m = MLP()
+    m.load_state_dict({f"fc{i // 2 + 1}.{k}": v for i in (0, 2)
+                       for k, v in tm[i].state_dict().items()})
+    topt = torch.optim.AdamW(tm.parameters(), lr=0.01)
+    step = of.compile(m, loss_fn=nn.CrossEntropyLoss(),
+                      optimizer=of.optim.AdamW(m.parameters(), lr=0.01))
+    for i, batch in enumerate([8, 8, 8, 5, 8, 8, 5]):
+        x = rng.standard_normal((batch, 8)).astype(np.float32)
+        y = rng.integers(0, 3, size=batch)
+        loss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
+        topt.zero_grad()
+        loss.backward()
+        topt.step()
+        got = step(of.from_numpy(x), of.from_numpy(y)).item()
+        assert abs(got - loss.item()) <= 1e-4 * abs(loss.item()), (i, got, loss.item())
+    assert step.compiles == 2
+    for i, layer in ((1, 0), (2, 2)):
+        np.testing.assert_allclose(getattr(m, f"fc{i}").weight.numpy(),
+                                   tm[layer].weight.detach().numpy(), rtol=1e-4, atol=1e-5)
+    # Cast to float64: a third plan, which continues the step count and
+    # the moments (in f64).
+    moment = topt.state[tm[0].weight]["exp_avg"].numpy().astype(np.float64)
+    m.to(of.float64)
+    x = rng.standard_normal((8, 8))
+    step(of.from_numpy(x), of.from_numpy(rng.integers(0, 3, size=8)))
+    assert step.compiles == 3 and m.fc1.weight.dtype is of.float64
+    step.save_state(str(tmp_path / "s.safetensors"))
+    state = load_file(str(tmp_path / "s.safetensors"))
+    assert int(state["adam_step"]) == 8
+    m1 = state["adam_m_fc1.weight"]
+    assert m1.dtype == np.float64
+    # one more step decays the old first moment by beta1 = 0.9
+    assert np.abs(m1).max() > 0.5 * 0.9 * np.abs(moment).max(), (m1, moment)

@@ -95,6 +95,9 @@ ofrt_error *ofrt_library_check(const char *name, const char **path);
  * saying why, when the driver cannot be loaded or initialised (no NVIDIA
  * driver, a build without the CUDA headers, no device). */
 ofrt_error *ofrt_cuda_device_count(int *count);
+/* The compute capability (major, minor) of CUDA device `ordinal`: 9.0 is
+ * an H100/H200, whose kernels --of-pipeline=cuda,chip=sm_90a builds. */
+ofrt_error *ofrt_cuda_device_capability(int ordinal, int *major, int *minor);
 
 /* Opens and verifies a plan. The memory variant copies `data`. */
 ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out);

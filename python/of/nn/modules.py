@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _ops
-from .._core import Parameter, Tensor
+from .._core import Parameter, Tensor, _c_order
 from .._dist import device
 from . import functional as F
 from . import init
@@ -26,6 +26,16 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes "
                                  f"of {type(self).__name__}")
+        # As PyTorch: a parameter's name takes a Parameter (or None), a
+        # buffer's a tensor (or None), and stays one.
+        if name in self._parameters and value is not None and \
+                not isinstance(value, Parameter):
+            raise TypeError(f"cannot assign {type(value).__name__} as parameter '{name}' "
+                            "(of.nn.Parameter or None expected); a module moves its "
+                            "parameters with module.to(...)")
+        if name in self._buffers and (value is None or isinstance(value, Tensor)):
+            self._buffers[name] = value
+            return
         for d in (self._parameters, self._buffers, self._modules):
             d.pop(name, None)
         if isinstance(value, Parameter):
@@ -142,7 +152,7 @@ class Module:
                 dtype = a
             elif isinstance(a, Tensor):
                 dev, dtype = a.device, a.dtype
-            elif isinstance(a, str):
+            elif isinstance(a, (str, int)):
                 dev = a
             elif a is not None:
                 raise TypeError(f"Module.to: {a!r} is neither a dtype, a device nor a tensor")
@@ -164,10 +174,22 @@ class Module:
         return self
 
     def cuda(self, device=None):
-        return self.to(device or "cuda")
+        return self.to("cuda" if device is None else device)
 
     def cpu(self):
         return self.to("cpu")
+
+    def float(self):
+        return self.to(dt.float32)
+
+    def double(self):
+        return self.to(dt.float64)
+
+    def half(self):
+        return self.to(dt.float16)
+
+    def bfloat16(self):
+        return self.to(dt.bfloat16)
 
     # -- state --------------------------------------------------------------
     def state_dict(self, prefix=""):
@@ -201,7 +223,7 @@ class Module:
             if tuple(value.shape) != tuple(target.shape):
                 raise ValueError(f"load_state_dict: '{name}' has shape {list(value.shape)}, "
                                  f"the module's is {list(target.shape)}")
-            value = np.ascontiguousarray(value.astype(target.dtype.np))
+            value = _c_order(value.astype(target.dtype.np))
             if target._placement is not None:  # this rank's part of the value
                 value = Tensor(value, dtype=target.dtype).to_global(
                     target._placement, target._sbp)._value()
@@ -261,6 +283,12 @@ def _param(*shape, bound=None):
     return p
 
 
+def _place(module, device, dtype):
+    """A constructor's device= and dtype= arguments."""
+    if device is not None or dtype is not None:
+        module.to(device=device, dtype=dtype)
+
+
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -268,8 +296,7 @@ class Linear(Module):
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _param(out_features, in_features, bound=bound)
         self.bias = _param(out_features, bound=bound) if bias else None
-        if device is not None or dtype is not None:
-            self.to(device=device, dtype=dtype)
+        _place(self, device, dtype)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -281,7 +308,7 @@ class Linear(Module):
 
 class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True):
+                 dilation=1, groups=1, bias=True, device=None, dtype=None):
         super().__init__()
         k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
@@ -289,6 +316,7 @@ class Conv2d(Module):
         bound = 1.0 / math.sqrt(fan_in)
         self.weight = _param(out_channels, in_channels // groups, *k, bound=bound)
         self.bias = _param(out_channels, bound=bound) if bias else None
+        _place(self, device, dtype)
 
     def forward(self, x):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -296,34 +324,39 @@ class Conv2d(Module):
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
         super().__init__()
         ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = ns, eps
         self.weight = Parameter(np.ones(ns, np.float32)) if elementwise_affine else None
         self.bias = Parameter(np.zeros(ns, np.float32)) if elementwise_affine and bias else None
+        _place(self, device, dtype)
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(Module):
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
         super().__init__()
         ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = ns, eps
         self.weight = Parameter(np.ones(ns, np.float32)) if elementwise_affine else None
+        _place(self, device, dtype)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
 
 class Embedding(Module):
-    def __init__(self, num_embeddings, embedding_dim):
+    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = _param(num_embeddings, embedding_dim)
         self.weight.normal_(0.0, 1.0)
+        _place(self, device, dtype)
 
     def forward(self, idx):
         return F.embedding(idx, self.weight)
@@ -344,13 +377,14 @@ class BatchNorm2d(Module):
     call, eagerly or in a compiled program (which returns them as updates
     of its state, kept by the runtime)."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None):
         super().__init__()
         self.eps, self.momentum = eps, momentum
         self.weight = Parameter(np.ones(num_features, np.float32))
         self.bias = Parameter(np.zeros(num_features, np.float32))
         self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
         self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+        _place(self, device, dtype)
 
     def forward(self, x):
         y, mean, var = _ops.batch_norm(x, self.running_mean, self.running_var, self.weight,
