@@ -69,6 +69,7 @@ if os.path.exists(_cuda_stub):
 # The toolkit's GPU libraries, which libofrt loads and resolves without a
 # GPU (of-run --check-libraries).
 for _feature, _file in (("cublas-library", "libcublas.so.13"),
+                        ("cublaslt-library", "libcublasLt.so.13"),
                         ("cudnn-library", "libcudnn.so.9"),
                         ("nccl-library", "libnccl.so.2")):
     if os.path.exists(os.path.join("/usr/local/cuda/lib64", _file)):

@@ -334,10 +334,13 @@ def add_gpt_benchmark(bundle):
             "plan": bundle.compile(text, case, "cuda," + GPT_PIPELINE + amp)})
     text = gpt.program(gpt.Config(**GPT2_124M), *gpt.LAYOUTS["1-rank"])
     case = "gpt2-124m-bf16"
-    bundle.cases.append({
-        "name": case, "kind": "gpt_bench", "config": GPT2_124M, "lr": GPT_LR, "amp": "bf16",
-        "steps": 8, "warmup": 3, "graph_modes": ["1"], "mfu": True,
-        "plan": bundle.compile(text, case, "cuda," + GPT_PIPELINE + ",amp=bf16")})
+    plan = bundle.compile(text, case, "cuda," + GPT_PIPELINE + ",amp=bf16")
+    # The same plan with its gemms through cuBLASLt, late (see the GEMMs).
+    for suffix, env in (("", {}), ("-cublaslt", {"OF_GEMM_LIBRARY": "cublaslt"})):
+        bundle.cases.append({
+            "name": case + suffix, "kind": "gpt_bench", "config": GPT2_124M, "lr": GPT_LR,
+            "amp": "bf16", "steps": 8, "warmup": 3, "graph_modes": ["1"], "mfu": True,
+            "plan": plan, "env": env, "peers": not env})
 
 
 def add_gemm_benchmarks(bundle):
@@ -352,10 +355,15 @@ def add_gemm_benchmarks(bundle):
         case = f"gemm-{'tf32' if tf32 else et}-{n}"
         np_dtype = {"f32": "float32", "bf16": "bfloat16"}[et]
         pipeline = "cuda,tf32=true" if tf32 else "cuda"
-        bundle.cases.append({
-            "name": case, "kind": "gemm", "plan": bundle.compile(mlir, case, pipeline),
-            "m": n, "n": n, "k": n, "dtype": np_dtype, "tf32": tf32,
-            "inputs": {"a": [n, n], "b": [n, n]}})
+        plan = bundle.compile(mlir, case, pipeline)
+        # Each plan twice: its gemm step through cuBLAS (the default), and
+        # through cuBLASLt with its heuristic's algorithm (OF_GEMM_LIBRARY),
+        # to measure which is faster before changing the default.
+        for suffix, env in (("", {}), ("-cublaslt", {"OF_GEMM_LIBRARY": "cublaslt"})):
+            bundle.cases.append({
+                "name": case + suffix, "kind": "gemm", "plan": plan, "env": env,
+                "m": n, "n": n, "k": n, "dtype": np_dtype, "tf32": tf32,
+                "inputs": {"a": [n, n], "b": [n, n]}})
 
 
 def main():

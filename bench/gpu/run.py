@@ -8,10 +8,12 @@ $OUT (or the temporary folder of the outputs) after every case.
                              [--deadline SECONDS]
 
 The device time is scarce, so the cases run in order of what they tell:
-the main pipeline's op groups, the MLP, GPT and convnet training steps first,
-then the GEMM benchmarks, the GPT-2 124M benchmark, the small GPT
-benchmarks, and last the same op groups compiled with fuse=false and
-use-blas=false, and the convnet step with use-dnn=false. Past the
+the main pipeline's op groups, the MLP, GPT, convnet and Python-frontend
+training steps first, then the GEMM benchmarks (then the same GEMM plans
+with OF_GEMM_LIBRARY=cublaslt), the GPT-2 124M benchmark, the small GPT
+benchmarks, the GPT-2 124M plan with cuBLASLt gemms, and last the same op
+groups compiled with fuse=false and use-blas=false, and the convnet step
+with use-dnn=false. Past the
 deadline (default 300 s after the start) the remaining cases are listed
 as SKIP, and each command is given at most the time left.
 
@@ -187,13 +189,13 @@ class Runner:
         detail += self.profile(case["plan"], case["profile_args"], case["name"])
         return {"status": "PASS" if worst <= case["tol"] else "FAIL", "detail": detail}
 
-    def profile(self, plan, args, name, warmup=3, repeat=10):
+    def profile(self, plan, args, name, warmup=3, repeat=10, env=None):
         """Where a run's time goes: the slowest plan steps, and the time by
         kind of step (each step synchronized, so launch-bound steps show
         their latency)."""
         proc, _ = self.of_run_cmd(plan, args + ["--warmup", str(warmup), "--repeat",
                                                 str(repeat), "--print-timing"],
-                                  self.work / name, timeout=600)
+                                  self.work / name, env=env, timeout=600)
         rows = re.findall(r"^(.+?)\s+(\d+)\s+(\S+)\s+(\S+)$", proc.stdout.decode(), re.M)
         rows = sorted(((float(ms), n.strip()) for n, _, ms, _ in rows if n.strip() != "step"),
                       reverse=True)
@@ -234,7 +236,8 @@ class Runner:
         timed = {}
         for graphs in graph_modes:  # with CUDA graphs (the default) and without
             proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"],
-                                      env={"OF_CUDA_GRAPHS": graphs}, timeout=600)
+                                      env={**case.get("env", {}), "OF_CUDA_GRAPHS": graphs},
+                                      timeout=600)
             if proc.returncode != 0:
                 return {"status": "ERROR",
                         "detail": proc.stderr.decode(errors="replace")[-1500:]}
@@ -263,7 +266,9 @@ class Runner:
             result["of_mfu"] = flops / (of_ms / 1e3) / 989e12
             detail += f"; MFU {result['of_mfu']:.1%} ({n_params / 1e6:.0f}M parameters)"
         status = "PASS"
-        for mode in ("eager", "compile"):
+        # A variant of a plan already timed against the peers (its gemms
+        # through cuBLASLt) runs OF only.
+        for mode in ("eager", "compile") if case.get("peers", True) else ():
             if mode == "compile" and self.time_left() < 120:
                 # torch.compile of a forward and backward pass takes a minute
                 # or more; past the deadline it would lose the table.
@@ -289,7 +294,7 @@ class Runner:
                     status = "FAIL"
                     detail += f" (error {err:.1e} > {tol:.0e})"
         detail += self.profile(case["plan"], profile_args, case["name"],
-                               *((1, 3) if "steps" in case else ()))
+                               *((1, 3) if "steps" in case else ()), env=case.get("env"))
         result.update(status=status, detail=detail)
         return result
 
@@ -297,8 +302,8 @@ class Runner:
         args = ["--warmup", "3", "--repeat", "10", "--print-timing"]
         for name, path in inputs.items():
             args += ["--input", f"{name}={path}"]
-        proc, _ = self.of_run_cmd(case["plan"], args,
-                                  self.work / case["name"], timeout=300)
+        proc, _ = self.of_run_cmd(case["plan"], args, self.work / case["name"],
+                                  env=case.get("env"), timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr.decode(errors="replace")[-1500:])
         text = proc.stdout.decode()
@@ -446,9 +451,10 @@ def priority(case):
     if "fusefalse" in name or "use-blasfalse" in name or "use-dnnfalse" in name:
         return 4
     if kind == "gemm":
-        return 1
+        # the same plans with OF_GEMM_LIBRARY=cublaslt after the others
+        return 1.5 if "cublaslt" in name else 1
     if kind == "gpt_bench":
-        return 2 if "124m" in name else 3
+        return (3.5 if "cublaslt" in name else 2) if "124m" in name else 3
     return 0
 
 

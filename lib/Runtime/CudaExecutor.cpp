@@ -47,6 +47,10 @@ Status checkCublas(const std::string *&) {
   return Status::failure(kNoCudaHeaders);
 }
 
+Status checkCublasLt(const std::string *&) {
+  return Status::failure(kNoCudaHeaders);
+}
+
 Status cudaDeviceCount(int &count) {
   count = 0;
   return Status::failure(kNoCudaHeaders);
@@ -61,6 +65,7 @@ Status cudaDeviceCapability(int, int &major, int &minor) {
 
 #else
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 
@@ -139,8 +144,29 @@ namespace {
   X(cublasDgemmStridedBatched_64)                                              \
   X(cublasGemmStridedBatchedEx_64)
 
+// cuBLASLt, for gemm steps when $OF_GEMM_LIBRARY=cublaslt.
+#define OF_CUBLASLT_FUNCTIONS(X)                                               \
+  X(cublasLtCreate)                                                            \
+  X(cublasLtDestroy)                                                           \
+  X(cublasLtGetStatusName)                                                     \
+  X(cublasLtMatmulDescCreate)                                                  \
+  X(cublasLtMatmulDescDestroy)                                                 \
+  X(cublasLtMatmulDescSetAttribute)                                            \
+  X(cublasLtMatrixLayoutCreate)                                                \
+  X(cublasLtMatrixLayoutDestroy)                                               \
+  X(cublasLtMatrixLayoutSetAttribute)                                          \
+  X(cublasLtMatmulPreferenceCreate)                                            \
+  X(cublasLtMatmulPreferenceDestroy)                                           \
+  X(cublasLtMatmulPreferenceSetAttribute)                                      \
+  X(cublasLtMatmulAlgoGetHeuristic)                                            \
+  X(cublasLtMatmul)
+
 struct CudaDriver {
   OF_LIBRARY_TABLE(OF_CUDA_FUNCTIONS)
+};
+
+struct CublasLt {
+  OF_LIBRARY_TABLE(OF_CUBLASLT_FUNCTIONS)
 };
 
 struct Cublas {
@@ -191,6 +217,29 @@ Status loadDriver(const CudaDriver *&out) {
 /// cuBLAS, loaded once when the first program with a gemm is prepared.
 Status loadCublas(const Cublas *&out) { return loadLibrary(cublasSource, out); }
 
+LibrarySource cublasLtSource() {
+  return {"cuBLASLt", "OF_CUBLASLT_LIBRARY",
+          toolkitCandidates("libcublasLt.so.13"),
+          "gemm steps with $OF_GEMM_LIBRARY=cublaslt need cuBLASLt, which "
+          "cannot be loaded (libcublasLt.so.13 of CUDA 13; "
+          "$OF_CUBLASLT_LIBRARY names another):",
+          "OF needs CUDA 12 or later"};
+}
+
+Status loadCublasLt(const CublasLt *&out) {
+  return loadLibrary(cublasLtSource, out);
+}
+
+/// The alignment in bytes (at most 256) of every address `base + i *
+/// stride` (i < count), as cuBLASLt's heuristic must be told: it assumes
+/// 256-byte operands unless a smaller minimum is set.
+uint64_t alignmentOf(const void *base, uint64_t strideBytes, int64_t count) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(base) | 256;
+  if (count > 1)
+    bits |= strideBytes;
+  return bits & (~bits + 1);
+}
+
 } // namespace
 
 Status checkCudaDriver(const std::string *&path) {
@@ -199,6 +248,10 @@ Status checkCudaDriver(const std::string *&path) {
 
 Status checkCublas(const std::string *&path) {
   return loadAndLocate(loadCublas, path);
+}
+
+Status checkCublasLt(const std::string *&path) {
+  return loadAndLocate(loadCublasLt, path);
 }
 
 Status cudaDeviceCount(int &count) {
@@ -294,6 +347,13 @@ private:
   Status streamFor(uint32_t index, CUstream &out);
   Status eventFor(uint32_t index, CUevent &out);
   Status gemm(const PreparedStep &step, CUstream stream);
+  /// cuBLASLt's descriptors and algorithm for `step`'s gemm (made once per
+  /// shape, layout and alignment, at check), or the step's error.
+  struct LtGemm;
+  Status prepareLtGemm(const PreparedStep &step, const LtGemm *&out,
+                       bool create);
+  void releaseLtGemm(LtGemm &gemm);
+  Status ltGemm(const PreparedStep &step, CUstream stream);
   /// Makes the device's context the calling thread's: a session may be
   /// made on one thread and run, read or written on another.
   Status makeCurrent();
@@ -318,6 +378,17 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   cublasHandle_t handle_ = nullptr;
+  // $OF_GEMM_LIBRARY=cublaslt: gemm steps through cuBLASLt, with an
+  // algorithm per gemm from its heuristic (cuBLAS by default).
+  bool useLt_ = false;
+  const CublasLt *lt_ = nullptr;
+  cublasLtHandle_t ltHandle_ = nullptr;
+  struct LtGemm {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo;
+  };
+  std::map<std::vector<int64_t>, LtGemm> ltGemms_;
   std::vector<CUstream> streams_;
   // cuBLAS's workspace, one per stream that has gemm steps (steps on two
   // streams may overlap), as large as cuBLAS advises for Hopper.
@@ -411,6 +482,13 @@ Status CudaExecutor::init(int rank) {
   // Synchronizing after every step, to find a failing one, rules out
   // replaying many steps at once.
   useGraphs_ = useGraphs_ && !syncEachStep_;
+  if (const char *text = std::getenv("OF_GEMM_LIBRARY"); text && *text) {
+    if (std::strcmp(text, "cublaslt") == 0)
+      useLt_ = true;
+    else if (std::strcmp(text, "cublas") != 0)
+      return fail("OF_GEMM_LIBRARY='", text,
+                  "' names no gemm library: cublas (the default) or cublaslt");
+  }
   return Status::success();
 }
 
@@ -431,6 +509,10 @@ CudaExecutor::~CudaExecutor() {
     cu_->cuGraphExecDestroy(graph);
   if (handle_)
     blas_->cublasDestroy_v2(handle_);
+  for (auto &[key, g] : ltGemms_)
+    releaseLtGemm(g);
+  if (ltHandle_)
+    lt_->cublasLtDestroy(ltHandle_);
   for (CUevent event : events_)
     if (event)
       cu_->cuEventDestroy_v2(event);
@@ -507,6 +589,14 @@ Status CudaExecutor::check(const PreparedStep &step) {
               workspaces_[step.stream]);
           status.failed())
         return fail(step.name, ": ", status.message());
+    // Empty gemms never reach cuBLASLt (gemm() returns or zeroes C).
+    const GemmCall &g = step.gemm;
+    if (useLt_ && g.outerBatch && g.batch && g.m && g.n && g.k) {
+      const LtGemm *prepared = nullptr;
+      if (Status status = prepareLtGemm(step, prepared, /*create=*/true);
+          status.failed())
+        return fail(step.name, ": ", status.message());
+    }
     return Status::success();
   }
   case StepKind::Conv:
@@ -579,6 +669,8 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
           return status;
     return Status::success();
   }
+  if (useLt_)
+    return ltGemm(step, stream);
   cublasStatus_t result = blas_->cublasSetStream_v2(handle_, stream);
   if (result == CUBLAS_STATUS_SUCCESS)
     result = blas_->cublasSetWorkspace_v2(handle_, workspaces_[step.stream],
@@ -628,6 +720,200 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
   }
   if (result != CUBLAS_STATUS_SUCCESS)
     return fail("cuBLAS: ", blas_->cublasGetStatusName(result));
+  return Status::success();
+}
+
+Status CudaExecutor::prepareLtGemm(const PreparedStep &step, const LtGemm *&out,
+                                   bool create) {
+  const GemmCall &g = step.gemm;
+  if (!lt_)
+    if (Status status = loadCublasLt(lt_); status.failed())
+      return status;
+  if (!ltHandle_) {
+    cublasStatus_t result = lt_->cublasLtCreate(&ltHandle_);
+    if (result != CUBLAS_STATUS_SUCCESS)
+      return fail("cublasLtCreate failed: ",
+                  lt_->cublasLtGetStatusName(result));
+  }
+  size_t size = dtypeSize(step.gemmType), cSize = dtypeSize(step.gemmOutType);
+  // What the heuristic may assume of the operands' addresses, over every
+  // outer and inner batch.
+  uint64_t alignA =
+      std::min(alignmentOf(step.gemmA, g.aOuterStride * size, g.outerBatch),
+               alignmentOf(step.gemmA, g.aBatchStride * size, g.batch));
+  uint64_t alignB =
+      std::min(alignmentOf(step.gemmB, g.bOuterStride * size, g.outerBatch),
+               alignmentOf(step.gemmB, g.bBatchStride * size, g.batch));
+  uint64_t alignC =
+      std::min(alignmentOf(step.gemmC, g.cOuterStride * cSize, g.outerBatch),
+               alignmentOf(step.gemmC, g.cBatchStride * cSize, g.batch));
+  std::vector<int64_t> key = {g.m,
+                              g.n,
+                              g.k,
+                              g.lda,
+                              g.ldb,
+                              g.ldc,
+                              g.batch,
+                              g.aBatchStride,
+                              g.bBatchStride,
+                              g.cBatchStride,
+                              g.transposeA,
+                              g.transposeB,
+                              static_cast<int64_t>(step.gemmType),
+                              static_cast<int64_t>(step.gemmOutType),
+                              step.tf32,
+                              static_cast<int64_t>(alignA),
+                              static_cast<int64_t>(alignB),
+                              static_cast<int64_t>(alignC)};
+  if (auto it = ltGemms_.find(key); it != ltGemms_.end()) {
+    out = &it->second;
+    return Status::success();
+  }
+  if (!create) // a run makes nothing (it may be a CUDA graph's capture)
+    return fail("cuBLASLt's gemm was not prepared when the session was");
+  if (g.batch > INT32_MAX)
+    return fail("a batch of ", g.batch,
+                " gemms is more than cuBLASLt takes (OF_GEMM_LIBRARY=cublas "
+                "runs it)");
+  auto dataType = [](DType t) {
+    switch (t) {
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::F64:
+      return CUDA_R_64F;
+    default:
+      return CUDA_R_32F;
+    }
+  };
+  bool f64 = step.gemmType == DType::F64;
+  bool half = step.gemmType == DType::BF16 || step.gemmType == DType::F16;
+  cublasComputeType_t compute =
+      f64 ? CUBLAS_COMPUTE_64F
+          : (!half && step.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                : CUBLAS_COMPUTE_32F);
+  LtGemm entry;
+  cublasStatus_t result = lt_->cublasLtMatmulDescCreate(
+      &entry.desc, compute, f64 ? CUDA_R_64F : CUDA_R_32F);
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in
+  // gemm(): cuBLASLt's first operand is B, its second A.
+  cublasOperation_t opA = g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = lt_->cublasLtMatmulDescSetAttribute(
+        entry.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA));
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = lt_->cublasLtMatmulDescSetAttribute(
+        entry.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB));
+  // A layout of `rows` x `cols` (column-major, as stored) with `ld`, and
+  // the batch.
+  auto layout = [&](cublasLtMatrixLayout_t &made, cudaDataType type,
+                    int64_t rows, int64_t cols, int64_t ld,
+                    int64_t batchStride) {
+    cublasStatus_t r =
+        lt_->cublasLtMatrixLayoutCreate(&made, type, rows, cols, ld);
+    int32_t count = static_cast<int32_t>(g.batch);
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = lt_->cublasLtMatrixLayoutSetAttribute(
+          made, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+    if (r == CUBLAS_STATUS_SUCCESS)
+      r = lt_->cublasLtMatrixLayoutSetAttribute(
+          made, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batchStride,
+          sizeof(batchStride));
+    return r;
+  };
+  cudaDataType in = dataType(step.gemmType),
+               outType = dataType(step.gemmOutType);
+  // The first operand, B as stored: n x k (k x n transposed); the second,
+  // A as stored: k x m (m x k transposed); C: n x m.
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = g.transposeB
+                 ? layout(entry.a, in, g.k, g.n, g.ldb, g.bBatchStride)
+                 : layout(entry.a, in, g.n, g.k, g.ldb, g.bBatchStride);
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = g.transposeA
+                 ? layout(entry.b, in, g.m, g.k, g.lda, g.aBatchStride)
+                 : layout(entry.b, in, g.k, g.m, g.lda, g.aBatchStride);
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = layout(entry.c, outType, g.n, g.m, g.ldc, g.cBatchStride);
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = lt_->cublasLtMatmulPreferenceCreate(&preference);
+  uint64_t workspace = kCublasWorkspaceBytes;
+  uint32_t alignFirst = static_cast<uint32_t>(alignB),
+           alignSecond = static_cast<uint32_t>(alignA),
+           alignOut = static_cast<uint32_t>(alignC);
+  std::pair<cublasLtMatmulPreferenceAttributes_t, const void *> prefs[] = {
+      {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignFirst},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignSecond},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignOut},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignOut}};
+  for (auto &[attribute, value] : prefs)
+    if (result == CUBLAS_STATUS_SUCCESS)
+      result = lt_->cublasLtMatmulPreferenceSetAttribute(
+          preference, attribute, value,
+          attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+              ? sizeof(uint64_t)
+              : sizeof(uint32_t));
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  if (result == CUBLAS_STATUS_SUCCESS)
+    result = lt_->cublasLtMatmulAlgoGetHeuristic(
+        ltHandle_, entry.desc, entry.a, entry.b, entry.c, entry.c, preference,
+        1, &heuristic, &found);
+  if (preference)
+    lt_->cublasLtMatmulPreferenceDestroy(preference);
+  if (result != CUBLAS_STATUS_SUCCESS || found < 1) {
+    releaseLtGemm(entry);
+    if (result != CUBLAS_STATUS_SUCCESS)
+      return fail("cuBLASLt: ", lt_->cublasLtGetStatusName(result));
+    return fail("cuBLASLt has no algorithm for this gemm (", g.m, "x", g.n, "x",
+                g.k, ", batch ", g.batch, "); OF_GEMM_LIBRARY=cublas runs it");
+  }
+  entry.algo = heuristic.algo;
+  out = &(ltGemms_[key] = entry);
+  return Status::success();
+}
+
+void CudaExecutor::releaseLtGemm(LtGemm &g) {
+  for (cublasLtMatrixLayout_t layout : {g.a, g.b, g.c})
+    if (layout)
+      lt_->cublasLtMatrixLayoutDestroy(layout);
+  if (g.desc)
+    lt_->cublasLtMatmulDescDestroy(g.desc);
+  g = LtGemm();
+}
+
+Status CudaExecutor::ltGemm(const PreparedStep &step, CUstream stream) {
+  const LtGemm *prepared = nullptr;
+  if (Status status = prepareLtGemm(step, prepared, /*create=*/false);
+      status.failed())
+    return status;
+  const GemmCall &g = step.gemm;
+  size_t size = dtypeSize(step.gemmType), cSize = dtypeSize(step.gemmOutType);
+  const auto *a = static_cast<const unsigned char *>(step.gemmA);
+  const auto *b = static_cast<const unsigned char *>(step.gemmB);
+  auto *c = static_cast<unsigned char *>(step.gemmC);
+  double one64 = 1.0, zero64 = 0.0;
+  float one32 = 1.0f, zero32 = 0.0f;
+  bool f64 = step.gemmType == DType::F64;
+  cublasStatus_t result = CUBLAS_STATUS_SUCCESS;
+  for (int64_t o = 0; o < g.outerBatch && result == CUBLAS_STATUS_SUCCESS;
+       ++o) {
+    void *batchC = c + o * g.cOuterStride * cSize;
+    result = lt_->cublasLtMatmul(
+        ltHandle_, prepared->desc,
+        f64 ? static_cast<const void *>(&one64) : &one32,
+        b + o * g.bOuterStride * size, prepared->a,
+        a + o * g.aOuterStride * size, prepared->b,
+        f64 ? static_cast<const void *>(&zero64) : &zero32, batchC, prepared->c,
+        batchC, prepared->c, &prepared->algo, workspaces_[step.stream],
+        kCublasWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream));
+  }
+  if (result != CUBLAS_STATUS_SUCCESS)
+    return fail("cuBLASLt: ", lt_->cublasLtGetStatusName(result));
   return Status::success();
 }
 

@@ -149,6 +149,7 @@ Status checkOpenBlas(const std::string *&path);
 Status checkOneDnn(const std::string *&path);
 Status checkCudaDriver(const std::string *&path);
 Status checkCublas(const std::string *&path);
+Status checkCublasLt(const std::string *&path);
 Status checkCudnn(const std::string *&path);
 Status checkNccl(const std::string *&path);
 Status checkMpi(const std::string *&path);

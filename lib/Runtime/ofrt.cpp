@@ -358,13 +358,11 @@ struct LibraryCheck {
   const char *name;
   Status (*check)(const std::string *&path);
 };
-constexpr LibraryCheck kLibraries[] = {{"openblas", checkOpenBlas},
-                                       {"onednn", checkOneDnn},
-                                       {"cuda", checkCudaDriver},
-                                       {"cublas", checkCublas},
-                                       {"cudnn", checkCudnn},
-                                       {"nccl", checkNccl},
-                                       {"mpi", checkMpi}};
+constexpr LibraryCheck kLibraries[] = {
+    {"openblas", checkOpenBlas}, {"onednn", checkOneDnn},
+    {"cuda", checkCudaDriver},   {"cublas", checkCublas},
+    {"cublaslt", checkCublasLt}, {"cudnn", checkCudnn},
+    {"nccl", checkNccl},         {"mpi", checkMpi}};
 constexpr size_t kLibraryCount = sizeof(kLibraries) / sizeof(kLibraries[0]);
 } // namespace
 

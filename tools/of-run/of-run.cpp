@@ -106,7 +106,8 @@ OPTIONS:
                       outputs with dtype and shape, then exit.
   --check-libraries[=NAME,...]
                       Load the libraries a plan may need (openblas, onednn,
-                      cuda, cublas, cudnn, nccl, mpi; all by default) as a
+                      cuda, cublas, cublaslt, cudnn, nccl, mpi; all by
+                      default) as a
                       session would, resolving every function OF calls, and
                       print the file each came from or why it cannot be
                       used; exit 1 if any cannot.

@@ -81,7 +81,8 @@ const char *ofrt_error_message(const ofrt_error *error);
 void ofrt_error_free(ofrt_error *error);
 
 /* The libraries libofrt loads with dlopen when a plan first needs them:
- * "openblas", "onednn", "cuda" (the driver), "cublas", "cudnn", "nccl",
+ * "openblas", "onednn", "cuda" (the driver), "cublas", "cublaslt" (gemms
+ * with $OF_GEMM_LIBRARY=cublaslt), "cudnn", "nccl",
  * "mpi" (loaded, not initialised), for index < ofrt_library_count(). */
 size_t ofrt_library_count(void);
 const char *ofrt_library_name(size_t index);
