@@ -5,6 +5,13 @@ of, after changing only its imports, on a text that ships with Debian:
     PYTHONPATH=build/python python3 examples/python/train_gpt.py --steps 200
     PYTHONPATH=build/python python3 -m of.distributed.launch --nproc 2 \\
         examples/python/train_gpt.py --layout megatron
+    PYTHONPATH=build/python python3 examples/python/train_gpt.py --device cuda --aot gpu-job
+
+The model runs on a GPU where one is (--device auto), else on the CPU.
+--aot DIR compiles the training step without running it (on any machine:
+a "cuda" plan needs no GPU to build) and writes what `of-run` needs to
+train it there, without Python: the plan, the initial weights and the
+batches, and prints the command.
 
 Layouts on N ranks: data (parameters broadcast, batch split) or megatron
 (column/row-parallel MLP, vocabulary-parallel tied embedding). Prints a
@@ -62,18 +69,29 @@ def main():
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--layout", choices=["data", "megatron"], default="data")
     parser.add_argument("--out", default="gpt-out", help="folder for the plan and checkpoint")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="auto: cuda where of.cuda.is_available(), else cpu")
+    parser.add_argument("--aot", metavar="DIR",
+                        help="compile the step for of-run into DIR instead of training")
     options = parser.parse_args()
 
     import of
+    device = options.device
+    if device == "auto":
+        device = "cuda" if of.cuda.is_available() else "cpu"
     ns = load_model("of")
     cfg = ns["GPTConfig"](vocab_size=128, block_size=32)
     of.manual_seed(0)
     model = ns["GPT"](cfg)
     ranks = of.env.world_size()
-    placement = of.placement("cpu", ranks=list(range(ranks))) if ranks > 1 else None
+    if options.aot and ranks > 1:
+        sys.exit("--aot compiles a one-rank step: run it without the launcher")
+    placement = of.placement(device, ranks=list(range(ranks))) if ranks > 1 else None
     if placement is not None:
         model.to_global(placement,
                         megatron if options.layout == "megatron" else of.sbp.broadcast)
+    else:
+        model.to(device)
     opt = of.optim.AdamW(model.parameters(), lr=options.lr, betas=(0.9, 0.95),
                          weight_decay=0.1)
     schedule = of.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=options.steps,
@@ -82,12 +100,15 @@ def main():
 
     tokens = corpus(cfg.vocab_size)
     rng = np.random.default_rng(0)
+    if options.aot:
+        return ahead_of_time(options, of, cfg, model, step, tokens, rng, device)
     progress = of.utils.Progress(options.steps, items_per_step=options.batch * cfg.block_size,
                                  unit="tok")
     for _ in progress:
         starts = rng.integers(0, len(tokens) - cfg.block_size - 1, options.batch)
-        x = of.tensor(np.stack([tokens[s:s + cfg.block_size] for s in starts]))
-        y = of.tensor(np.stack([tokens[s + 1:s + 1 + cfg.block_size] for s in starts]))
+        x = of.tensor(np.stack([tokens[s:s + cfg.block_size] for s in starts]), device=device)
+        y = of.tensor(np.stack([tokens[s + 1:s + 1 + cfg.block_size] for s in starts]),
+                      device=device)
         if placement is not None:
             sbp = of.sbp.split(0) if options.layout == "data" else of.sbp.broadcast
             x, y = x.to_global(placement, sbp), y.to_global(placement, sbp)
@@ -102,14 +123,14 @@ def main():
     # sampling with the trained weights on rank 0 (temperature 0.8)
     state = {k: v.numpy() for k, v in model.state_dict().items()}
     if of.env.rank() == 0:
-        sampler = ns["GPT"](cfg)
+        sampler = ns["GPT"](cfg).to(device)
         sampler.load_state_dict(state)
         sampler.eval()
         forward = of.compile(sampler)
         context = list(tokens[:cfg.block_size])
         out = []
         for _ in range(64):
-            logits, _ = forward(of.tensor(np.array([context[-cfg.block_size:]])))
+            logits, _ = forward(of.tensor(np.array([context[-cfg.block_size:]]), device=device))
             z = logits.numpy()[0, -1].astype(np.float64) / 0.8
             p = np.exp(z - z.max())
             nxt = int(rng.choice(len(p), p=p / p.sum()))
@@ -118,6 +139,28 @@ def main():
         text = bytes(t if 32 <= t < 127 or t == 10 else 63 for t in out).decode()
         print(f"sample: {text!r}")
         print(f"plan and checkpoint in {options.out}/")
+
+
+def ahead_of_time(options, of, cfg, model, step, tokens, rng, device):
+    """Writes the step's plan (compiled for one batch's signature, nothing
+    run), the initial weights and the batches of `--steps` steps into
+    `--aot`, and prints the of-run command that trains it."""
+    out = options.aot
+    os.makedirs(out, exist_ok=True)
+    starts = rng.integers(0, len(tokens) - cfg.block_size - 1, (options.steps, options.batch))
+    x = np.stack([[tokens[s:s + cfg.block_size] for s in row] for row in starts])
+    y = np.stack([[tokens[s + 1:s + 1 + cfg.block_size] for s in row] for row in starts])
+    plan = os.path.join(out, "train_step.ofp")
+    step.save_plan(plan, of.tensor(x[0], device=device), of.tensor(y[0], device=device))
+    of.save(model.state_dict(), os.path.join(out, "init.safetensors"))
+    np.save(os.path.join(out, "idx.npy"), x)
+    np.save(os.path.join(out, "targets.npy"), y)
+    print(f"compiled a {device} training step into {out}/; train it with:")
+    print(f"  cd {out} && of-run train_step.ofp --entry gpt_train_step "
+          f"--init-state init.safetensors --batch idx=idx.npy --batch targets=targets.npy "
+          f"--set lr={options.lr} --steps {options.steps} --output-dir trained "
+          f"--save-state checkpoint.safetensors")
+    return 0
 
 
 if __name__ == "__main__":

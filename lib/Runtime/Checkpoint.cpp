@@ -613,7 +613,8 @@ Status saveState(const Session &session, const std::string &path,
   return Status::success();
 }
 
-Status loadState(Session &session, const std::string &path, int64_t &step) {
+Status loadState(Session &session, const std::string &path, int64_t &step,
+                 bool requireState) {
   MappedFile file;
   if (Status status = file.open(path); status.failed())
     return status;
@@ -629,7 +630,7 @@ Status loadState(Session &session, const std::string &path, int64_t &step) {
     if (!tensors.count(name))
       missing += (missing.empty() ? "'" : ", '") + name + "'";
   }
-  if (!missing.empty())
+  if (!missing.empty() && requireState)
     return fail("the checkpoint '", path, "' lacks the state ", missing,
                 " of entry '", session.entryName(), "'");
   size_t loaded = 0;

@@ -30,9 +30,11 @@ Status saveState(const Session &session, const std::string &path, int64_t step);
 
 /// Sets every input of the session that the file at `path` has a tensor of
 /// the same name for (dtype and global shape must match), each rank taking
-/// its part; every state input must be in the file. Tensors the session
-/// does not take are ignored. `step` receives "of.step" (0 if absent).
-Status loadState(Session &session, const std::string &path, int64_t &step);
+/// its part; with `requireState`, every state input must be in the file.
+/// Tensors the session does not take are ignored. `step` receives
+/// "of.step" (0 if absent).
+Status loadState(Session &session, const std::string &path, int64_t &step,
+                 bool requireState = true);
 
 } // namespace of::rt
 

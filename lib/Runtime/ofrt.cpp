@@ -276,6 +276,14 @@ ofrt_error *ofrt_session_load_state(ofrt_session *session, const char *path,
   return toError(status);
 }
 
+ofrt_error *ofrt_session_init_state(ofrt_session *session, const char *path) {
+  if (!session || !path)
+    return makeError("ofrt_session_init_state: the session or path is NULL");
+  int64_t step = 0;
+  return toError(
+      loadState(*session->session, path, step, /*requireState=*/false));
+}
+
 ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,
                                    const void *data, size_t bytes) {
   if (!session)

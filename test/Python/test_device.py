@@ -291,3 +291,28 @@ def test_training_on_the_gpu_matches_the_cpu(rng):
             assert loss.device == dev
             losses[dev].append(loss.item())
     np.testing.assert_allclose(losses["cuda"], losses["cpu"], rtol=1e-4, atol=1e-5)
+
+
+@needs_libdevice
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_train_gpt_example_ahead_of_time(tmp_path, device):
+    """examples/python/train_gpt.py --aot: the step compiled for `device`
+    without running, and the of-run command it prints trains it (on the
+    CPU here; a cuda plan where a GPU is)."""
+    example = os.path.join(os.path.dirname(__file__), "../../examples/python/train_gpt.py")
+    job = tmp_path / "job"
+    out = subprocess.run([sys.executable, example, "--device", device, "--aot", str(job),
+                          "--steps", "3"], check=True, capture_output=True, text=True,
+                         timeout=300).stdout
+    command = out.strip().splitlines()[-1].split("&& ", 1)[1].split()
+    text = plan_text(str(job / "train_step.ofp"))
+    assert f"@{device}_kernels" in text
+    if device == "cuda" and not of.cuda.is_available():
+        return  # compiled for a GPU; of-run would need one
+    run = subprocess.run([os.path.join(TOOLS, "of-run")] + command[1:], cwd=job,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    losses = [float(line.split()[3]) for line in run.stdout.splitlines()
+              if line.startswith("step ")]
+    assert len(losses) == 3 and all(np.isfinite(losses)), run.stdout
+    assert (job / "checkpoint.safetensors").exists()

@@ -3,6 +3,7 @@ compile errors at the Python line, plans that of-run executes, IR dumps,
 logging, learning-rate schedules without recompilation, checkpoints."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -113,6 +114,39 @@ def test_save_plan_runs_in_of_run(tmp_path, rng):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "out0.npy"), y)
+
+
+def test_ahead_of_time_training_in_of_run(tmp_path, rng):
+    """A training step compiled by save_plan(path, *example_args) before
+    anything runs, its initial weights saved by of.save, trained by of-run
+    --init-state (optimizer state from zero): the losses of training the
+    same model in Python."""
+    of.manual_seed(3)
+    model = MLP()
+    step = of.compile(model, loss_fn=nn.CrossEntropyLoss(),
+                      optimizer=of.optim.AdamW(model.parameters(), lr=1e-2))
+    xs = rng.standard_normal((4, 16, 8)).astype(np.float32)
+    ys = rng.integers(0, 3, size=(4, 16))
+    plan = tmp_path / "step.ofp"
+    step.save_plan(str(plan), of.from_numpy(xs[0]), of.from_numpy(ys[0]))
+    assert step._last is None  # compiled, not run
+    of.save(model.state_dict(), str(tmp_path / "init.safetensors"))
+    np.save(tmp_path / "x.npy", xs)
+    np.save(tmp_path / "y.npy", ys)
+    r = subprocess.run([os.path.join(TOOLS, "of-run"), str(plan), "--entry", "mlp_train_step",
+                        "--init-state", str(tmp_path / "init.safetensors"),
+                        "--batch", f"x={tmp_path / 'x.npy'}",
+                        "--batch", f"target={tmp_path / 'y.npy'}", "--set", "lr=0.01",
+                        "--steps", "4", "--output-dir", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "state not given starts at zeros: adam_m_" in r.stderr
+    aot = [float(v) for v in re.findall(r"^step \d+/4  loss (\S+)", r.stdout, re.M)]
+    python = [step(of.from_numpy(x), of.from_numpy(y)).item() for x, y in zip(xs, ys)]
+    assert len(aot) == 4 and aot[-1] < aot[0]
+    np.testing.assert_allclose(aot, python, rtol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "fc1.weight.npy"),
+                               model.fc1.weight.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_dump_dir_and_debug_log(tmp_path):

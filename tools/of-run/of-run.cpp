@@ -92,6 +92,12 @@ OPTIONS:
                       ignored, so an evaluation entry loads only the
                       parameters). A training step needs all of its state
                       in the file, and continues from its step count.
+  --init-state FILE   Set every input that the safetensors file FILE holds
+                      a tensor of the same name for, as --load-state does,
+                      without requiring the optimizer state: a training
+                      step starts at step 0 from these weights (of.save of
+                      a state dict, or a model's safetensors), its
+                      optimizer state at zeros.
   --save-state FILE   After the last run, save the entry's state
                       (parameters and optimizer state) to FILE as one
                       safetensors file of global tensors with the step
@@ -173,6 +179,7 @@ struct Options {
   std::vector<std::pair<std::string, double>> scalars;     // --set
   std::vector<std::pair<std::string, std::string>> batches; // --batch
   std::string loadState, saveState;
+  std::string initState; // --init-state: weights, no optimizer state
   long saveEvery = 0; // --save-every; 0 when not given
   std::string outputDir;
   const char *entry = nullptr;
@@ -314,9 +321,11 @@ int parseOptions(int argc, char **argv, Options &options) {
         return usageError("--batch expects NAME=FILE.npy, got '" + binding +
                           "'");
       options.batches.emplace_back(name, file);
-    } else if (arg == "--load-state" || arg == "--save-state") {
-      std::string &path =
-          arg == "--load-state" ? options.loadState : options.saveState;
+    } else if (arg == "--load-state" || arg == "--save-state" ||
+               arg == "--init-state") {
+      std::string &path = arg == "--load-state"   ? options.loadState
+                          : arg == "--init-state" ? options.initState
+                                                  : options.saveState;
       if (!takeValue(path) || path.empty())
         return needsValue();
     } else if (arg == "--save-every") {
@@ -385,6 +394,9 @@ int parseOptions(int argc, char **argv, Options &options) {
                       "--steps");
   if (options.saveEvery && (!options.steps || options.saveState.empty()))
     return usageError("--save-every needs --steps and --save-state");
+  if (!options.initState.empty() && !options.loadState.empty())
+    return usageError("--init-state starts training from weights and "
+                      "--load-state continues it from a checkpoint: give one");
   if (options.planPath.empty())
     return error("no plan given (usage: of-run PLAN.ofp --input NAME=FILE "
                  "--output-dir DIR; see --help)") +
@@ -519,10 +531,11 @@ int bindInputs(ofrt_session *session, const Options &options,
     if (files.count(index) || scalars.count(index) || batchFiles.count(index))
       return error("input '" + name + "' is given twice");
     if (ofrt_session_input_is_set(session, index))
-      return error("input '" + name +
-                   "' is given on the command line and "
-                   "loaded from the checkpoint " +
-                   options.loadState);
+      return error(
+          "input '" + name +
+          "' is given on the command line and "
+          "loaded from the checkpoint " +
+          (options.loadState.empty() ? options.initState : options.loadState));
     return 0;
   };
   for (const auto &[name, file] : options.inputs) {
@@ -801,6 +814,10 @@ int runPlan(ofrt_plan *plan, const Options &options) {
 
   bool root = !worldComm || ofrt_comm_rank(worldComm) == 0;
   int64_t firstStep = 0; // steps taken before this run (from a checkpoint)
+  if (!options.initState.empty())
+    if (ofrt_error *err =
+            ofrt_session_init_state(session, options.initState.c_str()))
+      return error(err);
   if (!options.loadState.empty()) {
     if (ofrt_error *err = ofrt_session_load_state(
             session, options.loadState.c_str(), &firstStep))

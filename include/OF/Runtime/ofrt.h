@@ -222,6 +222,12 @@ ofrt_error *ofrt_session_save_state(const ofrt_session *session,
                                     const char *path, int64_t step);
 ofrt_error *ofrt_session_load_state(ofrt_session *session, const char *path,
                                     int64_t *step);
+/* Initial values from a safetensors file (a model's weights: of.save's
+ * state dict, a PyTorch export): sets every input the file has a tensor of
+ * the same name for, as load_state does, but does not require the state
+ * inputs (optimizer state the file lacks is left for the caller to set or
+ * zero) nor read a step. Fails if the file holds none of the inputs. */
+ofrt_error *ofrt_session_init_state(ofrt_session *session, const char *path);
 
 /* Runs every step. Fails if an input was never set. After a run, every
  * output that updates an input (ofrt_session_output_updates: a training
