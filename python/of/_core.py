@@ -400,6 +400,8 @@ def _device_arg(value):
     """A `device=` argument (None: the CPU) as an of.device."""
     if value is None:
         return CPU
+    if type(value) is device:
+        return value
     if isinstance(value, Tensor):
         return value.device
     return device(value)
@@ -815,8 +817,7 @@ def _eager_key(spec, inputs, scalar_mix):
         if scalar_mix and t._placement is None:  # embedded as a constant
             key.append(("c", t._dtype.name, t._value().tobytes()))
         else:
-            key.append((t._shape, t._dtype.name, t._placement, t._sbp,
-                        None if t._device_neutral() else t.device))
+            key.append((t._shape, t._dtype.name, t._placement, t._sbp, t._local_device))
     return tuple(key)
 
 
