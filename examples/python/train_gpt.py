@@ -6,12 +6,15 @@ of, after changing only its imports, on a text that ships with Debian:
     PYTHONPATH=build/python python3 -m of.distributed.launch --nproc 2 \\
         examples/python/train_gpt.py --layout megatron
     PYTHONPATH=build/python python3 examples/python/train_gpt.py --device cuda --aot gpu-job
+    PYTHONPATH=build/python python3 examples/python/train_gpt.py --device cuda --aot job4 \\
+        --ranks 4 --layout megatron
 
 The model runs on a GPU where one is (--device auto), else on the CPU.
 --aot DIR compiles the training step without running it (on any machine:
-a "cuda" plan needs no GPU to build) and writes what `of-run` needs to
-train it there, without Python: the plan, the initial weights and the
-batches, and prints the command.
+a "cuda" plan needs no GPU to build, and a plan for --ranks N needs one
+process) and writes what `of-run` needs to train it there, without
+Python: the plan, the initial weights and the batches, and prints the
+command.
 
 Layouts on N ranks: data (parameters broadcast, batch split) or megatron
 (column/row-parallel MLP, vocabulary-parallel tied embedding). Prints a
@@ -73,6 +76,8 @@ def main():
                         help="auto: cuda where of.cuda.is_available(), else cpu")
     parser.add_argument("--aot", metavar="DIR",
                         help="compile the step for of-run into DIR instead of training")
+    parser.add_argument("--ranks", type=int,
+                        help="with --aot: the ranks to compile for (default: this job's)")
     options = parser.parse_args()
 
     import of
@@ -84,8 +89,10 @@ def main():
     of.manual_seed(0)
     model = ns["GPT"](cfg)
     ranks = of.env.world_size()
-    if options.aot and ranks > 1:
-        sys.exit("--aot compiles a one-rank step: run it without the launcher")
+    if options.ranks:
+        if not options.aot:
+            sys.exit("--ranks is for --aot; a training job has the launcher's ranks")
+        ranks = options.ranks
     placement = of.placement(device, ranks=list(range(ranks))) if ranks > 1 else None
     if placement is not None:
         model.to_global(placement,
@@ -101,7 +108,7 @@ def main():
     tokens = corpus(cfg.vocab_size)
     rng = np.random.default_rng(0)
     if options.aot:
-        return ahead_of_time(options, of, cfg, model, step, tokens, rng, device)
+        return ahead_of_time(options, of, cfg, model, step, tokens, rng, device, placement)
     progress = of.utils.Progress(options.steps, items_per_step=options.batch * cfg.block_size,
                                  unit="tok")
     for _ in progress:
@@ -141,9 +148,10 @@ def main():
         print(f"plan and checkpoint in {options.out}/")
 
 
-def ahead_of_time(options, of, cfg, model, step, tokens, rng, device):
+def ahead_of_time(options, of, cfg, model, step, tokens, rng, device, placement):
     """Writes the step's plan (compiled for one batch's signature, nothing
-    run), the initial weights and the batches of `--steps` steps into
+    run: global tensors on more ranks than this process keep their logical
+    values), the initial weights and the batches of `--steps` steps into
     `--aot`, and prints the of-run command that trains it."""
     out = options.aot
     os.makedirs(out, exist_ok=True)
@@ -151,12 +159,18 @@ def ahead_of_time(options, of, cfg, model, step, tokens, rng, device):
     x = np.stack([[tokens[s:s + cfg.block_size] for s in row] for row in starts])
     y = np.stack([[tokens[s + 1:s + 1 + cfg.block_size] for s in row] for row in starts])
     plan = os.path.join(out, "train_step.ofp")
-    step.save_plan(plan, of.tensor(x[0], device=device), of.tensor(y[0], device=device))
+    example = [of.tensor(x[0], device=device), of.tensor(y[0], device=device)]
+    if placement is not None:
+        sbp = of.sbp.split(0) if options.layout == "data" else of.sbp.broadcast
+        example = [t.to_global(placement, sbp) for t in example]
+    step.save_plan(plan, *example)
     of.save(model.state_dict(), os.path.join(out, "init.safetensors"))
     np.save(os.path.join(out, "idx.npy"), x)
     np.save(os.path.join(out, "targets.npy"), y)
-    print(f"compiled a {device} training step into {out}/; train it with:")
-    print(f"  cd {out} && of-run train_step.ofp --entry gpt_train_step "
+    ranks = len(placement.ranks) if placement is not None else 1
+    print(f"compiled a {device} training step for {ranks} rank(s) into {out}/; train it with:")
+    print(f"  cd {out} && of-run {f'-n {ranks} ' if ranks > 1 else ''}train_step.ofp "
+          f"--entry gpt_train_step "
           f"--init-state init.safetensors --batch idx=idx.npy --batch targets=targets.npy "
           f"--set lr={options.lr} --steps {options.steps} --output-dir trained "
           f"--save-state checkpoint.safetensors")

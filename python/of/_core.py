@@ -433,6 +433,11 @@ class Tensor:
         # a local tensor's device (a global one's is its placement's)
         self._local_device = _device_arg(device)
         self._source = None      # (Runner, input index) holding a newer value
+        # A global tensor made where its placement cannot run (a plan
+        # compiled for more ranks than this job, or for GPUs where none is:
+        # ahead of time) keeps its logical value instead of this rank's
+        # part, which it takes when first needed (_global.materialize).
+        self._logical = None
         self._version = 0
         self.requires_grad = False
         self.grad = None
@@ -446,6 +451,9 @@ class Tensor:
                 "return it from the compiled function to get its value")
         if self._source is not None:
             self._pull()
+        if self._data is None and self._logical is not None:
+            from . import _global
+            _global.materialize(self)
         return self._data
 
     def _pull(self):
@@ -457,7 +465,20 @@ class Tensor:
     def _set_value(self, data):
         self._data = data
         self._source = None
+        self._logical = None
         self._version += 1
+
+    def _take_global(self, g):
+        """Becomes global tensor `g` (its part, or its logical value if it
+        is lazy), in place: a module's state made global keeps its
+        identity."""
+        self._data, self._logical = g._data, g._logical
+        self._placement, self._sbp = g._placement, g._sbp
+        self._source = None
+        self._version += 1
+
+    def _lazy(self):
+        return self._data is None and self._logical is not None
 
     @property
     def is_global(self):
@@ -550,15 +571,17 @@ class Tensor:
         if self._program is not None:
             return f"tensor(<traced>, shape={list(self.shape)}, dtype={self.dtype})"
         # A global tensor shows this rank's part: printing must not be a
-        # collective (one rank printing would wait for the others).
-        data = self._value()
+        # collective (one rank printing would wait for the others). One made
+        # ahead of time shows its logical value.
+        data = self._logical if self._lazy() else self._value()
         value = np.array2string(np.asarray(data, dtype=np.float64)
                                 if self.dtype is dt.bfloat16 else data,
                                 separator=", ", prefix="tensor(")
         extra = "" if self.dtype in (dt.float32, dt.int64) else f", dtype={self.dtype}"
         if self._placement is not None:
+            what = "logical value" if self._lazy() else "local part"
             return (f"tensor(<global, shape={list(self.shape)}>, placement={self._placement}, "
-                    f"sbp={list(self._sbp)}{extra}, local part=\n{value})")
+                    f"sbp={list(self._sbp)}{extra}, {what}=\n{value})")
         if self._local_device != "cpu":
             extra += f", device='{self._local_device}'"
         return f"tensor({value}{extra})"
@@ -604,6 +627,11 @@ class Tensor:
     def clone(self):
         if self._program is not None:
             return self
+        if self._lazy():
+            out = Tensor(None, shape=self.shape, dtype=self.dtype, placement=self._placement,
+                         sbp=self._sbp)
+            out._logical = self._logical.copy()
+            return out
         return Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp,
                       device=self._local_device)
 

@@ -5,7 +5,8 @@ do the work, as in a compiled model."""
 
 import numpy as np
 
-from ._core import Program, Runner, Tensor, _type, compile_program, pipeline_for, tracing
+from ._core import (Program, Runner, Tensor, _type, compile_program, pipeline_for, tracing,
+                    world)
 from ._dist import normalize_sbp, placement as Placement
 
 _runners = {}
@@ -29,6 +30,37 @@ def _boxing_program(shape, dtype, src_plc, src_sbp, dst_plc, dst_sbp):
         return program.text([(x, out_type)])
     program.lines.append(f"%y = of.boxing {x} : {program._types[x]} -> {out_type}")
     return program.text([("%y", out_type)])
+
+
+def runnable_here(plc):
+    """Whether this process can run programs on `plc`: its job has the
+    placement's ranks (one process for one rank), and a GPU if the
+    placement is on GPUs."""
+    size = max(plc.ranks) + 1
+    if size > 1 and world()[1] != size:
+        return False
+    if plc.type == "cuda":
+        from . import cuda
+        return cuda.is_available()
+    return True
+
+
+def _lazy_global(logical, shape, dtype, plc, sbp):
+    """A global tensor on `plc` that holds its logical value (it cannot run
+    here): a compiled step's argument or module state ahead of time."""
+    out = Tensor(None, shape=shape, dtype=dtype, placement=plc, sbp=sbp)
+    out._logical = logical
+    return out
+
+
+def materialize(t):
+    """Takes this rank's part of a lazy global tensor (an identity program
+    on its placement, as to_global does), when it is first needed."""
+    plc = t._placement
+    runner = _runner(_boxing_program(t.shape, t.dtype, plc, t._sbp, plc, t._sbp), plc.type)
+    runner.set(0, t._logical, global_value=True)
+    runner.run()
+    t._data, t._logical = runner.output(0), None
 
 
 def to_global(t, plc=None, sbp=None):
@@ -71,6 +103,13 @@ def to_global(t, plc=None, sbp=None):
         program.note_placement(plc)
         out._placement, out._sbp = plc, sbp
         return out
+    if t._lazy() or (t._placement is None and not runnable_here(plc)):
+        # Made where the placement cannot run (ahead of time): the logical
+        # value, kept until a rank's part is needed.
+        out = _lazy_global(t._logical if t._lazy() else t._value(), t.shape, t.dtype,
+                           plc, sbp)
+        out.requires_grad = t.requires_grad
+        return out
     if t._placement is None:
         # the local value is the logical value: each rank keeps its part
         runner = _runner(_boxing_program(t.shape, t.dtype, plc, sbp, plc, sbp), plc.type)
@@ -90,6 +129,8 @@ def to_global(t, plc=None, sbp=None):
 def logical_value(t):
     """The whole value of global tensor `t` on every rank (a collective)."""
     from ._dist import sbp as S
+    if t._lazy():
+        return t._logical
     b = (S.broadcast,) * t._placement.ndim
     if t._sbp == b:
         return t._value()

@@ -294,23 +294,27 @@ def test_training_on_the_gpu_matches_the_cpu(rng):
 
 
 @needs_libdevice
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_train_gpt_example_ahead_of_time(tmp_path, device):
+@pytest.mark.parametrize("device,ranks", [("cpu", 1), ("cuda", 1), ("cpu", 2)])
+def test_train_gpt_example_ahead_of_time(tmp_path, device, ranks):
     """examples/python/train_gpt.py --aot: the step compiled for `device`
-    without running, and the of-run command it prints trains it (on the
-    CPU here; a cuda plan where a GPU is)."""
+    (and for 2 Megatron ranks, in this one process) without running, and
+    the of-run command it prints trains it (on the CPU here; a cuda plan
+    where a GPU is)."""
     example = os.path.join(os.path.dirname(__file__), "../../examples/python/train_gpt.py")
     job = tmp_path / "job"
     out = subprocess.run([sys.executable, example, "--device", device, "--aot", str(job),
-                          "--steps", "3"], check=True, capture_output=True, text=True,
-                         timeout=300).stdout
+                          "--steps", "3", "--ranks", str(ranks), "--layout", "megatron"],
+                         check=True, capture_output=True, text=True, timeout=300).stdout
     command = out.strip().splitlines()[-1].split("&& ", 1)[1].split()
     text = plan_text(str(job / "train_step.ofp"))
     assert f"@{device}_kernels" in text
     if device == "cuda" and not of.cuda.is_available():
         return  # compiled for a GPU; of-run would need one
+    assert ("-n 2" in out) == (ranks == 2)
     run = subprocess.run([os.path.join(TOOLS, "of-run")] + command[1:], cwd=job,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
     assert run.returncode == 0, run.stderr
     losses = [float(line.split()[3]) for line in run.stdout.splitlines()
               if line.startswith("step ")]

@@ -95,9 +95,67 @@ def test_global_tensor_semantics(tmp_path, ranks):
 
 
 def test_global_program_needs_its_ranks():
+    """In a job smaller than its placement a global tensor keeps its logical
+    value (for compiling ahead of time); using its part needs the ranks."""
     p = of.placement("cpu", ranks=[0, 1])
-    with pytest.raises(RuntimeError, match=r"placed on 2 ranks but this job has 1.*--nproc 2"):
-        of.ones(4).to_global(p, of.sbp.split(0))
+    g = of.ones(4).to_global(p, of.sbp.split(0))
+    for use in (lambda: g + 1.0, g.to_local):
+        with pytest.raises(RuntimeError,
+                           match=r"placed on 2 ranks but this job has 1.*--nproc 2"):
+            use()
+
+
+def test_a_distributed_step_ahead_of_time(tmp_path, rng):
+    """One process compiles a 2-rank data-parallel training step (its
+    global tensors keep their logical values: nothing runs), saves the
+    weights, and `of-run -n 2 --init-state` trains it: the losses of the
+    same model trained on one rank in Python."""
+    import os
+    import re
+    import subprocess
+    import numpy as np
+    p = of.placement("cpu", ranks=[0, 1])
+    S, B = of.sbp.split, of.sbp.broadcast
+    xs = rng.standard_normal((3, 16, 8)).astype(np.float32)
+    ys = rng.integers(0, 4, (3, 16))
+
+    def mlp():
+        of.manual_seed(7)
+        return of.nn.Sequential(of.nn.Linear(8, 16), of.nn.ReLU(), of.nn.Linear(16, 4))
+    model = mlp().to_global(p, B)
+    weight = model[0].weight
+    assert weight._lazy() and "logical value" in repr(weight)
+    assert weight.clone()._lazy() and weight.sbp == (B,)
+    loaded = {k: v.numpy() * 1.0 for k, v in mlp().state_dict().items()}
+    model.load_state_dict(loaded)  # stays lazy, holds the loaded values
+    np.testing.assert_array_equal(model[0].weight.numpy(), loaded["0.weight"])
+    assert model[0].weight is weight and weight._lazy()
+    step = of.compile(model, loss_fn=of.nn.CrossEntropyLoss(),
+                      optimizer=of.optim.AdamW(model.parameters(), lr=1e-2))
+    step.save_plan(str(tmp_path / "dp.ofp"), of.from_numpy(xs[0]).to_global(p, S(0)),
+                   of.from_numpy(ys[0]).to_global(p, S(0)))
+    of.save(model.state_dict(), str(tmp_path / "init.safetensors"))
+    np.save(tmp_path / "x.npy", xs)
+    np.save(tmp_path / "y.npy", ys)
+    tools = os.environ.get("OF_TOOLS_DIR", os.path.join(os.path.dirname(__file__),
+                                                        "../../build/bin"))
+    r = subprocess.run([os.path.join(tools, "of-run"), "-n", "2", str(tmp_path / "dp.ofp"),
+                        "--entry", "sequential_train_step",
+                        "--init-state", str(tmp_path / "init.safetensors"),
+                        "--batch", f"x={tmp_path / 'x.npy'}",
+                        "--batch", f"target={tmp_path / 'y.npy'}", "--set", "lr=0.01",
+                        "--steps", "3", "--output-dir", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    aot = [float(v) for v in re.findall(r"^step \d+/3  loss (\S+)", r.stdout, re.M)]
+    local = mlp()
+    local.load_state_dict(loaded)
+    one_rank = of.compile(local, loss_fn=of.nn.CrossEntropyLoss(),
+                          optimizer=of.optim.AdamW(local.parameters(), lr=1e-2))
+    expected = [one_rank(of.from_numpy(x), of.from_numpy(y)).item() for x, y in zip(xs, ys)]
+    np.testing.assert_allclose(aot, expected, rtol=1e-5)
 
 
 def test_bad_placements_and_sbp():

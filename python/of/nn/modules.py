@@ -225,9 +225,10 @@ class Module:
                                  f"the module's is {list(target.shape)}")
             value = _c_order(value.astype(target.dtype.np))
             if target._placement is not None:  # this rank's part of the value
-                value = Tensor(value, dtype=target.dtype).to_global(
-                    target._placement, target._sbp)._value()
-            target._set_value(value)
+                target._take_global(Tensor(value, dtype=target.dtype).to_global(
+                    target._placement, target._sbp))
+            else:
+                target._set_value(value)
         return collections.namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")(
             missing, unexpected)
 
@@ -238,10 +239,7 @@ class Module:
             if getattr(t, "_global_done", False):
                 continue
             s = sbp(name, t) if callable(sbp) else sbp
-            g = t.to_global(placement, s)
-            t._data, t._placement, t._sbp = g._value(), g._placement, g._sbp
-            t._source = None
-            t._version += 1
+            t._take_global(t.to_global(placement, s))
             t._global_done = True
         for t in self.state_dict().values():
             t.__dict__.pop("_global_done", None)
