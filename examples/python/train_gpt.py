@@ -89,9 +89,14 @@ def main():
     of.manual_seed(0)
     model = ns["GPT"](cfg)
     ranks = of.env.world_size()
-    if options.ranks:
+    if options.aot and ranks > 1:
+        sys.exit("--aot compiles in one process (--ranks N for N ranks): run it without "
+                 "the launcher")
+    if options.ranks is not None:
         if not options.aot:
             sys.exit("--ranks is for --aot; a training job has the launcher's ranks")
+        if options.ranks < 1:
+            sys.exit(f"--ranks must be at least 1, not {options.ranks}")
         ranks = options.ranks
     placement = of.placement(device, ranks=list(range(ranks))) if ranks > 1 else None
     if placement is not None:
@@ -168,7 +173,8 @@ def ahead_of_time(options, of, cfg, model, step, tokens, rng, device, placement)
     np.save(os.path.join(out, "idx.npy"), x)
     np.save(os.path.join(out, "targets.npy"), y)
     ranks = len(placement.ranks) if placement is not None else 1
-    print(f"compiled a {device} training step for {ranks} rank(s) into {out}/; train it with:")
+    print(f"compiled a {device} training step for {ranks} rank(s) into {out}/; train it with "
+          "(at a constant learning rate: the Python run anneals it):")
     print(f"  cd {out} && of-run {f'-n {ranks} ' if ranks > 1 else ''}train_step.ofp "
           f"--entry gpt_train_step "
           f"--init-state init.safetensors --batch idx=idx.npy --batch targets=targets.npy "

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "OF/Runtime/StateNames.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -614,7 +615,7 @@ Status saveState(const Session &session, const std::string &path,
 }
 
 Status loadState(Session &session, const std::string &path, int64_t &step,
-                 bool requireState) {
+                 bool weightsOnly) {
   MappedFile file;
   if (Status status = file.open(path); status.failed())
     return status;
@@ -627,15 +628,19 @@ Status loadState(Session &session, const std::string &path, int64_t &step,
   std::string missing;
   for (size_t index : stateInputs(session)) {
     const std::string &name = session.inputs()[index].name;
-    if (!tensors.count(name))
+    if (!tensors.count(name) &&
+        !(weightsOnly && ::of::state::isOptimizerState(name)))
       missing += (missing.empty() ? "'" : ", '") + name + "'";
   }
-  if (!missing.empty() && requireState)
-    return fail("the checkpoint '", path, "' lacks the state ", missing,
+  if (!missing.empty())
+    return fail(weightsOnly ? "the weights file '" : "the checkpoint '", path,
+                "' lacks the ", weightsOnly ? "parameters " : "state ", missing,
                 " of entry '", session.entryName(), "'");
   size_t loaded = 0;
   for (size_t index = 0; index < session.inputs().size(); ++index) {
     const TensorInfo &info = session.inputs()[index];
+    if (weightsOnly && ::of::state::isOptimizerState(info.name))
+      continue; // starts afresh, even where the file is a checkpoint
     auto found = tensors.find(info.name);
     if (found == tensors.end())
       continue;

@@ -30,11 +30,13 @@ Status saveState(const Session &session, const std::string &path, int64_t step);
 
 /// Sets every input of the session that the file at `path` has a tensor of
 /// the same name for (dtype and global shape must match), each rank taking
-/// its part; with `requireState`, every state input must be in the file.
-/// Tensors the session does not take are ignored. `step` receives
-/// "of.step" (0 if absent).
+/// its part; every state input must be in the file. Tensors the session
+/// does not take are ignored. `step` receives "of.step" (0 if absent).
+/// With `weightsOnly` (`of-run --init-state`), the optimizer state
+/// (StateNames.h) is neither required nor read, so a training step starts
+/// afresh from the file's parameters, which must all be there.
 Status loadState(Session &session, const std::string &path, int64_t &step,
-                 bool requireState = true);
+                 bool weightsOnly = false);
 
 } // namespace of::rt
 

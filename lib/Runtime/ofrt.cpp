@@ -15,6 +15,7 @@
 #include "Session.h"
 
 #pragma GCC visibility push(default)
+#include "OF/Runtime/StateNames.h"
 #include "OF/Runtime/ofrt.h"
 #pragma GCC visibility pop
 
@@ -281,7 +282,11 @@ ofrt_error *ofrt_session_init_state(ofrt_session *session, const char *path) {
     return makeError("ofrt_session_init_state: the session or path is NULL");
   int64_t step = 0;
   return toError(
-      loadState(*session->session, path, step, /*requireState=*/false));
+      loadState(*session->session, path, step, /*weightsOnly=*/true));
+}
+
+int ofrt_is_optimizer_state(const char *name) {
+  return name && ::of::state::isOptimizerState(name) ? 1 : 0;
 }
 
 ofrt_error *ofrt_session_set_input(ofrt_session *session, size_t index,

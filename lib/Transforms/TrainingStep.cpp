@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Runtime/StateNames.h"
 #include "OF/Transforms/Passes.h"
 #include "SbpSupport.h"
 
@@ -140,7 +141,8 @@ Type zeroSharded(Type paramType,
                                SbpAttr::get(ctx, placement->ref, entries));
 }
 
-struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
+struct TrainingStepPass
+    : mlir::of::impl::TrainingStepPassBase<TrainingStepPass> {
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
@@ -213,9 +215,9 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     bool adam = optimizer == "adamw";
     SmallVector<StringRef> kinds;
     if (adam)
-      kinds = {"adam_m_", "adam_v_"};
+      kinds = {::of::state::kAdamFirstMoment, ::of::state::kAdamSecondMoment};
     else if (momentum != 0.0)
-      kinds = {"momentum_"};
+      kinds = {::of::state::kMomentum};
     SmallVector<StateArg> state;
     for (StringRef kind : kinds)
       for (unsigned p : params)
@@ -228,7 +230,7 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
     std::optional<unsigned> adamStepState, scaleLog2State, goodStepsState;
     if (adam) {
       adamStepState = state.size();
-      state.push_back({scalarType, "adam_step"});
+      state.push_back({scalarType, std::string(::of::state::kAdamStep)});
     }
     // Dynamic loss scaling: the backward pass takes the loss's cotangent as
     // the argument loss_seed.
@@ -240,9 +242,10 @@ struct TrainingStepPass : of::impl::TrainingStepPassBase<TrainingStepPass> {
                 "seed-argument=true)";
     if (lossScaling) {
       scaleLog2State = state.size();
-      state.push_back({scalarType, "loss_scale_log2"});
+      state.push_back({scalarType, std::string(::of::state::kLossScaleLog2)});
       goodStepsState = state.size();
-      state.push_back({scalarType, "loss_scale_good_steps"});
+      state.push_back(
+          {scalarType, std::string(::of::state::kLossScaleGoodSteps)});
     }
 
     // Signature: primal arguments (data ones stacked with accumulation),

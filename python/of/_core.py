@@ -472,6 +472,10 @@ class Tensor:
         """Becomes global tensor `g` (its part, or its logical value if it
         is lazy), in place: a module's state made global keeps its
         identity."""
+        if g is self:  # to_global had nothing to do
+            return
+        if g._source is not None:
+            g._pull()
         self._data, self._logical = g._data, g._logical
         self._placement, self._sbp = g._placement, g._sbp
         self._source = None
@@ -669,7 +673,11 @@ class Parameter(Tensor):
     """A tensor that is a module's parameter (trained by the optimizer)."""
 
     def __init__(self, data, requires_grad=True):
-        if isinstance(data, Tensor):
+        if isinstance(data, Tensor) and data._lazy():  # made ahead of time
+            Tensor.__init__(self, None, shape=data.shape, dtype=data.dtype,
+                            placement=data._placement, sbp=data._sbp)
+            self._logical = data._logical
+        elif isinstance(data, Tensor):
             Tensor.__init__(self, data._value(), placement=data._placement, sbp=data._sbp,
                             device=data._local_device)
         else:
@@ -845,7 +853,8 @@ def _eager_key(spec, inputs, scalar_mix):
         if scalar_mix and t._placement is None:  # embedded as a constant
             key.append(("c", t._dtype.name, t._value().tobytes()))
         else:
-            key.append((t._shape, t._dtype.name, t._placement, t._sbp, t._local_device))
+            key.append((t._shape, t._dtype.name, t._placement, t._sbp,
+                        t._local_device if t._placement is None else None))
     return tuple(key)
 
 

@@ -49,7 +49,7 @@ def _lazy_global(logical, shape, dtype, plc, sbp):
     """A global tensor on `plc` that holds its logical value (it cannot run
     here): a compiled step's argument or module state ahead of time."""
     out = Tensor(None, shape=shape, dtype=dtype, placement=plc, sbp=sbp)
-    out._logical = logical
+    out._logical = logical.copy()  # a snapshot, as a rank's part would be
     return out
 
 

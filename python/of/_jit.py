@@ -66,9 +66,10 @@ def _progress(message):
 
 
 def _optimizer_state(name):
-    """Whether a training plan's input `name` is optimizer state."""
-    return name.startswith(("adam_m_", "adam_v_", "momentum_", "loss_scale_")) or \
-        name == "adam_step"
+    """Whether a training plan's input `name` is optimizer state (libofrt
+    knows the names --of-training-step gives it)."""
+    from ._core import _C
+    return _C().is_optimizer_state(name)
 
 
 class _Executable:

@@ -21,12 +21,20 @@ from ._dist import process_gpu
 DEFAULT_CHIP = "sm_90a"
 
 
+_count = None
+
+
 def device_count():
-    """The CUDA devices the driver sees: 0 without a usable driver."""
-    try:
-        return _C().cuda_device_count()
-    except _C().Error:
-        return 0
+    """The CUDA devices the driver sees: 0 without a usable driver. (libofrt
+    loads and initialises the driver once per process, so the answer does
+    not change: it is asked once.)"""
+    global _count
+    if _count is None:
+        try:
+            _count = _C().cuda_device_count()
+        except _C().Error:
+            _count = 0
+    return _count
 
 
 def is_available():

@@ -366,6 +366,13 @@ PYBIND11_MODULE(_C, m) {
       "The CUDA devices the driver sees, as libofrt loads it; raises "
       "of._C.Error saying why when there is no usable driver");
   m.def(
+      "is_optimizer_state",
+      [](const std::string &name) {
+        return bool(ofrt_is_optimizer_state(name.c_str()));
+      },
+      py::arg("name"),
+      "Whether a training step's input `name` is optimizer state");
+  m.def(
       "cuda_device_capability",
       [](int ordinal) {
         int major = 0, minor = 0;

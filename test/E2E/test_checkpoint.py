@@ -297,12 +297,12 @@ def test_bad_checkpoints_and_batches(rng, tmp_path):
     expect_error(train_cmd(plan, 1, 1, tmp_path / "o", *batch_args,
                            "--load-state", tmp_path / "absent.safetensors"),
                  "cannot open the checkpoint")
-    # --init-state takes weights without optimizer state, but some inputs.
+    # --init-state takes weights without optimizer state, but every parameter.
     other = tmp_path / "other.safetensors"
     unrelated = b'{"zz":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
     other.write_bytes(len(unrelated).to_bytes(8, "little") + unrelated + bytes(4))
     expect_error(train_cmd(plan, 1, 1, tmp_path / "o", *batch_args, "--init-state", other),
-                 "has none of the inputs")
+                 "lacks the parameters 'w0', 'b0', 'w1', 'b1' of entry")
     # Given twice: on the command line and in the checkpoint.
     expect_error(train_cmd(plan, 1, 1, tmp_path / "o", *data_args, "--load-state", ckpt),
                  "input 'w0' is given on the command line and loaded from the checkpoint")

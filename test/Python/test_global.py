@@ -105,6 +105,32 @@ def test_global_program_needs_its_ranks():
             use()
 
 
+def test_module_to_global_again_keeps_trained_weights(rng):
+    """A module made global again (same placement and SBP) after training
+    keeps the weights its compiled step trained, which its session holds:
+    the same as a twin that was not made global again."""
+    import numpy as np
+    p = of.placement("cpu", ranks=[0])
+    B = of.sbp.broadcast
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    y = rng.standard_normal((8, 2)).astype(np.float32)
+    models, steps = [], []
+    for _ in range(2):
+        of.manual_seed(5)
+        model = of.nn.Linear(4, 2).to_global(p, B)
+        models.append(model)
+        steps.append(of.compile(model, loss_fn=of.nn.MSELoss(),
+                                optimizer=of.optim.SGD(model.parameters(), lr=0.1)))
+    args = [of.from_numpy(v).to_global(p, B) for v in (x, y)]
+    for _ in range(2):
+        for step in steps:
+            step(*args)
+    models[0].to_global(p, B)  # read nothing before: the session holds the value
+    for step in steps:
+        step(*args)
+    np.testing.assert_array_equal(models[0].weight.numpy(), models[1].weight.numpy())
+
+
 def test_a_distributed_step_ahead_of_time(tmp_path, rng):
     """One process compiles a 2-rank data-parallel training step (its
     global tensors keep their logical values: nothing runs), saves the
@@ -126,6 +152,14 @@ def test_a_distributed_step_ahead_of_time(tmp_path, rng):
     weight = model[0].weight
     assert weight._lazy() and "logical value" in repr(weight)
     assert weight.clone()._lazy() and weight.sbp == (B,)
+    # what needs only the logical value works on it; values are snapshots
+    local = of.ones(3)
+    g = local.to_global(p, S(0))
+    g.numpy()[:] = 5.0
+    assert local.numpy().tolist() == [1.0, 1.0, 1.0]
+    assert of.nn.Parameter(g)._lazy() and of.nn.Parameter(g).sbp == (S(0),)
+    half = mlp().to_global(p, B).half()
+    assert half[0].weight.dtype is of.float16 and half[0].weight._lazy()
     loaded = {k: v.numpy() * 1.0 for k, v in mlp().state_dict().items()}
     model.load_state_dict(loaded)  # stays lazy, holds the loaded values
     np.testing.assert_array_equal(model[0].weight.numpy(), loaded["0.weight"])

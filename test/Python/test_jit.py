@@ -147,6 +147,23 @@ def test_ahead_of_time_training_in_of_run(tmp_path, rng):
     np.testing.assert_allclose(aot, python, rtol=1e-5)
     np.testing.assert_allclose(np.load(tmp_path / "out" / "fc1.weight.npy"),
                                model.fc1.weight.numpy(), rtol=1e-5, atol=1e-6)
+    # Weights without a parameter are refused; a checkpoint's weights start
+    # afresh (its optimizer state is not read).
+    state = {k: v for k, v in model.state_dict().items() if k != "fc2.bias"}
+    of.save(state, str(tmp_path / "partial.safetensors"))
+    step.save_state(str(tmp_path / "ckpt.safetensors"))
+    base = [os.path.join(TOOLS, "of-run"), str(plan), "--entry", "mlp_train_step",
+            "--batch", f"x={tmp_path / 'x.npy'}", "--batch", f"target={tmp_path / 'y.npy'}",
+            "--set", "lr=0.01", "--steps", "2", "--output-dir", str(tmp_path / "o")]
+    r = subprocess.run(base + ["--init-state", str(tmp_path / "partial.safetensors")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "lacks the parameters 'fc2.bias'" in r.stderr, r.stderr
+    r = subprocess.run(base + ["--init-state", str(tmp_path / "ckpt.safetensors"),
+                               "--save-state", str(tmp_path / "again.safetensors")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    from safetensors.numpy import load_file
+    assert int(load_file(str(tmp_path / "again.safetensors"))["adam_step"]) == 2
 
 
 def test_dump_dir_and_debug_log(tmp_path):

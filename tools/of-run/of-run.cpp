@@ -92,12 +92,13 @@ OPTIONS:
                       ignored, so an evaluation entry loads only the
                       parameters). A training step needs all of its state
                       in the file, and continues from its step count.
-  --init-state FILE   Set every input that the safetensors file FILE holds
-                      a tensor of the same name for, as --load-state does,
-                      without requiring the optimizer state: a training
-                      step starts at step 0 from these weights (of.save of
-                      a state dict, or a model's safetensors), its
-                      optimizer state at zeros.
+  --init-state FILE   Start a training step afresh from the weights in the
+                      safetensors file FILE (of.save of a state dict, a
+                      model's safetensors, or a checkpoint's parameters):
+                      set every input it holds a tensor of the same name
+                      for, as --load-state does, except the optimizer
+                      state, which starts at zeros, at step 0. Every
+                      parameter and buffer must be in the file.
   --save-state FILE   After the last run, save the entry's state
                       (parameters and optimizer state) to FILE as one
                       safetensors file of global tensors with the step
@@ -814,10 +815,14 @@ int runPlan(ofrt_plan *plan, const Options &options) {
 
   bool root = !worldComm || ofrt_comm_rank(worldComm) == 0;
   int64_t firstStep = 0; // steps taken before this run (from a checkpoint)
-  if (!options.initState.empty())
+  if (!options.initState.empty()) {
     if (ofrt_error *err =
             ofrt_session_init_state(session, options.initState.c_str()))
       return error(err);
+    if (root && options.steps)
+      std::fprintf(stderr, "of-run: weights from %s (step 0)\n",
+                   options.initState.c_str());
+  }
   if (!options.loadState.empty()) {
     if (ofrt_error *err = ofrt_session_load_state(
             session, options.loadState.c_str(), &firstStep))

@@ -224,10 +224,15 @@ ofrt_error *ofrt_session_load_state(ofrt_session *session, const char *path,
                                     int64_t *step);
 /* Initial values from a safetensors file (a model's weights: of.save's
  * state dict, a PyTorch export): sets every input the file has a tensor of
- * the same name for, as load_state does, but does not require the state
- * inputs (optimizer state the file lacks is left for the caller to set or
- * zero) nor read a step. Fails if the file holds none of the inputs. */
+ * the same name for, as load_state does, except the optimizer state, which
+ * it neither requires nor reads (the caller zeroes it: the step starts
+ * afresh), and reads no step. Every other state input (the parameters,
+ * buffers such as running statistics) must be in the file. */
 ofrt_error *ofrt_session_init_state(ofrt_session *session, const char *path);
+/* Whether a training step's input `name` is optimizer state, by the names
+ * --of-training-step gives it (adam_m_<param>, adam_v_<param>, adam_step,
+ * momentum_<param>, loss_scale_log2, loss_scale_good_steps). */
+int ofrt_is_optimizer_state(const char *name);
 
 /* Runs every step. Fails if an input was never set. After a run, every
  * output that updates an input (ofrt_session_output_updates: a training

@@ -169,7 +169,11 @@ class Module:
             if dev is not None and t._placement is None:
                 t._local_device = dev
             if dtype is not None and t.dtype.is_floating_point and t.dtype is not dtype:
-                t._set_value(t._value().astype(dtype.np))
+                if t._lazy():  # global ahead of time: its logical value
+                    t._logical = t._logical.astype(dtype.np)
+                    t._version += 1
+                else:
+                    t._set_value(t._value().astype(dtype.np))
                 t._dtype = dtype
         return self
 
