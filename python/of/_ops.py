@@ -586,9 +586,10 @@ def _install():
 # --------------------------------------------------------------------------
 # Factories.
 
-def to(x, *args, **kwargs):
-    """x.to(dtype), x.to(device), x.to(device, dtype), x.to(other) (other's
-    device and dtype), or the keywords device= and dtype=."""
+def to_arguments(args, kwargs, what):
+    """(device or None, dtype or None) of the arguments of a `.to(...)`:
+    a dtype, a device (a string, an of.device or a GPU index), a tensor
+    (its device and dtype), or the keywords device= and dtype=."""
     target, dev = kwargs.get("dtype"), kwargs.get("device")
     for a in args:
         if isinstance(a, dt.dtype):
@@ -598,11 +599,17 @@ def to(x, *args, **kwargs):
         elif isinstance(a, (str, int)) and not isinstance(a, bool):
             dev = a
         elif a is not None:
-            raise TypeError(f".to: {a!r} is neither a dtype, a device nor a tensor")
+            raise TypeError(f"{what}: {a!r} is neither a dtype, a device nor a tensor")
+    return (device(dev) if dev is not None else None), target
+
+
+def to(x, *args, **kwargs):
+    """x.to(dtype), x.to(device), x.to(device, dtype), x.to(other) (other's
+    device and dtype), or the keywords device= and dtype=."""
+    dev, target = to_arguments(args, kwargs, ".to")
     cast_needed = target is not None and target is not x.dtype
     if dev is None:
         return cast(x, target) if cast_needed else x
-    dev = device(dev)
     # Values are on the host, so a move costs nothing: cast on the CPU side.
     if cast_needed and dev == "cpu":
         return cast(_to_device(x, dev), target)

@@ -9,7 +9,6 @@ import numpy as np
 from .. import _dtype as dt
 from .. import _ops
 from .._core import Parameter, Tensor, _c_order
-from .._dist import device
 from . import functional as F
 from . import init
 
@@ -146,19 +145,9 @@ class Module:
         tensors stay the same objects, so an optimizer made before still
         holds them): module.to("cuda"), module.to(of.bfloat16),
         module.to(device=..., dtype=...)."""
-        dev, dtype = kwargs.get("device"), kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, dt.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dev, dtype = a.device, a.dtype
-            elif isinstance(a, (str, int)):
-                dev = a
-            elif a is not None:
-                raise TypeError(f"Module.to: {a!r} is neither a dtype, a device nor a tensor")
+        dev, dtype = _ops.to_arguments(args, kwargs, "Module.to")
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"Module.to: {dtype} is not a floating-point dtype")
-        dev = device(dev) if dev is not None else None
         state = {id(t): t for t in [*self.parameters(), *self.buffers()]}.values()
         for t in state:
             if dev is not None and t.device != dev and t._placement is not None:
