@@ -75,3 +75,26 @@ def chip():
         return DEFAULT_CHIP
     major, minor = get_device_capability()
     return DEFAULT_CHIP if (major, minor) == (9, 0) else f"sm_{major}{minor}"
+
+
+def synchronize(device=None):
+    """Nothing to wait for: every eager op and compiled step returns when its
+    GPU work is done (a libofrt run synchronizes its streams before it
+    returns), so timing code written for PyTorch measures the same."""
+
+
+def set_device(device):
+    """Checks that `device` (an index, "cuda:N" or an of.device) is this
+    process's GPU: libofrt gives a process one ($OF_CUDA_DEVICE, else the
+    local rank), chosen before any tensor is made."""
+    from ._dist import device as _device
+    _device(device)
+
+
+def manual_seed(seed):
+    """Seeds of's one generator (the CPU's and the GPU's are the same)."""
+    from ._random import manual_seed as seed_all
+    seed_all(seed)
+
+
+manual_seed_all = manual_seed

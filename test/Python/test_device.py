@@ -58,6 +58,14 @@ def test_device_names(monkeypatch):
     with pytest.raises(ValueError, match="GPU 3"):
         of.device("cuda:1")
     assert of.device(3) == "cuda"  # an index is a GPU's, as in PyTorch
+    of.cuda.set_device(3)  # the process's GPU: accepted
+    with pytest.raises(ValueError, match="GPU 3"):
+        of.cuda.set_device("cuda:0")
+    of.cuda.synchronize()  # runs return when their GPU work is done
+    of.cuda.manual_seed_all(4)
+    first = of.randn(3).numpy()
+    of.manual_seed(4)
+    np.testing.assert_array_equal(of.randn(3).numpy(), first)
     monkeypatch.setenv("OF_CUDA_DEVICE", "x")
     with pytest.raises(ValueError, match="OF_CUDA_DEVICE='x' is not a device ordinal"):
         of.cuda.current_device()
