@@ -230,6 +230,21 @@ Status loadCublasLt(const CublasLt *&out) {
   return loadLibrary(cublasLtSource, out);
 }
 
+/// The CUDA type of a gemm operand's elements (the plan verifier admits
+/// f32, f64, bf16 and f16).
+cudaDataType cudaDataTypeOf(DType type) {
+  switch (type) {
+  case DType::BF16:
+    return CUDA_R_16BF;
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::F64:
+    return CUDA_R_64F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
 /// The alignment in bytes (at most 256) of every address `base + i *
 /// stride` (i < count), as cuBLASLt's heuristic must be told: it assumes
 /// 256-byte operands unless a smaller minimum is set.
@@ -691,10 +706,8 @@ Status CudaExecutor::gemm(const PreparedStep &step, CUstream stream) {
       // Tensor-core products of 16-bit operands, or of f32 ones rounded to
       // TF32 where the program allows it, accumulated in f32 and rounded
       // once into C's type.
-      cudaDataType in = step.gemmType == DType::BF16  ? CUDA_R_16BF
-                        : step.gemmType == DType::F16 ? CUDA_R_16F
-                                                      : CUDA_R_32F;
-      cudaDataType out = step.gemmOutType == DType::F32 ? CUDA_R_32F : in;
+      cudaDataType in = cudaDataTypeOf(step.gemmType);
+      cudaDataType out = cudaDataTypeOf(step.gemmOutType);
       float one = 1.0f, zero = 0.0f;
       result = blas_->cublasGemmStridedBatchedEx_64(
           handle_, opB, opA, g.n, g.m, g.k, &one, batchB, in, g.ldb,
@@ -775,18 +788,6 @@ Status CudaExecutor::prepareLtGemm(const PreparedStep &step, const LtGemm *&out,
     return fail("a batch of ", g.batch,
                 " gemms is more than cuBLASLt takes (OF_GEMM_LIBRARY=cublas "
                 "runs it)");
-  auto dataType = [](DType t) {
-    switch (t) {
-    case DType::BF16:
-      return CUDA_R_16BF;
-    case DType::F16:
-      return CUDA_R_16F;
-    case DType::F64:
-      return CUDA_R_64F;
-    default:
-      return CUDA_R_32F;
-    }
-  };
   bool f64 = step.gemmType == DType::F64;
   bool half = step.gemmType == DType::BF16 || step.gemmType == DType::F16;
   cublasComputeType_t compute =
@@ -823,8 +824,8 @@ Status CudaExecutor::prepareLtGemm(const PreparedStep &step, const LtGemm *&out,
           sizeof(batchStride));
     return r;
   };
-  cudaDataType in = dataType(step.gemmType),
-               outType = dataType(step.gemmOutType);
+  cudaDataType in = cudaDataTypeOf(step.gemmType),
+               outType = cudaDataTypeOf(step.gemmOutType);
   // The first operand, B as stored: n x k (k x n transposed); the second,
   // A as stored: k x m (m x k transposed); C: n x m.
   if (result == CUBLAS_STATUS_SUCCESS)
