@@ -32,6 +32,15 @@ sums, while five other seeds gave 3e-6 to 1.3e-5 either way. At 1.5e-3
 both seeds and two others stay within 3e-6 to 6.4e-6 in every fp32 case,
 and the loss still falls to between a quarter and two fifths of the
 initial.
+
+Even at 1.5e-3 some initialisations are chaotic in float32: with
+OF_TEST_SEED=9077766850431088600, data-2 with ZeRO was 1.36e-4 off at
+step 49, and JAX's own float32 run of the same loop was 1.40e-4 off its
+float64 run (1-rank and data-2 gave 1.35e-4 and 1.36e-4; twelve other
+initialisations gave JAX 0.8e-6 to 1.6e-6 and OF 3.2e-6 to 5.1e-6). So
+where a step or a weight exceeds its fixed tolerance, the test runs the
+JAX loop in float32 as well, and allows FLOAT32_FACTOR times that run's
+distance from float64, capped well below a real error's 1e-2.
 """
 
 import math
@@ -43,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ofrun import _run, check, compile_program, tool
+from ofrun import _run, compile_program, rel_err, tool
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -55,6 +64,9 @@ import gpt  # noqa: E402
 
 STEPS = 50
 TOL = 1e-4  # of the initial loss, see above
+WEIGHT_TOL = 1e-3  # relative, for three trained weights
+FLOAT32_FACTOR = 10  # times JAX's own float32 error, where that is larger
+TOL_CAP, WEIGHT_TOL_CAP = 2e-3, 1e-2
 LR = 1.5e-3  # see the module docstring
 BATCHES = 4  # the data repeats, so the loss falls well below log(vocab)
 PIPELINE = "cpu,train=adamw,weight-decay=0.01,max-grad-norm=1.0"
@@ -162,11 +174,28 @@ def test_gpt_training_matches_jax(layout, options, rng, tmp_path):
         assert worst > 1e-4, "the curve is fp32's: AMP is not in effect"
         assert drift <= AMP_TOL, f"{dtype} AMP drifts {drift:.2e} of the initial loss"
         return
-    print(f"  worst on the initial loss's scale {max(abs(g - r) for g, r in zip(losses, ref)) / ref[0]:.2e}")
-    for step, (got, want) in enumerate(zip(losses, ref), 1):
-        error = abs(got - want) / abs(ref[0])
-        assert error <= TOL, (f"loss at step {step}: {got} vs {want}, error {error:.2e} of "
-                              f"the initial loss > {TOL:.0e}")
-    for name in ("wte", "h.1.mlp.c_fc.weight", "lm_head.weight"):
-        check(np.load(tmp_path / "out" / f"{name}.npy"), np.asarray(ref_params[name]),
-              1e-3, f"trained {name}")
+    errors = [abs(g - r) / abs(ref[0]) for g, r in zip(losses, ref)]
+    trained = ("wte", "h.1.mlp.c_fc.weight", "lm_head.weight")
+    weight_errors = {name: rel_err(np.load(tmp_path / "out" / f"{name}.npy"), ref_params[name])
+                     for name in trained}
+    print(f"  worst on the initial loss's scale {max(errors):.2e}")
+    tol, weight_tol = TOL, WEIGHT_TOL
+    if max(errors) > TOL or max(weight_errors.values()) > WEIGHT_TOL:
+        # Some initialisations train where float32 rounding grows fast: then
+        # JAX's own float32 run leaves the float64 curve as far (see above).
+        # Measure that run's distance and allow FLOAT32_FACTOR times it, up
+        # to the caps, which a real error (1e-2 or more) still exceeds.
+        ref32, ref32_params = reference_train(
+            gpt_loss(cfg), "adamw", params, lambda s: data[s % BATCHES], LR, STEPS,
+            weight_decay=0.01, max_grad_norm=1.0, dtype=jnp.float32)
+        noise = max(abs(a - b) / abs(ref[0]) for a, b in zip(ref32, ref))
+        tol = min(max(TOL, FLOAT32_FACTOR * noise), TOL_CAP)
+        weight_noise = max(rel_err(ref32_params[n], ref_params[n]) for n in trained)
+        weight_tol = min(max(WEIGHT_TOL, FLOAT32_FACTOR * weight_noise), WEIGHT_TOL_CAP)
+        print(f"  JAX in float32 is {noise:.2e} off the float64 curve ({weight_noise:.2e} on "
+              f"the weights): tolerances {tol:.2e} and {weight_tol:.2e}")
+    for step, (got, want, error) in enumerate(zip(losses, ref, errors), 1):
+        assert error <= tol, (f"loss at step {step}: {got} vs {want}, error {error:.2e} of "
+                              f"the initial loss > {tol:.2e}")
+    for name, error in weight_errors.items():
+        assert error <= weight_tol, f"trained {name}: relative error {error:.3e} > {weight_tol:.2e}"

@@ -132,12 +132,14 @@ def jax_loss(p, x, y):
 
 
 def reference_train(loss_fn, optimizer, params, batch_at, lr, steps,
-                    momentum=0.9, weight_decay=0.01, max_grad_norm=0.5, epsilon=1e-8):
-    """The reference loop in float64: PyTorch's SGD(momentum, weight_decay)
-    and, after clip_grad_norm_(max_grad_norm), AdamW(weight_decay).
+                    momentum=0.9, weight_decay=0.01, max_grad_norm=0.5, epsilon=1e-8,
+                    dtype=jnp.float64):
+    """The reference loop, in float64 unless `dtype` says otherwise:
+    PyTorch's SGD(momentum, weight_decay) and, after
+    clip_grad_norm_(max_grad_norm), AdamW(weight_decay).
     `batch_at(step)` gives loss_fn's data arguments of step 0, 1, ...
     Returns the loss of every step and the final parameters."""
-    p = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
+    p = {k: jnp.asarray(v, dtype) for k, v in params.items()}
     state = {k: (jnp.zeros_like(v), jnp.zeros_like(v)) for k, v in p.items()}
     grad_fn = jax.jit(jax.value_and_grad(loss_fn))
     losses = []
