@@ -60,6 +60,14 @@ LAYOUTS = {
 # flipped sign against the float64 reference and w0 was off by 4e-3. At
 # 1e-6 such an element moves by lr / 1000.
 ADAMW_EPSILON = 1e-6
+# relu's gradient jumps at 0. With OF_TEST_SEED=2005116906744694170 the
+# float64 run's hidden unit 15 had a pre-activation of 1.18e-6 at step 13,
+# which float32 rounding (about 1e-6 there) put on the other side: every
+# layout's w0 ended 2.95e-3 off, while JAX in float32 was 5e-7 off, on the
+# same side as float64 by chance. So inputs whose float64 run comes within
+# KINK_MARGIN of a kink are drawn again (1 in 120 draws over 60 seeds
+# and both optimizers).
+KINK_MARGIN = 1e-5
 OPTIMIZERS = {
     "sgd": ("train=sgd,momentum=0.9,weight-decay=0.01", 0.1),
     "adamw": (f"train=adamw,weight-decay=0.01,max-grad-norm=0.5,epsilon={ADAMW_EPSILON}",
@@ -133,17 +141,21 @@ def jax_loss(p, x, y):
 
 def reference_train(loss_fn, optimizer, params, batch_at, lr, steps,
                     momentum=0.9, weight_decay=0.01, max_grad_norm=0.5, epsilon=1e-8,
-                    dtype=jnp.float64):
+                    dtype=jnp.float64, observe=None):
     """The reference loop, in float64 unless `dtype` says otherwise:
     PyTorch's SGD(momentum, weight_decay) and, after
     clip_grad_norm_(max_grad_norm), AdamW(weight_decay).
-    `batch_at(step)` gives loss_fn's data arguments of step 0, 1, ...
-    Returns the loss of every step and the final parameters."""
+    `batch_at(step)` gives loss_fn's data arguments of step 0, 1, ...;
+    `observe(params, *data)`, if given, sees each step's parameters and data
+    before its gradient. Returns the loss of every step and the final
+    parameters."""
     p = {k: jnp.asarray(v, dtype) for k, v in params.items()}
     state = {k: (jnp.zeros_like(v), jnp.zeros_like(v)) for k, v in p.items()}
     grad_fn = jax.jit(jax.value_and_grad(loss_fn))
     losses = []
     for t in range(1, steps + 1):
+        if observe is not None:
+            observe(p, *batch_at(t - 1))
         loss, g = grad_fn(p, *batch_at(t - 1))
         losses.append(float(loss))
         if optimizer == "sgd":
@@ -179,14 +191,28 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
     plan = compile_program(program, tmp_path,
                            pipeline=f"cpu,{pipeline}{options}"
                            + (f",accumulate={accumulate}" if accumulate > 1 else ""))
-    params = {
-        "w0": (rng.normal(size=(DIMS[0], DIMS[1])) / math.sqrt(DIMS[0])).astype(np.float32),
-        "b0": (rng.normal(size=(DIMS[1],)) * 0.1).astype(np.float32),
-        "w1": (rng.normal(size=(DIMS[1], DIMS[2])) / math.sqrt(DIMS[1])).astype(np.float32),
-        "b1": (rng.normal(size=(DIMS[2],)) * 0.1).astype(np.float32),
-    }
-    x = rng.normal(size=(BATCH, DIMS[0])).astype(np.float32)
-    y = rng.integers(0, DIMS[2], size=(BATCH,)).astype(np.int64)
+    # Inputs whose float64 run passes within KINK_MARGIN of a relu's kink
+    # are drawn again: there float32 rounding can flip the unit, and the
+    # gradient jumps (see KINK_MARGIN).
+    for _ in range(20):
+        params = {
+            "w0": (rng.normal(size=(DIMS[0], DIMS[1])) / math.sqrt(DIMS[0])).astype(np.float32),
+            "b0": (rng.normal(size=(DIMS[1],)) * 0.1).astype(np.float32),
+            "w1": (rng.normal(size=(DIMS[1], DIMS[2])) / math.sqrt(DIMS[1])).astype(np.float32),
+            "b1": (rng.normal(size=(DIMS[2],)) * 0.1).astype(np.float32),
+        }
+        x = rng.normal(size=(BATCH, DIMS[0])).astype(np.float32)
+        y = rng.integers(0, DIMS[2], size=(BATCH,)).astype(np.int64)
+        xy = (jnp.asarray(x, jnp.float64), jnp.asarray(y))
+        margins = []
+        ref_losses, ref_params = reference_train(
+            jax_loss, optimizer, params, lambda s: xy, lr, STEPS, epsilon=ADAMW_EPSILON,
+            observe=lambda p, x, y: margins.append(float(jnp.min(jnp.abs(x @ p["w0"] + p["b0"])))))
+        if min(margins) >= KINK_MARGIN:
+            break
+    else:
+        pytest.fail(f"20 draws of inputs came within {KINK_MARGIN} of a relu kink")
+    assert ref_losses[-1] < 0.9 * ref_losses[0], "the reference did not train"
     cmd = [tool("of-run")] + (["-n", str(nproc)] if nproc > 1 else []) + [
         str(plan), "--entry", "mlp_train_step", "--steps", str(STEPS),
         "--set", f"lr={lr}", "--output-dir", str(tmp_path / "out")]
@@ -201,10 +227,6 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
     losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
     assert len(losses) == STEPS, stdout
 
-    xy = (jnp.asarray(x, jnp.float64), jnp.asarray(y))
-    ref_losses, ref_params = reference_train(jax_loss, optimizer, params, lambda s: xy, lr, STEPS,
-                                             epsilon=ADAMW_EPSILON)
-    assert ref_losses[-1] < 0.9 * ref_losses[0], "the reference did not train"
     # A loss that falls to ~1e-5 (6 rows memorised) has no meaningful
     # relative error: measure on at least 1% of the first loss.
     for step, (got, ref) in enumerate(zip(losses, ref_losses), 1):
