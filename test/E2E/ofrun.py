@@ -93,9 +93,11 @@ def rel_err(y, ref):
     return num / den if den > 0 else num
 
 
-def check(y, ref, tol, name="output"):
+def check(y, ref, tol, name="output", scale=None):
     """Asserts shape equality and ||y - ref|| / ||ref|| <= tol; exact
-    equality when tol is 0 (integer and boolean results)."""
+    equality when tol is 0 (integer and boolean results). With `scale`,
+    the error is relative to ||scale|| instead: for a sum whose terms
+    cancel, the sum of their magnitudes, the scale of its rounding."""
     ref = np.asarray(ref)
     assert y.shape == ref.shape, f"{name}: shape {y.shape} != {ref.shape}"
     if tol == 0:
@@ -104,7 +106,11 @@ def check(y, ref, tol, name="output"):
                                f"\n got {y.ravel()[:16]}\n ref {ref.ravel()[:16]}")
         return
     assert np.all(np.isfinite(y)), f"{name}: non-finite values"
-    err = rel_err(y, ref)
+    if scale is None:
+        err = rel_err(y, ref)
+    else:
+        err = np.linalg.norm((np.asarray(y, np.float64) - ref).ravel()) / \
+            np.linalg.norm(np.asarray(scale, np.float64).ravel())
     assert err <= tol, f"{name}: relative error {err:.3e} > {tol:.0e}"
 
 
@@ -141,7 +147,7 @@ class Program:
         self.header = header
         self.nproc = nproc  # ranks of the header's placement
         self.args, self.lines, self.results = [], [], []
-        self.inputs, self.refs, self.tols = {}, {}, {}
+        self.inputs, self.refs, self.tols, self.scales = {}, {}, {}, {}
         self.types = {}
 
     def input(self, name, array, type=None):
@@ -161,10 +167,14 @@ class Program:
         for ssa, ty in (result_types or {}).items():
             self.types[ssa] = ty
 
-    def output(self, name, ssa, type, ref, tol):
+    def output(self, name, ssa, type, ref, tol, scale=None):
+        """A result `name` checked against `ref` within `tol` (see check,
+        also for `scale`)."""
         self.results.append((ssa, type, name))
         self.refs[name] = ref
         self.tols[name] = tol
+        if scale is not None:
+            self.scales[name] = scale
 
     def text(self):
         results = ", ".join(f"{ty} {{of.name = \"{n}\"}}"

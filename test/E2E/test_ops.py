@@ -6,7 +6,10 @@ compiles a kernel library, which dominates the run time); each output is one
 test, under each CPU pipeline: the default, without fusion, without
 in-place updates, and without libraries (`nolib`: generated code instead of
 OpenBLAS gemm and oneDNN convolution steps). Errors are relative,
-||y - ref|| / ||ref||.
+||y - ref|| / ||ref||, except for sums and means of signed terms, which
+can cancel: there the error is relative to the sum of the magnitudes
+(OF_TEST_SEED=7676 sums the 60 terms of g_reduce's input to 2.6e-5 of
+that, and float32 rounding was then 4.2e-4 of the result).
 
 Tolerances:
   - f32 elementwise ops (and shape ops, which only move data): 1e-5;
@@ -261,7 +264,12 @@ def g_reduce(rng):
                 ax = ", ".join(map(str, axes))
                 ty = t(ref.shape)
                 p.op(f"%{name} = of.{op} {x} {{axes = array<i64: {ax}>, keepdims = {str(keep).lower()}}} : ({p.t(x)}) -> {ty}")
-                p.output(name, f"%{name}", ty, ref, RED)
+                # A sum of signed terms can cancel to near 0 (the 60 terms of
+                # "all": 0.4% of draws beyond 1e-5 relative in float32), so
+                # sums and means are measured on the sum of magnitudes.
+                scale = None if op == "reduce_max" else fn(np.abs(xv), axis=tuple(axes),
+                                                            keepdims=keep)
+                p.output(name, f"%{name}", ty, ref, RED, scale)
     i = p.input("i", rng.integers(-50, 50, size=(3, 4), dtype=np.int32))
     for op, fn in (("reduce_sum", np.sum), ("reduce_max", np.max)):
         ref = fn(p.inputs["i"], axis=1).astype(np.int32)
@@ -946,4 +954,4 @@ def test_op(pipeline, group, output, group_outputs):
         y = bf16_bits_to_f32(y)
     elif np.asarray(ref).dtype.kind in "biu":
         assert y.dtype == np.asarray(ref).dtype, f"dtype {y.dtype} != {np.asarray(ref).dtype}"
-    check(y, ref, prog.tols[output], output)
+    check(y, ref, prog.tols[output], output, prog.scales.get(output))
