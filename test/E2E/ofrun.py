@@ -84,12 +84,13 @@ def splitmix_keep(seed, n, prob):
     return (z >> np.uint64(40)) >= np.uint64(math.ceil(prob * 2 ** 24))
 
 
-def rel_err(y, ref):
-    """||y - ref|| / ||ref|| in float64 (absolute error when ref is 0)."""
+def rel_err(y, ref, scale=None):
+    """||y - ref|| / ||ref|| (or / ||scale||) in float64 (absolute error
+    when that norm is 0)."""
     y = np.asarray(y, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     num = np.linalg.norm((y - ref).ravel())
-    den = np.linalg.norm(ref.ravel())
+    den = np.linalg.norm(np.asarray(ref if scale is None else scale, np.float64).ravel())
     return num / den if den > 0 else num
 
 
@@ -106,11 +107,7 @@ def check(y, ref, tol, name="output", scale=None):
                                f"\n got {y.ravel()[:16]}\n ref {ref.ravel()[:16]}")
         return
     assert np.all(np.isfinite(y)), f"{name}: non-finite values"
-    if scale is None:
-        err = rel_err(y, ref)
-    else:
-        err = np.linalg.norm((np.asarray(y, np.float64) - ref).ravel()) / \
-            np.linalg.norm(np.asarray(scale, np.float64).ravel())
+    err = rel_err(y, ref, scale)
     assert err <= tol, f"{name}: relative error {err:.3e} > {tol:.0e}"
 
 
