@@ -35,16 +35,19 @@ IMPORTS = [("import torch\n", "import of as torch\n"),
            ("from torch.nn import functional as F\n", "from of.nn import functional as F\n")]
 
 
-def load_model(framework):
-    """nanogpt.py as a namespace: as written (torch), or with its three
-    import lines changed (of)."""
-    source = open(MODEL).read()
+def load_model(framework, path=MODEL):
+    """A model file written against PyTorch (nanogpt.py by default) as a
+    namespace: as written (torch), or with its import lines changed (of)."""
+    source = open(path).read()
     if framework == "of":
+        changed = 0
         for old, new in IMPORTS:
-            assert source.count(old) == 1, old
+            assert source.count(old) <= 1, old
+            changed += source.count(old)
             source = source.replace(old, new)
-    namespace = {"__name__": f"nanogpt_{framework}"}
-    exec(compile(source, MODEL, "exec"), namespace)
+        assert changed, f"{path} imports nothing of torch's that of replaces"
+    namespace = {"__name__": f"{os.path.splitext(os.path.basename(path))[0]}_{framework}"}
+    exec(compile(source, path, "exec"), namespace)
     return namespace
 
 

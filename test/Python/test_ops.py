@@ -214,6 +214,38 @@ def test_dropout(rng):
     check(d(x), torch.ones(200, 100))
 
 
+@pytest.mark.parametrize("nonlinearity,param", [("linear", None), ("conv2d", None),
+                                                 ("sigmoid", None), ("tanh", None),
+                                                 ("relu", None), ("leaky_relu", None),
+                                                 ("leaky_relu", 0.2), ("selu", None)])
+def test_calculate_gain(nonlinearity, param):
+    assert onn.init.calculate_gain(nonlinearity, param) == pytest.approx(
+        torch.nn.init.calculate_gain(nonlinearity, param), rel=1e-12)
+
+
+@pytest.mark.parametrize("init", ["kaiming_normal_", "kaiming_uniform_"])
+@pytest.mark.parametrize("mode,nonlinearity,a", [("fan_in", "leaky_relu", 0.0),
+                                                 ("fan_out", "relu", 0.0),
+                                                 ("fan_in", "leaky_relu", 0.1)])
+def test_kaiming_init(init, mode, nonlinearity, a):
+    """The distribution's spread as PyTorch's: the standard deviation over a
+    large weight within 2% (a normal's std, or a uniform's bound / sqrt 3)."""
+    of.manual_seed(0)
+    w = onn.Parameter(np.zeros((256, 128, 3, 3), np.float32))
+    getattr(onn.init, init)(w, a=a, mode=mode, nonlinearity=nonlinearity)
+    t = torch.empty(256, 128, 3, 3)
+    getattr(torch.nn.init, init)(t, a=a, mode=mode, nonlinearity=nonlinearity)
+    got, want = w.numpy(), t.numpy()
+    assert abs(got.std() / want.std() - 1) < 0.02, (got.std(), want.std())
+    assert abs(got.mean()) < 0.01 * want.std()
+    if init == "kaiming_uniform_":  # within PyTorch's bound
+        fan = 128 * 9 if mode == "fan_in" else 256 * 9
+        bound = torch.nn.init.calculate_gain(nonlinearity, a) * np.sqrt(3.0 / fan)
+        assert np.abs(got).max() <= bound * (1 + 1e-6)
+    with pytest.raises(ValueError, match="Mode fan_avg not supported"):
+        getattr(onn.init, init)(w, mode="fan_avg")
+
+
 def test_losses(rng):
     logits, tl = pair(f32(rng, 6, 5))
     labels, tlab = pair(rng.integers(0, 5, 6))
