@@ -2,8 +2,9 @@
 //
 // --of-autodiff: for each function with {of.param} arguments and a scalar
 // loss as its first result, adds @<name>_grad returning the loss, one
-// gradient per parameter, then the function's state updates (its other
-// results marked `of.update`, e.g. batch norm's running statistics). The
+// gradient per parameter, then the function's other results in order:
+// outputs (logits a caller wants beside the loss) and state updates (marked
+// `of.update`, e.g. batch norm's running statistics). The
 // backward ops come from each op's GradientOpInterface; activity analysis keeps
 // the work to the ops on a path from a parameter to the loss. Runs before SBP
 // propagation (see the brief's autodiff contract), on inlined, single-block
@@ -127,12 +128,12 @@ public:
       resultAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr("of.name", b.getStringAttr(gradientName(grad, i)))));
     }
-    // State updates pass through, after the gradients.
-    for (unsigned r = 1; r < ret.getNumOperands(); ++r)
-      if (grad.getResultAttr(r, "of.update")) {
-        results.push_back(ret.getOperand(r));
-        resultAttrs.push_back(grad.getResultAttrDict(r));
-      }
+    // The function's other results (outputs, and state updates marked
+    // of.update) pass through, after the gradients, in order.
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
+      results.push_back(ret.getOperand(r));
+      resultAttrs.push_back(grad.getResultAttrDict(r));
+    }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
     grad.setType(FunctionType::get(grad.getContext(), grad.getArgumentTypes(),

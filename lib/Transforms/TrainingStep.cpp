@@ -259,15 +259,30 @@ struct TrainingStepPass
     // The primal's own state updates (results marked of.update: batch
     // norm's running statistics): arguments that are state, not data, and
     // come back from @<name>_grad after the gradients.
+    // Its other results are outputs (values the caller reads beside the
+    // loss, e.g. logits), returned after the loss. Both come back from
+    // @<name>_grad after the gradients, in the primal's order: auxIndex
+    // is each one's position there.
     SmallVector<std::pair<unsigned, std::string>> auxUpdates;
-    for (unsigned r = 1; r < primal.getNumResults(); ++r)
+    SmallVector<unsigned> auxUpdateIndex, outputIndex;
+    for (unsigned r = 1; r < primal.getNumResults(); ++r) {
       if (auto target =
               primal.getResultAttrOfType<IntegerAttr>(r, "of.update")) {
         auto n = primal.getResultAttrOfType<StringAttr>(r, "of.name");
         unsigned a = target.getInt();
         auxUpdates.push_back({a, n ? n.str() : paramName(a)});
+        auxUpdateIndex.push_back(r - 1);
         isParam[a] = true; // not stacked by accumulation
+      } else {
+        outputIndex.push_back(r - 1);
       }
+    }
+    if (!outputIndex.empty() && accumulate > 1)
+      return primal.emitError("--of-training-step accumulate=")
+             << static_cast<int64_t>(accumulate) << ": result "
+             << outputIndex.front() + 1
+             << " is an output beside the loss, which gradient accumulation "
+                "does not return (each micro-batch has its own)";
     SmallVector<Type> argTypes;
     for (unsigned i = 0; i < numPrimal; ++i) {
       Type type = primal.getArgumentTypes()[i];
@@ -402,7 +417,7 @@ struct TrainingStepPass
       auxValues = llvm::to_vector(
           ValueRange(call.getResults()).drop_front(1 + params.size()));
       for (auto [j, aux] : llvm::enumerate(auxUpdates))
-        currentState[aux.first] = auxValues[j];
+        currentState[aux.first] = auxValues[auxUpdateIndex[j]];
     }
     if (accumulate > 1) {
       loss = u.scale(loss, 1.0 / accumulate);
@@ -447,6 +462,10 @@ struct TrainingStepPass
     SmallVector<Value> results = {loss};
     SmallVector<DictionaryAttr> resultAttrs = {attrs.getDictionaryAttr(
         attrs.getNamedAttr("of.name", attrs.getStringAttr("loss")))};
+    for (unsigned j : outputIndex) {
+      results.push_back(auxValues[j]);
+      resultAttrs.push_back(primal.getResultAttrDict(j + 1));
+    }
     auto update = [&](Value v, unsigned argIndex, StringRef outName) {
       Type type = argTypes[argIndex];
       results.push_back(u.as(v, type));
@@ -531,7 +550,7 @@ struct TrainingStepPass
     for (auto [i, s] : llvm::enumerate(state))
       update(newState[i], numPrimal + i, s.name);
     for (auto [j, aux] : llvm::enumerate(auxUpdates))
-      update(auxValues[j], aux.first, aux.second);
+      update(auxValues[auxUpdateIndex[j]], aux.first, aux.second);
 
     func::ReturnOp::create(b, loc, results);
     step.setType(

@@ -31,16 +31,17 @@ func.func @loss(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {of.param, of.name = "w
 
 // A value used twice gets the sum of both gradients; the exp of the
 // non-parameter c is not differentiated; a parameter the loss does not
-// depend on gets zeros; other results of the primal are dropped.
+// depend on gets zeros; other results of the primal (outputs beside the
+// loss) pass through after the gradients.
 // CHECK-LABEL: func.func @twice_grad(
-// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {of.name = "grad_arg0"}, tensor<2xf32> {of.name = "grad_arg1"})
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {of.name = "grad_arg0"}, tensor<2xf32> {of.name = "grad_arg1"}, tensor<3xf32>)
 // CHECK: %[[E:.*]] = of.exp %arg2
 // CHECK: %[[D1:.*]] = of.mul %{{.*}}, %arg0
 // CHECK: %[[D2:.*]] = of.mul %{{.*}}, %arg0
 // CHECK: %[[SUM:.*]] = of.add %[[D1]], %[[D2]]
 // CHECK-NOT: of.exp
 // CHECK: %[[Z:.*]] = of.constant dense<0.000000e+00> : tensor<2xf32>
-// CHECK: return %{{.*}}, %{{.*}}, %[[Z]] : tensor<f32>, tensor<3xf32>, tensor<2xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[Z]], %[[E]] : tensor<f32>, tensor<3xf32>, tensor<2xf32>, tensor<3xf32>
 func.func @twice(%a: tensor<3xf32> {of.param}, %u: tensor<2xf32> {of.param},
                  %c: tensor<3xf32>) -> (tensor<f32>, tensor<3xf32>) {
   %sq = of.mul %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>

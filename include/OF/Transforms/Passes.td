@@ -45,16 +45,16 @@ def AutodiffPass : Pass<"of-autodiff", "::mlir::ModuleOp"> {
     the gradient of the loss with respect to each parameter, in argument
     order, each of its parameter's type (a gradient computed without a
     distribution is boxed to the parameter's, so a `B` parameter gets a `B`
-    gradient). Results after the loss marked `of.update = <argument>` (the
-    function's own state, e.g. batch norm's running statistics) follow the
-    gradients unchanged; other results are dropped. The original function
-    stays.
+    gradient). The function's other results follow the gradients unchanged,
+    in order: outputs (values a caller reads beside the loss, e.g. logits)
+    and results marked `of.update = <argument>` (the function's own state,
+    e.g. batch norm's running statistics). The original function stays.
 
     The backward program is built from each op's `GradientOpInterface`
     (vector-Jacobian product written with `of` ops) in reverse program
     order, only for ops on a path from a parameter to the loss; gradients
-    of values used several times are summed, and forward values that only
-    the dropped results needed are erased. It runs before SBP propagation,
+    of values used several times are summed, and forward values that no
+    result needs are erased. It runs before SBP propagation,
     so the backward ops get signatures like any other: under data
     parallelism a weight gradient comes out `P` and its boxing to the
     parameter's `B` is an all-reduce. Fails, naming the op, when an op on
@@ -141,8 +141,10 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     parameter's type: `momentum_<p>` for SGD with momentum, `adam_m_<p>`
     and `adam_v_<p>` plus the scalar `adam_step` for AdamW), then the
     learning rate `lr` (`tensor<f32>`, a run-time input so that schedules
-    need no recompilation). It returns the loss, then the updated
-    parameters and state, each result marked `of.update = <argument>`: the
+    need no recompilation). It returns the loss, the primal's outputs
+    beside the loss (its results not marked `of.update`, with their names;
+    refused with `accumulate` > 1), then the updated parameters and state,
+    each result marked `of.update = <argument>`: the
     runtime keeps those arguments across runs and replaces them with the
     results after every step, on every rank its own shard.
 
