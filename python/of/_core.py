@@ -296,6 +296,7 @@ class Program:
         self.dropouts = 0
         self.loss = None
         self.updates = []    # (state tensor, its new value) written by the program
+        self.train = False   # traced as a training step (gradients of the loss)
         self._types = {}     # ssa -> type text
 
     def fresh(self, prefix="v"):
@@ -611,7 +612,40 @@ class Tensor:
         return self
 
     def detach(self):
-        return self
+        if self._program is not None and self._program.train:
+            raise NotImplementedError(
+                "Tensor.detach() in a compiled training step: of has no stop-gradient op "
+                "yet, so the gradient would flow through it; compute the detached value "
+                "outside the step and pass it in as an input")
+        return self  # eager tensors carry no autograd history yet
+
+    @property
+    def data(self):
+        """The tensor's value outside autograd (PyTorch's `.data`): writes
+        to it in place change this tensor. Eager tensors carry no autograd
+        history yet, so it is the tensor itself."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        """Replaces the value (PyTorch's `x.data = y`), also where a compiled
+        step's session holds it: the next step runs on the new value."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._program is not None or value._program is not None:
+            raise RuntimeError("cannot assign .data of or from a value of a traced program")
+        if tuple(value.shape) != tuple(self._shape) or value.dtype != self._dtype:
+            raise NotImplementedError(
+                f"assigning .data of shape {list(value.shape)} {value.dtype} to a tensor of "
+                f"shape {list(self._shape)} {self._dtype}: of keeps a tensor's shape and "
+                "dtype; assign a new tensor (module.weight = nn.Parameter(value)) instead")
+        if (value._placement, value._sbp) != (self._placement, self._sbp) or \
+                value.device != self.device:
+            raise NotImplementedError(
+                f".data = a tensor on {value._placement or value.device} "
+                f"{value._sbp or ''} for a tensor on {self._placement or self.device} "
+                f"{self._sbp or ''}: move it first (.to(...) or .to_global(...))")
+        self._set_value(np.array(value._value(), copy=True))
 
     def backward(self):
         program = self._program

@@ -159,6 +159,45 @@ class _Executable:
         return results
 
 
+def _flatten(out, loss=None):
+    """The tensors of a nested result (tuples, lists, dicts) in order, and
+    its structure for _unflatten: a tensor is a leaf (the training step's
+    `loss`, which the plan returns first, a leaf of its own); None and
+    other Python values stay as they are."""
+    leaves = []
+
+    def structure(o):
+        if o is loss and loss is not None:
+            return ("loss",)
+        if isinstance(o, Tensor):
+            leaves.append(o)
+            return ("tensor",)
+        if isinstance(o, tuple) and hasattr(o, "_fields"):  # a namedtuple
+            return ("namedtuple", type(o), [structure(x) for x in o])
+        if isinstance(o, (tuple, list)):
+            return (type(o).__name__, [structure(x) for x in o])
+        if isinstance(o, dict):
+            return ("dict", type(o), [(k, structure(v)) for k, v in o.items()])
+        return ("value", o)
+    return leaves, structure(out)
+
+
+def _unflatten(structure, tensors, loss=None):
+    kind = structure[0]
+    if kind == "tensor":
+        return next(tensors)
+    if kind == "loss":
+        return loss
+    if kind == "value":
+        return structure[1]
+    if kind == "namedtuple":
+        return structure[1](*[_unflatten(s, tensors, loss) for s in structure[2]])
+    if kind == "dict":
+        return structure[1]((k, _unflatten(s, tensors, loss)) for k, s in structure[2])
+    items = [_unflatten(s, tensors, loss) for s in structure[1]]
+    return tuple(items) if kind == "tuple" else items
+
+
 class CompiledFunction:
     """A function traced and compiled per input signature. Call it like the
     function; `save_plan(path)` writes the last compiled plan, and
@@ -174,6 +213,7 @@ class CompiledFunction:
         self.amp = amp
         self.zero = zero
         self.max_grad_norm = max_grad_norm
+        self.loss_only = False  # of.compile(model, loss_fn, optimizer): the loss alone
         self._cache = {}
         self._last = None
         self.compiles = 0
@@ -234,27 +274,30 @@ class CompiledFunction:
         return program, out, data_args
 
     def _result_list(self, program, out):
+        """The tensors the plan returns, and how to rebuild `out` from them
+        (its structure: tuples, lists, dicts, Nones and Python values as
+        they are). A training step returns the loss first: the one
+        loss.backward() was called on, else the scalar `out` is or ends
+        with."""
+        loss = None
         if self.optimizer is not None:
             loss = program.loss
+            last = out[-1] if isinstance(out, (tuple, list)) and out else out
+            if loss is None and isinstance(last, Tensor) and last._program is program and \
+                    last.numel() == 1:
+                loss = last
             if loss is None:
-                if isinstance(out, (tuple, list)):
-                    out = out[-1]
-                if isinstance(out, Tensor) and out._program is program and out.numel() == 1:
-                    loss = out
-                else:
-                    raise RuntimeError(
-                        f"{self.name}: a training step needs a scalar loss: call "
-                        "loss.backward() in the traced function, or return the loss")
-            return [loss], False
-        single = not isinstance(out, (tuple, list))
-        outs = [out] if single else list(out)
-        for o in outs:
-            if o is not None and (not isinstance(o, Tensor) or o._program is not program):
+                raise RuntimeError(
+                    f"{self.name}: a training step needs a scalar loss: call "
+                    "loss.backward() in the traced function, or return the loss")
+            if self.loss_only:
+                return [loss], None
+        leaves, structure = _flatten(out, loss)
+        for o in leaves:
+            if o._program is not program:
                 raise RuntimeError(f"{self.name}: the traced function must return tensors "
-                                   "computed from its inputs (or None)")
-        # None results (a model's loss without targets) stay None
-        layout = None if single else [o is not None for o in outs]
-        return [o for o in outs if o is not None], layout
+                                   "computed from its inputs")
+        return ([loss] if loss is not None else []) + leaves, structure
 
     def _compile(self, args):
         """Traces the function for `args` and compiles the program: the
@@ -268,13 +311,15 @@ class CompiledFunction:
         for i, r in enumerate(results):
             ref = program.values[id(r)]
             ty = program._types[ref]
-            if plc is not None and self.optimizer is not None:
+            if i == 0 and plc is not None and self.optimizer is not None:
                 # the loss on every rank
                 boxed = _type(r.shape, r.dtype, plc, (S.broadcast,) * plc.ndim)
                 program.lines.append(f"%loss_b = of.boxing {ref} : {ty} -> {boxed}")
                 ref, ty = "%loss_b", boxed
             refs.append((ref, ty))
-        names = ["loss"] if self.optimizer is not None else [f"out{i}" for i in range(len(refs))]
+        names = [f"out{i}" for i in range(len(refs))]
+        if self.optimizer is not None:
+            names = ["loss"] + names[:-1]
         attrs = [f'of.name = "{n}"' for n in names]
         # State the program writes (batch norm's running statistics): results
         # that update their arguments, so the runtime keeps them.
@@ -337,10 +382,14 @@ class CompiledFunction:
                 previous.initialised:
             executable.take_optimizer_state(previous)
         results = executable.run(args)
-        if layout is None or self.optimizer is not None:
-            return results[0]
-        it = iter(results)
-        return tuple(next(it) if present else None for present in layout)
+        loss = None
+        if self.optimizer is not None:
+            # of.compile(model, ..., optimizer) returns the loss; a Graph
+            # returns what its build() returns
+            loss, results = results[0], results[1:]
+            if self.loss_only:
+                return loss
+        return _unflatten(layout, iter(results), loss)
 
     # -- plans and state ----------------------------------------------------
     def _executable(self):
@@ -388,8 +437,76 @@ class CompiledFunction:
         return step
 
 
+class CompiledModule(CompiledFunction):
+    """of.compile(module) (torch.compile(module)): called like the module,
+    its forward compiled per input signature and mode; otherwise the
+    module itself, as torch.compile's OptimizedModule is: parameters(),
+    state_dict(), train()/eval(), to(), its attributes. `_orig_mod` is the
+    module."""
+
+    @property
+    def _orig_mod(self):
+        return self.modules[0][1]
+
+    def __getattr__(self, name):
+        modules = self.__dict__.get("modules")
+        if not modules:
+            raise AttributeError(name)
+        return getattr(modules[0][1], name)
+
+    def train(self, mode=True):
+        self._orig_mod.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def to(self, *args, **kwargs):
+        self._orig_mod.to(*args, **kwargs)
+        return self
+
+    # The module is the child `_orig_mod`, so names carry that prefix, as
+    # in PyTorch (nanoGPT strips it when it loads such a checkpoint).
+    _PREFIX = "_orig_mod"
+
+    def named_modules(self, memo=None, prefix=""):
+        yield prefix, self
+        yield from self._orig_mod.named_modules(
+            memo, prefix + ("." if prefix else "") + self._PREFIX)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._orig_mod.named_parameters(
+            prefix + ("." if prefix else "") + self._PREFIX, recurse, remove_duplicate)
+
+    def named_buffers(self, prefix=""):
+        return self._orig_mod.named_buffers(prefix + ("." if prefix else "") + self._PREFIX)
+
+    def state_dict(self, prefix=""):
+        return self._orig_mod.state_dict(prefix + self._PREFIX + ".")
+
+    def load_state_dict(self, state_dict, strict=True):
+        prefix = self._PREFIX + "."
+        unexpected = [k for k in state_dict if not k.startswith(prefix)]
+        if strict and unexpected:
+            raise KeyError(f"load_state_dict: missing keys [], unexpected keys {unexpected} "
+                           f"(a compiled module's keys start with '{prefix}', as PyTorch's)")
+        result = self._orig_mod.load_state_dict(
+            {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)},
+            strict)
+        return type(result)([prefix + k for k in result.missing_keys],
+                            [prefix + k for k in result.unexpected_keys] + unexpected)
+
+    def __repr__(self):
+        return f"CompiledModule({self._orig_mod!r})"
+
+
 def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=False,  # noqa: A001
-            max_grad_norm=None):
+            max_grad_norm=None, *, fullgraph=False, dynamic=None, backend="inductor",
+            mode=None, options=None, disable=False):
     """Compiles `model` (an of.nn.Module or a function of tensors).
 
     Without an optimizer, the result runs the forward: `y = c(x)`. With one,
@@ -402,8 +519,17 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
     scaling in the training step (torch.amp.GradScaler's defaults: 2^16 to
     start, halved and the step skipped when a gradient is inf or NaN,
     doubled after 2000 good steps); `zero=True` splits the optimizer state
-    (ZeRO)."""
+    (ZeRO).
+
+    torch.compile's keywords are taken with their meaning: `disable=True`
+    returns `model` as it is; of always compiles the whole function (as
+    `fullgraph=True`), once per input shape (so `dynamic` changes nothing
+    of the result), with its own compiler whatever `backend`, `mode` and
+    `options` name (they choose how PyTorch compiles, not what the model
+    computes)."""
     from .nn.modules import Module
+    if disable:
+        return model
     modules = [("", model)] if isinstance(model, Module) else []
     name = type(model).__name__.lower() if isinstance(model, Module) else getattr(
         model, "__name__", "fn")
@@ -420,4 +546,7 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
         fn = step
     else:
         fn = model.forward if isinstance(model, Module) else model
-    return CompiledFunction(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
+    kind = CompiledModule if modules and optimizer is None else CompiledFunction
+    compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
+    compiled.loss_only = optimizer is not None
+    return compiled

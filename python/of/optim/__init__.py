@@ -54,8 +54,34 @@ class Optimizer:
                                  for g in self.param_groups], "step": self._steps}
 
 
+def _unsupported(optimizer, name, value, default):
+    if value != default:
+        raise NotImplementedError(
+            f"{optimizer}({name}={value!r}) is not supported yet: the compiled update "
+            f"is PyTorch's with {name}={default!r}")
+
+
 class SGD(Optimizer):
-    def __init__(self, params, lr=1e-3, momentum=0.0, weight_decay=0.0):
+    """torch.optim.SGD, with PyTorch's argument checks. `foreach` and
+    `fused` choose PyTorch's implementation, not its result, and are
+    accepted; dampening, nesterov, maximize and differentiable are not
+    supported yet (NotImplementedError)."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        for name, value, default in (("dampening", dampening, 0), ("nesterov", nesterov, False),
+                                     ("maximize", maximize, False),
+                                     ("differentiable", differentiable, False)):
+            _unsupported("SGD", name, value, default)
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
 
     def _pipeline_options(self):
@@ -65,7 +91,27 @@ class SGD(Optimizer):
 
 
 class AdamW(Optimizer):
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    """torch.optim.AdamW, with PyTorch's argument checks. `foreach`,
+    `fused` and `capturable` choose PyTorch's implementation, not its
+    result, and are accepted; amsgrad, maximize and differentiable are not
+    supported yet (NotImplementedError)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        for name, value, default in (("amsgrad", amsgrad, False), ("maximize", maximize, False),
+                                     ("differentiable", differentiable, False)):
+            _unsupported("AdamW", name, value, default)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay))
 
