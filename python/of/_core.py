@@ -547,9 +547,11 @@ class Tensor:
     def is_leaf(self):
         return True
 
-    def numpy(self):
+    def numpy(self, force=False):
         """The logical value as a NumPy array (for a global tensor: gathered
-        on every rank, a collective call)."""
+        on every rank, a collective call). It never shares memory with the
+        tensor's device copy, so `force` (PyTorch's: copy where it would
+        not) changes nothing."""
         if self._placement is not None:
             from . import _global
             return _global.logical_value(self)
@@ -607,8 +609,8 @@ class Tensor:
         return id(self)
 
     # -- autograd placeholders ---------------------------------------------
-    def requires_grad_(self, flag=True):
-        self.requires_grad = flag
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
         return self
 
     def detach(self):
@@ -682,7 +684,9 @@ class Tensor:
         self._set_value(np.ascontiguousarray(data.astype(self._dtype.np)).reshape(self._shape))
         return self
 
-    def normal_(self, mean=0.0, std=1.0, generator=None):
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        from ._compat import unsupported
+        unsupported("Tensor.normal_", "generator", generator, None)
         from . import _random
         return self._inplace(_random.normal(self._shape, mean, std))
 
@@ -696,8 +700,8 @@ class Tensor:
     def zero_(self):
         return self.fill_(0)
 
-    def copy_(self, other):
-        src = other.numpy() if isinstance(other, Tensor) else np.asarray(other)
+    def copy_(self, src):
+        src = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
         if tuple(src.shape) != tuple(self._shape):
             raise ValueError(f"copy_: shape {list(src.shape)} into {list(self._shape)}")
         return self._inplace(src)

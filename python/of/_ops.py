@@ -9,6 +9,7 @@ import numpy as np
 from . import _dtype as dt
 from ._core import (OpSpec, Size, Tensor, _c_order, _device_arg, apply, apply1,
                     as_tensor_like, float_text, to_tensor)
+from ._compat import unsupported
 from ._dist import device
 
 
@@ -61,32 +62,41 @@ def _binary(name, a, b):
     return apply1(OpSpec(f"of.{name} {{0}}, {{1}}", "", [(shape, a.dtype)]), [a, b])
 
 
-def add(a, b):
-    return _binary("add", a, b)
+# PyTorch's parameter names (input, other, ...), so keywords work as there.
 
 
-def sub(a, b):
-    return _binary("sub", a, b)
+
+def _scaled(other, alpha):
+    return other if alpha == 1 else _binary("mul", other, alpha)
 
 
-def mul(a, b):
-    return _binary("mul", a, b)
+def add(input, other, *, alpha=1):
+    return _binary("add", input, _scaled(other, alpha))
 
 
-def div(a, b):
-    return _binary("div", a, b)
+def sub(input, other, *, alpha=1):
+    return _binary("sub", input, _scaled(other, alpha))
 
 
-def pow(a, b):  # noqa: A001
-    return _binary("pow", a, b)
+def mul(input, other):
+    return _binary("mul", input, other)
 
 
-def maximum(a, b):
-    return _binary("maximum", a, b)
+def div(input, other, *, rounding_mode=None):
+    unsupported("div", "rounding_mode", rounding_mode, None)
+    return _binary("div", input, other)
 
 
-def minimum(a, b):
-    return _binary("minimum", a, b)
+def pow(input, exponent):  # noqa: A001
+    return _binary("pow", input, exponent)
+
+
+def maximum(input, other):
+    return _binary("maximum", input, other)
+
+
+def minimum(input, other):
+    return _binary("minimum", input, other)
 
 
 def _compare(direction, a, b):
@@ -110,28 +120,28 @@ def neg(x):
     return _unary("neg", x)
 
 
-def exp(x):
-    return _unary("exp", x)
+def exp(input):
+    return _unary("exp", input)
 
 
-def log(x):
-    return _unary("log", x)
+def log(input):
+    return _unary("log", input)
 
 
-def sqrt(x):
-    return _unary("sqrt", x)
+def sqrt(input):
+    return _unary("sqrt", input)
 
 
-def rsqrt(x):
-    return _unary("rsqrt", x)
+def rsqrt(input):
+    return _unary("rsqrt", input)
 
 
-def tanh(x):
-    return _unary("tanh", x)
+def tanh(input):
+    return _unary("tanh", input)
 
 
-def sigmoid(x):
-    return _unary("sigmoid", x)
+def sigmoid(input):
+    return _unary("sigmoid", input)
 
 
 def erf(x):
@@ -158,7 +168,8 @@ def cast(x, dtype):
     return apply1(OpSpec("of.cast {0}", "", [(x.shape, dtype)], sig="cast"), [x])
 
 
-def where(condition, x, y):
+def where(condition, input, other):
+    x, y = input, other
     if not isinstance(x, Tensor):
         x = as_tensor_like(x, y)
     if not isinstance(y, Tensor):
@@ -175,7 +186,10 @@ def masked_fill(x, mask, value):
     return where(mask, as_tensor_like(value, x), x)
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False):
+def matmul(input, other, *, transpose_a=False, transpose_b=False):
+    """PyTorch's matmul; `transpose_a`/`transpose_b` (of's) use an operand
+    transposed in its last two dimensions without moving it."""
+    a, b = input, other
     _check_same_dtype(a, b, "matmul")
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"matmul: operands need rank >= 2, not {list(a.shape)} and "
@@ -216,16 +230,29 @@ def _reduce(name, x, dim=None, keepdim=False):
     return apply1(OpSpec(f"of.{name} {{0}}", attrs, [(shape, x.dtype)]), [x])
 
 
-def sum(x, dim=None, keepdim=False):  # noqa: A001
-    return _reduce("reduce_sum", x, dim, keepdim)
+def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001
+    """PyTorch's sum: with `dtype`, the input is cast to it first."""
+    return _reduce("reduce_sum", input if dtype is None else cast(input, dtype), dim, keepdim)
 
 
-def mean(x, dim=None, keepdim=False):
-    return _reduce("reduce_mean", x, dim, keepdim)
+def mean(input, dim=None, keepdim=False, dtype=None):
+    return _reduce("reduce_mean", input if dtype is None else cast(input, dtype), dim,
+                   keepdim)
 
 
-def amax(x, dim=None, keepdim=False):
-    return _reduce("reduce_max", x, dim, keepdim)
+def amax(input, dim=None, keepdim=False):
+    """The largest elements over `dim` (all dimensions for None or ())."""
+    return _reduce("reduce_max", input, None if dim == () else dim, keepdim)
+
+
+def _tensor_max(self, dim=None, keepdim=False):
+    """Tensor.max(): the largest element; max(dim) would be PyTorch's
+    (values, indices), which needs an argmax of has not yet."""
+    if dim is not None:
+        raise NotImplementedError(
+            "Tensor.max(dim) returns (values, indices) in PyTorch; of has no argmax yet: "
+            "use x.amax(dim, keepdim) for the values")
+    return amax(self, (), keepdim)
 
 
 def reshape(x, *shape):
@@ -552,7 +579,7 @@ def _install():
     T.exp, T.log, T.sqrt, T.rsqrt, T.tanh, T.sigmoid = exp, log, sqrt, rsqrt, tanh, sigmoid
     T.relu, T.neg, T.erf = relu, neg, erf
     T.sum, T.mean, T.amax = sum, mean, amax
-    T.max = lambda x, dim=None, keepdim=False: amax(x, dim, keepdim)
+    T.max = _tensor_max
     T.reshape = reshape
     T.view = reshape
     T.permute = permute
@@ -561,7 +588,7 @@ def _install():
     T.squeeze = squeeze
     T.flatten = flatten
     T.expand = broadcast_to
-    T.split = split
+    T.split = lambda self, split_size, dim=0: split(self, split_size, dim)
     T.chunk = chunk
     T.softmax = lambda x, dim=-1: softmax(x, dim)
     T.masked_fill = masked_fill
@@ -579,7 +606,7 @@ def _install():
     T.long = lambda x: cast(x, dt.int64)
     T.int = lambda x: cast(x, dt.int32)
     T.bool = lambda x: cast(x, dt.bool)
-    T.type_as = lambda x, other: cast(x, other.dtype)
+    T.type_as = lambda x, tensor: cast(x, tensor.dtype)
 
 
 
@@ -652,7 +679,8 @@ def tensor(data, dtype=None, requires_grad=False, *, device=None):
     return t
 
 
-def from_numpy(array):
+def from_numpy(ndarray):
+    array = ndarray
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy takes a NumPy array, not {type(array).__name__}")
     return Tensor(_c_order(array), dtype=dt.from_numpy(array.dtype))
@@ -668,17 +696,18 @@ def ones(*size, dtype=None, device=None):
     return Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype, device=device)
 
 
-def full(size, value, dtype=None, device=None):
-    dtype = dtype or dt.default_for(value)
-    return Tensor(np.full(_shape_arg((size,)), value, dtype.np), dtype=dtype, device=device)
+def full(size, fill_value, *, dtype=None, device=None):
+    dtype = dtype or dt.default_for(fill_value)
+    return Tensor(np.full(_shape_arg((size,)), fill_value, dtype.np), dtype=dtype,
+                  device=device)
 
 
-def zeros_like(x, dtype=None, device=None):
-    return zeros(x.shape, dtype=dtype or x.dtype, device=device or x.device)
+def zeros_like(input, *, dtype=None, device=None):
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
-def ones_like(x, dtype=None, device=None):
-    return ones(x.shape, dtype=dtype or x.dtype, device=device or x.device)
+def ones_like(input, *, dtype=None, device=None):
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
 def randn(*size, dtype=None, device=None):
@@ -704,8 +733,8 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     return Tensor(values.astype(dtype.np), dtype=dtype, device=device)
 
 
-def tril(x, diagonal=0):
-    return Tensor(np.tril(x.numpy(), diagonal), dtype=x.dtype, device=x.device)
+def tril(input, diagonal=0):
+    return Tensor(np.tril(input.numpy(), diagonal), dtype=input.dtype, device=input.device)
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,

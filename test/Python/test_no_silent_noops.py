@@ -227,3 +227,55 @@ def test_scheduler_arguments_are_checked_as_pytorch():
         of.optim.lr_scheduler.LambdaLR(opt, [math.exp, math.exp])
     with pytest.raises(TypeError, match="list is not an Optimizer"):
         of.optim.lr_scheduler.StepLR([], step_size=1)
+
+
+def test_inplace_activations_as_pytorch(rng):
+    """inplace=True writes the result into the input (eager), and in a
+    traced function the input then stands for the result."""
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    x, tx = of.tensor(a), torch.from_numpy(a.copy())
+    y = onn.functional.relu(x, inplace=True)
+    ty = torch.nn.functional.relu(tx, inplace=True)
+    assert y is x
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    relu = onn.ReLU(inplace=True)
+
+    def fn(v):
+        h = v * 2.0
+        relu(h)  # the result is not used: h itself changed
+        return h + 1.0
+    np.testing.assert_allclose(of.compile(fn)(of.tensor(a)).numpy(),
+                               np.maximum(a * 2.0, 0) + 1.0, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match=r"relu\(inplace=True\) on an input"):
+        of.compile(lambda v: relu(v))(of.tensor(a))
+
+
+def test_functional_defaults_as_pytorch(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    # softmax without dim: PyTorch's implicit choice (dim 1 for 2-D) and warning
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        got = onn.functional.softmax(of.tensor(a))
+    with pytest.warns(UserWarning):
+        want = torch.nn.functional.softmax(torch.from_numpy(a))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    # the legacy reduce=False of a loss means reduction="none"
+    t = rng.standard_normal((3, 4)).astype(np.float32)
+    with pytest.warns(UserWarning):
+        got = onn.MSELoss(reduce=False)(of.tensor(a), of.tensor(t))
+    np.testing.assert_allclose(got.numpy(), (a - t) ** 2, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match=r"cross_entropy\(label_smoothing=0.1\)"):
+        onn.functional.cross_entropy(of.tensor(a), of.tensor([0, 1, 2]), label_smoothing=0.1)
+    with pytest.raises(NotImplementedError, match=r"max_pool2d\(ceil_mode=True\)"):
+        onn.MaxPool2d(2, ceil_mode=True)
+
+
+def test_no_value_silently_means_something_else():
+    x = of.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert x.max().item() == 5.0
+    # PyTorch's x.max(1) is (values, indices): x.max(1)[0] must not be a row
+    with pytest.raises(NotImplementedError, match="values, indices"):
+        x.max(1)
+    with pytest.raises(NotImplementedError, match="torch.Generator"):
+        of.Generator()
+    with pytest.raises(NotImplementedError, match="generator"):
+        x.normal_(generator=object())

@@ -19,8 +19,8 @@ def ones_(tensor):
     return tensor.fill_(1.0)
 
 
-def constant_(tensor, value):
-    return tensor.fill_(value)
+def constant_(tensor, val):
+    return tensor.fill_(val)
 
 
 def _fans(tensor):

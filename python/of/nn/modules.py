@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _ops
+from .._compat import legacy_reduction, unsupported
 from .._core import Parameter, Tensor, _c_order
 from . import functional as F
 from . import init
@@ -299,8 +300,11 @@ class Linear(Module):
 
 class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, device=None, dtype=None):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
         super().__init__()
+        unsupported("Conv2d", "padding_mode", padding_mode, "zeros")
+        self.padding_mode = padding_mode
         k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         fan_in = in_channels // groups * k[0] * k[1]
@@ -342,24 +346,34 @@ class RMSNorm(Module):
 
 
 class Embedding(Module):
-    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
+        F.embedding_arguments(padding_idx, max_norm, scale_grad_by_freq, sparse)
+        unsupported("Embedding", "_weight", _weight, None)
+        unsupported("Embedding", "_freeze", _freeze, False)
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = _param(num_embeddings, embedding_dim)
         self.weight.normal_(0.0, 1.0)
         _place(self, device, dtype)
 
     def forward(self, idx):
-        return F.embedding(idx, self.weight)
+        return F.embedding(idx, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
 
 class Dropout(Module):
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        self.p = p
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
 
 class BatchNorm2d(Module):
@@ -368,9 +382,15 @@ class BatchNorm2d(Module):
     call, eagerly or in a compiled program (which returns them as updates
     of its state, kept by the runtime)."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, device=None, dtype=None):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
+        unsupported("BatchNorm2d", "bias", bias, True)
+        unsupported("BatchNorm2d", "affine", affine, True)
+        unsupported("BatchNorm2d", "track_running_stats", track_running_stats, True)
+        unsupported("BatchNorm2d", "momentum", momentum is None, False)
         self.eps, self.momentum = eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, np.float32))
         self.bias = Parameter(np.zeros(num_features, np.float32))
         self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
@@ -390,37 +410,53 @@ class BatchNorm2d(Module):
 
 
 class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+        F.max_pool2d_arguments(dilation, ceil_mode, return_indices)
 
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
 
 
 class AvgPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.divisor_override = ceil_mode, divisor_override
         self.count_include_pad = count_include_pad
+        F.avg_pool2d_arguments(ceil_mode, divisor_override)
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
 
 
-def _activation(name, fn):
-    class Activation(Module):
-        def forward(self, x):
-            return fn(x)
+def _activation(name, fn, takes_inplace):
+    if takes_inplace:
+        class Activation(Module):
+            def __init__(self, inplace=False):
+                super().__init__()
+                self.inplace = inplace
+
+            def forward(self, x):
+                return fn(x, self.inplace)
+    else:
+        class Activation(Module):
+            def forward(self, x):
+                return fn(x)
     Activation.__name__ = Activation.__qualname__ = name
     return Activation
 
 
-ReLU = _activation("ReLU", F.relu)
-SiLU = _activation("SiLU", F.silu)
-Sigmoid = _activation("Sigmoid", F.sigmoid)
-Tanh = _activation("Tanh", F.tanh)
+ReLU = _activation("ReLU", F.relu, True)
+SiLU = _activation("SiLU", F.silu, True)
+Sigmoid = _activation("Sigmoid", F.sigmoid, False)
+Tanh = _activation("Tanh", F.tanh, False)
 
 
 class GELU(Module):
@@ -433,7 +469,7 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim=-1):
+    def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
@@ -456,21 +492,27 @@ class Identity(Module):
 
 
 class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean"):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
         super().__init__()
-        self.ignore_index, self.reduction = ignore_index, reduction
+        unsupported("CrossEntropyLoss", "weight", weight, None)
+        unsupported("CrossEntropyLoss", "label_smoothing", label_smoothing, 0.0)
+        self.ignore_index = ignore_index
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+        self.label_smoothing = label_smoothing
 
     def forward(self, input, target):  # noqa: A002
-        return F.cross_entropy(input, target, self.ignore_index, self.reduction)
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index,
+                               reduction=self.reduction)
 
 
 class MSELoss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        self.reduction = reduction
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):  # noqa: A002
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class _IndexedModules(Module):

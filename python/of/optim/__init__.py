@@ -8,6 +8,7 @@ hyperparameters are compiled in.
 """
 
 from . import lr_scheduler  # noqa: F401
+from .._compat import unsupported
 
 
 class Optimizer:
@@ -54,13 +55,6 @@ class Optimizer:
                                  for g in self.param_groups], "step": self._steps}
 
 
-def _unsupported(optimizer, name, value, default):
-    if value != default:
-        raise NotImplementedError(
-            f"{optimizer}({name}={value!r}) is not supported yet: the compiled update "
-            f"is PyTorch's with {name}={default!r}")
-
-
 class SGD(Optimizer):
     """torch.optim.SGD, with PyTorch's argument checks. `foreach` and
     `fused` choose PyTorch's implementation, not its result, and are
@@ -81,7 +75,7 @@ class SGD(Optimizer):
         for name, value, default in (("dampening", dampening, 0), ("nesterov", nesterov, False),
                                      ("maximize", maximize, False),
                                      ("differentiable", differentiable, False)):
-            _unsupported("SGD", name, value, default)
+            unsupported("SGD", name, value, default)
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
 
     def _pipeline_options(self):
@@ -111,7 +105,7 @@ class AdamW(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         for name, value, default in (("amsgrad", amsgrad, False), ("maximize", maximize, False),
                                      ("differentiable", differentiable, False)):
-            _unsupported("AdamW", name, value, default)
+            unsupported("AdamW", name, value, default)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay))
 
