@@ -28,7 +28,7 @@ candidates, ranked by the gradient a flip would move over its distance from
 the kink; each of the first `kink_candidates` is replayed in float64 with
 its element moved to the other side (a ReLU input x becomes -x; a window's
 runner-up becomes its maximum), and the flips whose effects bring the step
-closest are chosen greedily (each must halve the worst error; up to
+closest are chosen greedily (each must cut the worst error by a tenth; up to
 `max_flips`). The step is then replayed with those flips together and
 passes only if that replay agrees within `tol` everywhere; each flip used
 is reported with its distance from the kink, and the reference goes on from
@@ -234,7 +234,7 @@ def _explain(replay, layout, before, base, got, ulp, candidates, tol, max_flips)
     with them, or ([], None). Each candidate's effect on the parameters is
     measured by one float64 replay; as flips of different elements add up
     to first order, the set is chosen greedily on those effects (each flip
-    must halve the worst error), and then replayed whole, which is what
+    must cut the worst error by a tenth), and then replayed whole, which is what
     the step is judged on."""
     effects = []
     for c in candidates:
@@ -248,7 +248,7 @@ def _explain(replay, layout, before, base, got, ulp, candidates, tol, max_flips)
         if not trials:
             break
         error, i = min(trials)
-        if error > 0.5 * worst:
+        if error > 0.9 * worst:
             break
         chosen.append(effects[i][0])
         total += effects[i][1]
