@@ -19,23 +19,23 @@ may land on the other side, PyTorch's own float32 step as much as of's
 (torchvision's ResNet-18 without its max pool and layer4, batch 16 at
 32x32: PyTorch float32 is 3.6e-2 off float64 in layer1.0.conv2.weight;
 the whole ResNet-18 at 64x64 on oneDNN's AVX kernels: of is 3.9e-2 off in
-layer3.1.conv2.weight, from one ReLU input 1.2e-6 from 0). Such a flip is not an error of
-the compiler, and leaving it to chance makes the check flaky. So where a
-step is off by more than `tol`, the check looks for the flips that explain
-it: the inputs of the reference's ReLU and MaxPool2d calls that lie within
-`kink_margin` (relative to their standard deviation) of a kink are
-candidates, ranked by the gradient a flip would move over its distance from
-the kink; each of the first `kink_candidates` is replayed in float64 with
-its element moved to the other side (a ReLU input x becomes -x; a window's
-runner-up becomes its maximum), and the flips whose effects bring the step
-closest are chosen greedily (each must cut the worst error by a tenth; up to
-`max_flips`). The step is then replayed with those flips together and
-passes only if that replay agrees within `tol` everywhere; each flip used
-is reported with its distance from the kink, and the reference goes on from
-the flipped step (so later steps are not charged for it). A wrong gradient
-is not explained by moving a few elements that lie within 1e-5 of their
-kinks: that changes no value by more than 1e-5 and reroutes the gradient of
-those elements only.
+layer3.1.conv2.weight, from one ReLU input 1.2e-6 from 0). Such a flip is
+not an error of the compiler, and leaving it to chance makes the check
+flaky. So where a step is off by more than `tol`, the check looks for the
+flips that explain it: the inputs of the reference's ReLU and MaxPool2d
+calls that lie within `kink_margin` (relative to their standard deviation)
+of a kink are candidates, ranked by the gradient a flip would move over its
+distance from the kink; each of the first `kink_candidates` is replayed in
+float64 with its element moved to the other side (a ReLU input x becomes
+-x; a window's runner-up becomes its maximum), and the flips whose effects
+together fit the difference are chosen (least squares over the effects,
+then one flip at a time; up to `max_flips`). The step is then replayed with
+those flips together and passes only if that replay agrees within `tol`
+everywhere; each flip used is reported with its distance from the kink,
+and the reference goes on from the flipped step (so later steps are not
+charged for it). A wrong gradient is not explained by moving a few elements
+that lie within 1e-5 of their kinks: that changes no value by more than
+1e-5 and reroutes the gradient of those elements only.
 """
 
 import copy
@@ -232,28 +232,37 @@ def _explain(replay, layout, before, base, got, ulp, candidates, tol, max_flips)
     """The flips (of `candidates`) that bring the reference's update (`base`
     after the step, `before` it) to the tested one (`got`), and the replay
     with them, or ([], None). Each candidate's effect on the parameters is
-    measured by one float64 replay; as flips of different elements add up
-    to first order, the set is chosen greedily on those effects (each flip
-    must cut the worst error by a tenth), and then replayed whole, which is what
+    measured by one float64 replay. Flips of different elements add up to
+    first order, so the set is the least-squares combination of the effects
+    that fits the difference (a flip that happened gets a weight near 1,
+    one that did not near 0; several are found together, where one alone
+    may fit worse than none), then adjusted one flip at a time while that
+    lowers the worst error, and finally replayed whole: the replay is what
     the step is judged on."""
-    effects = []
-    for c in candidates:
-        effects.append((c, (layout.flat(replay([c])[2]) - base).astype(np.float32)))
+    if not candidates:
+        return [], None
+    effects = np.stack([(layout.flat(replay([c])[2]) - base).astype(np.float32)
+                        for c in candidates], axis=1)
     want = base - before
-    worst = max(_update_errors(layout, want, got, ulp).values())
-    chosen, total = [], np.zeros_like(want)
-    while worst > tol and len(chosen) < max_flips:
-        trials = [(max(_update_errors(layout, want + total + e, got, ulp).values()), i)
-                  for i, (c, e) in enumerate(effects) if c not in chosen]
-        if not trials:
+    gram = effects.T.astype(np.float64) @ effects
+    weights = np.linalg.solve(gram + 1e-12 * np.trace(gram) * np.eye(len(candidates)),
+                              effects.T.astype(np.float64) @ (got - want))
+    chosen = {i for i, w in enumerate(weights) if w > 0.5}
+
+    def worst(flips):
+        total = effects[:, sorted(flips)].sum(axis=1) if flips else 0
+        return max(_update_errors(layout, want + total, got, ulp).values())
+    error = worst(chosen)
+    while error > tol:  # toggle the flip that helps most, while one does
+        trials = [(worst(chosen ^ {i}), i) for i in range(len(candidates))
+                  if i in chosen or len(chosen) < max_flips]
+        best, i = min(trials)
+        if best >= error:
             break
-        error, i = min(trials)
-        if error > 0.9 * worst:
-            break
-        chosen.append(effects[i][0])
-        total += effects[i][1]
-        worst = error
-    return (chosen, replay(chosen)) if chosen else ([], None)
+        chosen ^= {i}
+        error = best
+    flips = [candidates[i] for i in sorted(chosen)]
+    return (flips, replay(flips)) if flips else ([], None)
 
 
 def _numpy(named):
