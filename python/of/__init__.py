@@ -71,5 +71,5 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-def numel(x):
-    return x.numel()
+def numel(input):  # noqa: A002
+    return input.numel()

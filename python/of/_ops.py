@@ -432,9 +432,9 @@ def split(x, split_size_or_sections, dim=0):
     return tuple(out)
 
 
-def chunk(x, chunks, dim=0):
-    size = x.shape[_norm_dim(dim, x.ndim)]
-    return split(x, -(-size // chunks), dim)
+def chunk(input, chunks, dim=0):
+    size = input.shape[_norm_dim(dim, input.ndim)]
+    return split(input, -(-size // chunks), dim)
 
 
 def softmax(x, dim=-1):

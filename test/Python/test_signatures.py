@@ -53,13 +53,16 @@ def signatures(f, method=False):
         pass
     found = []
     name = getattr(f, "__name__", "")
-    for line in (getattr(f, "__doc__", None) or "").splitlines():
-        match = re.match(rf"^\s*(?:\.\. function:: )?{re.escape(name)}\((.*)\)\s*->", line)
-        if not match:
-            continue
+    doc = getattr(f, "__doc__", None) or ""
+    # a signature may run over several lines; "*size, *, out=None" (a
+    # keyword-only marker after varargs) is not Python, "*size, out=None" is
+    for match in re.finditer(rf"(?m)^\s*(?:\.\. function:: )?{re.escape(name)}\(([^)]*)\)"
+                             r"\s*->", doc):
+        params = re.sub(r"(\*\w+),\s*\*,", r"\1,", " ".join(match.group(1).split()))
+        scope = {"inf": float("inf"), "torch": torch, "Tensor": torch.Tensor}
         try:
-            found.append(inspect.signature(eval(  # noqa: S307
-                f"lambda {match.group(1)}: None", {"inf": float("inf"), "torch": torch})))
+            exec(f"def documented({params}): pass", scope)  # noqa: S102
+            found.append(inspect.signature(scope["documented"]))
         except Exception:  # noqa: BLE001 - a docstring line that is not Python
             pass
     return found
