@@ -6,13 +6,15 @@ meaning (docs/python.md, "The rule")."""
 import warnings
 
 
-def unsupported(api, name, value, default):
-    """Raises NotImplementedError naming `api(name=value)` unless `value` is
-    PyTorch's `default` (under which of computes what PyTorch does)."""
-    if value is not default and value != default:
-        raise NotImplementedError(
-            f"{api}({name}={value!r}) is not supported yet: of computes {api} as "
-            f"PyTorch does with {name}={default!r}")
+def unsupported(api, **given):
+    """Raises NotImplementedError naming `api(name=value)` for the first
+    `name=(value, default)` whose value is not PyTorch's default (under
+    which of computes what PyTorch does)."""
+    for name, (value, default) in given.items():
+        if value is not default and value != default:
+            raise NotImplementedError(
+                f"{api}({name}={value!r}) is not supported yet: of computes {api} as "
+                f"PyTorch does with {name}={default!r}")
 
 
 def legacy_reduction(size_average, reduce, reduction):

@@ -686,7 +686,7 @@ class Tensor:
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         from ._compat import unsupported
-        unsupported("Tensor.normal_", "generator", generator, None)
+        unsupported("Tensor.normal_", generator=(generator, None))
         from . import _random
         return self._inplace(_random.normal(self._shape, mean, std))
 

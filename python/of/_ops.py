@@ -83,7 +83,7 @@ def mul(input, other):
 
 
 def div(input, other, *, rounding_mode=None):
-    unsupported("div", "rounding_mode", rounding_mode, None)
+    unsupported("div", rounding_mode=(rounding_mode, None))
     return _binary("div", input, other)
 
 
@@ -252,7 +252,7 @@ def _tensor_max(self, dim=None, keepdim=False):
         raise NotImplementedError(
             "Tensor.max(dim) returns (values, indices) in PyTorch; of has no argmax yet: "
             "use x.amax(dim, keepdim) for the values")
-    return amax(self, (), keepdim)
+    return amax(self, None, keepdim)
 
 
 def reshape(x, *shape):

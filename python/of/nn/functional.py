@@ -64,11 +64,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def embedding_arguments(padding_idx, max_norm, scale_grad_by_freq, sparse):
     """Refuses what embedding does not support yet (also at nn.Embedding's
     construction, so a model fails where it is built)."""
-    for name, value, default in (("padding_idx", padding_idx, None),
-                                 ("max_norm", max_norm, None),
-                                 ("scale_grad_by_freq", scale_grad_by_freq, False),
-                                 ("sparse", sparse, False)):
-        unsupported("embedding", name, value, default)
+    unsupported("embedding", padding_idx=(padding_idx, None), max_norm=(max_norm, None),
+                scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -82,9 +79,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def max_pool2d_arguments(dilation, ceil_mode, return_indices):
-    for name, value, default in (("dilation", dilation, 1), ("ceil_mode", ceil_mode, False),
-                                 ("return_indices", return_indices, False)):
-        unsupported("max_pool2d", name, value, default)
+    unsupported("max_pool2d", dilation=(dilation, 1), ceil_mode=(ceil_mode, False),
+                return_indices=(return_indices, False))
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -94,9 +90,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def avg_pool2d_arguments(ceil_mode, divisor_override):
-    for name, value, default in (("ceil_mode", ceil_mode, False),
-                                 ("divisor_override", divisor_override, None)):
-        unsupported("avg_pool2d", name, value, default)
+    unsupported("avg_pool2d", ceil_mode=(ceil_mode, False),
+                divisor_override=(divisor_override, None))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -107,7 +102,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    unsupported("scaled_dot_product_attention", "enable_gqa", enable_gqa, False)
+    unsupported("scaled_dot_product_attention", enable_gqa=(enable_gqa, False))
     return _ops.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                              is_causal, scale)
 
@@ -119,8 +114,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     Labels equal to `ignore_index` count as absent when it is not the
     default -100; with the default, an out-of-range label (-100 included)
     stops the run with the runtime's index check, never silently."""
-    unsupported("cross_entropy", "weight", weight, None)
-    unsupported("cross_entropy", "label_smoothing", label_smoothing, 0.0)
+    unsupported("cross_entropy", weight=(weight, None),
+                label_smoothing=(label_smoothing, 0.0))
     reduction = legacy_reduction(size_average, reduce, reduction)
     if input.ndim > 2:  # [N, C, d...] -> [N * d..., C], as PyTorch
         perm = [0] + list(range(2, input.ndim)) + [1]
@@ -149,7 +144,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    unsupported("mse_loss", "weight", weight, None)
+    unsupported("mse_loss", weight=(weight, None))
     reduction = legacy_reduction(size_average, reduce, reduction)
     d = _ops.sub(input, target)
     sq = _ops.mul(d, d)
@@ -162,12 +157,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def dropout_probability(p):
+    """PyTorch's check of a dropout probability (F.dropout's and nn.Dropout's)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes elements with probability p (and scales the rest by 1/(1-p)).
     In a compiled step the mask comes from a seed input that changes every
     step; in eager code from of.manual_seed's generator."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    dropout_probability(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:

@@ -303,7 +303,7 @@ class Conv2d(Module):
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None):
         super().__init__()
-        unsupported("Conv2d", "padding_mode", padding_mode, "zeros")
+        unsupported("Conv2d", padding_mode=(padding_mode, "zeros"))
         self.padding_mode = padding_mode
         k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
@@ -351,8 +351,7 @@ class Embedding(Module):
                  _freeze=False, device=None, dtype=None):
         super().__init__()
         F.embedding_arguments(padding_idx, max_norm, scale_grad_by_freq, sparse)
-        unsupported("Embedding", "_weight", _weight, None)
-        unsupported("Embedding", "_freeze", _freeze, False)
+        unsupported("Embedding", _weight=(_weight, None), _freeze=(_freeze, False))
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
@@ -368,8 +367,7 @@ class Embedding(Module):
 class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        F.dropout_probability(p)
         self.p, self.inplace = p, inplace
 
     def forward(self, x):
@@ -385,10 +383,11 @@ class BatchNorm2d(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        unsupported("BatchNorm2d", "bias", bias, True)
-        unsupported("BatchNorm2d", "affine", affine, True)
-        unsupported("BatchNorm2d", "track_running_stats", track_running_stats, True)
-        unsupported("BatchNorm2d", "momentum", momentum is None, False)
+        unsupported("BatchNorm2d", bias=(bias, True), affine=(affine, True),
+                    track_running_stats=(track_running_stats, True))
+        if momentum is None:
+            raise NotImplementedError("BatchNorm2d(momentum=None) (a cumulative moving "
+                                      "average) is not supported yet: give a momentum")
         self.eps, self.momentum = eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, np.float32))
@@ -495,8 +494,8 @@ class CrossEntropyLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
         super().__init__()
-        unsupported("CrossEntropyLoss", "weight", weight, None)
-        unsupported("CrossEntropyLoss", "label_smoothing", label_smoothing, 0.0)
+        unsupported("CrossEntropyLoss", weight=(weight, None),
+                    label_smoothing=(label_smoothing, 0.0))
         self.ignore_index = ignore_index
         self.reduction = legacy_reduction(size_average, reduce, reduction)
         self.label_smoothing = label_smoothing

@@ -72,10 +72,8 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        for name, value, default in (("dampening", dampening, 0), ("nesterov", nesterov, False),
-                                     ("maximize", maximize, False),
-                                     ("differentiable", differentiable, False)):
-            unsupported("SGD", name, value, default)
+        unsupported("SGD", dampening=(dampening, 0), nesterov=(nesterov, False),
+                    maximize=(maximize, False), differentiable=(differentiable, False))
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
 
     def _pipeline_options(self):
@@ -103,9 +101,8 @@ class AdamW(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        for name, value, default in (("amsgrad", amsgrad, False), ("maximize", maximize, False),
-                                     ("differentiable", differentiable, False)):
-            unsupported("AdamW", name, value, default)
+        unsupported("AdamW", amsgrad=(amsgrad, False), maximize=(maximize, False),
+                    differentiable=(differentiable, False))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay))
 
