@@ -1,7 +1,8 @@
 """Whole-model gradient checks (model_gradcheck.py): one compiled training
-step's parameter updates, and the state after three steps of SGD with and
-without momentum and weight decay, against PyTorch in float64, for models
-written against PyTorch and loaded under of with only their imports changed:
+step's parameter updates, and those of three steps of SGD with and without
+momentum and weight decay (each from the weights the step before left),
+against PyTorch in float64, for models written against PyTorch and loaded
+under of with only their imports changed:
 torchvision's ResNet-18 (test/Python/models/resnet.py), the nanoGPT of
 examples/python/nanogpt.py, an MLP and a pooling convnet (models/small.py).
 
