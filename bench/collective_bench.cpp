@@ -2,7 +2,7 @@
 //
 // Measures all_reduce, all_gather, reduce_scatter, all_to_all and the
 // send/recv of pipeline stage boundaries through the runtime's MPI
-// communicator (lib/Runtime/MpiCommunicator.cpp: non-blocking MPI calls
+// communicator (lib/Runtime/Comm/MpiCommunicator.cpp: non-blocking MPI calls
 // polled under a deadline, the v-variants the plans need) and through the
 // plain blocking MPI calls of the same operation (MPI_Allreduce,
 // MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Send/MPI_Recv)
@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Communicator.h"
+#include "Comm/Communicator.h"
 
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>

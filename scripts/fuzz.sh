@@ -13,10 +13,10 @@ SECONDS_TO_RUN=${1:-60}
 WORK=${OF_FUZZ_DIR:-$ROOT/build-fuzz}
 CXX=${OF_FUZZ_CXX:-clang++-14}
 CC=${OF_FUZZ_CC:-clang-14}
-mkdir -p "$WORK/include/OF/Runtime" "$WORK/corpus"
+mkdir -p "$WORK/include/OF/ABI" "$WORK/corpus"
 
-flatc --cpp --scoped-enums --gen-object-api -o "$WORK/include/OF/Runtime" \
-  "$ROOT/include/OF/Runtime/PlanFormat.fbs"
+flatc --cpp --scoped-enums --gen-object-api -o "$WORK/include/OF/ABI" \
+  "$ROOT/include/OF/ABI/PlanFormat.fbs"
 includes=(-I"$ROOT/include" -I"$WORK/include" -I/usr/include/x86_64-linux-gnu)
 # The MPI backend compiles against Open MPI's <mpi.h> (for types only; libmpi
 # is loaded with dlopen at run time and never by the fuzzer).
@@ -44,7 +44,7 @@ build_fuzzer() {
   "$CXX" -std=c++17 -g -O1 -fno-exceptions \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION "${includes[@]}" \
-    -o "$WORK/$1" "$ROOT/test/Fuzz/$1.cpp" "$ROOT"/lib/Runtime/*.cpp \
+    -o "$WORK/$1" "$ROOT/test/Fuzz/$1.cpp" "$ROOT"/lib/Runtime/*/*.cpp -I"$ROOT/lib/Runtime" \
     -ldl
 }
 build_fuzzer plan_loader_fuzzer

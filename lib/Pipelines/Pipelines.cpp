@@ -18,8 +18,7 @@
 
 #include "OF/Pipelines/Pipelines.h"
 #include "OF/Conversion/Passes.h"
-#include "OF/Dialect/Plan/Transforms/Passes.h"
-#include "OF/Transforms/Passes.h"
+#include "OF/Dialect/OF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -234,23 +233,23 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   if (options.stopAfter == "bufferize")
     return;
-  ofrt::BuildPlanPassOptions plan;
+  of::BuildPlanPassOptions plan;
   plan.inPlace = options.inPlace;
   plan.useBlas = options.useBlas;
   plan.useDnn = options.useDnn;
   plan.device = options.target;
   plan.allowTf32 = options.tf32;
-  pm.addPass(ofrt::createBuildPlanPass(plan));
+  pm.addPass(of::createBuildPlanPass(plan));
   if (options.stopAfter == "plan")
     return;
   if (options.target == "cuda") {
-    ofrt::LowerCudaKernelsPassOptions cuda;
+    of::LowerCudaKernelsPassOptions cuda;
     cuda.chip = options.chip;
     cuda.format = options.cudaFormat;
-    pm.addPass(ofrt::createLowerCudaKernelsPass(cuda));
+    pm.addPass(of::createLowerCudaKernelsPass(cuda));
     return;
   }
-  pm.addPass(ofrt::createLowerCpuKernelsPass());
+  pm.addPass(of::createLowerCpuKernelsPass());
 }
 
 void mlir::of::registerOFPipelines() {

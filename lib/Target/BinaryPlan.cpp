@@ -11,8 +11,8 @@
 #include "OF/Target/Target.h"
 
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
-#include "OF/Runtime/PlanFormat.h"
-#include "OF/Runtime/PlanFormat_generated.h"
+#include "OF/ABI/PlanFormat.h"
+#include "OF/ABI/PlanFormat_generated.h"
 #include "OF/Runtime/ofrt.h"
 #include "OF/Version.h"
 

@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OF/Runtime/PlanFormat.h"
-#include "OF/Runtime/PlanFormat_generated.h"
+#include "OF/ABI/PlanFormat.h"
+#include "OF/ABI/PlanFormat_generated.h"
 #include "OF/Runtime/ofrt.h"
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 
 #include "TestPlan.h"
 
-#include "OF/Runtime/LibraryCalls.h"
+#include "OF/ABI/LibraryCalls.h"
 #include "OF/Runtime/ofrt.h"
 
 #include <gtest/gtest.h>

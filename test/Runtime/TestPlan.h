@@ -12,9 +12,9 @@
 #ifndef OF_TEST_RUNTIME_TESTPLAN_H
 #define OF_TEST_RUNTIME_TESTPLAN_H
 
-#include "OF/Runtime/LibraryCalls.h"
-#include "OF/Runtime/PlanFormat.h"
-#include "OF/Runtime/PlanFormat_generated.h"
+#include "OF/ABI/LibraryCalls.h"
+#include "OF/ABI/PlanFormat.h"
+#include "OF/ABI/PlanFormat_generated.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -23,12 +23,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collective.h"
-#include "Communicator.h"
-#include "Distribution.h"
-#include "Executor.h"
-#include "PlanFile.h"
-#include "Reduce.h"
+#include "Comm/Collective.h"
+#include "Comm/Communicator.h"
+#include "Comm/Distribution.h"
+#include "Session/Executor.h"
+#include "Plan/PlanFile.h"
+#include "CPU/Reduce.h"
 
 #include <algorithm>
 #include <cstdio>

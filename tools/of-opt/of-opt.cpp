@@ -7,9 +7,8 @@
 #include "OF/Conversion/Passes.h"
 #include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
-#include "OF/Dialect/Plan/Transforms/Passes.h"
 #include "OF/Pipelines/Pipelines.h"
-#include "OF/Transforms/Passes.h"
+#include "OF/Dialect/OF/Transforms/Passes.h"
 #include "OF/Version.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -22,7 +21,6 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::of::registerOFConversionPasses();
-  mlir::ofrt::registerOFPlanPasses();
   mlir::of::registerOFPipelines();
   mlir::of::registerOFTransformsPasses();
 

@@ -18,7 +18,7 @@
 
 #include "Npy.h"
 
-#include "OF/Runtime/PlanFormat.h"
+#include "OF/ABI/PlanFormat.h"
 #include "OF/Runtime/ofrt.h"
 
 #include <algorithm>

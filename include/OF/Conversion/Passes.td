@@ -88,4 +88,166 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
   ];
 }
 
+def BuildPlanPass : Pass<"of-build-plan", "ModuleOp"> {
+  let summary = "Turn bufferized functions into ofrt programs with a static arena";
+  let description = [{
+    Takes a module of bufferized functions (memrefs with static shapes, as
+    one-shot bufferization leaves them) and builds one `ofrt.program` per
+    public function, for rank 0 on the CPU:
+
+    - every `memref.alloc` becomes an `arena` buffer, every
+      `memref.get_global` a `constant` buffer, every argument an `input`
+      buffer named by its `of.name` (else `argN`);
+    - view ops (reshape, subview, ...) are not steps: a step reads the root
+      buffer and the view is rebuilt inside its kernel;
+    - `linalg.contract` ops that are matrix products with a BLAS layout
+      (and whose output was just zero-filled) become `blas.gemm` library
+      calls; whole-buffer `memref.copy` ops become copy steps; every other
+      op becomes a kernel in the `@cpu_kernels` executable;
+    - a liveness analysis over the steps places the arena buffers (greedy
+      by size, best-fit gap, 64-byte aligned); an elementwise kernel writes
+      in place over an input that dies at it;
+    - returned buffers become `ofrt.output` steps named by the result's
+      `of.name` (else `outN`);
+    - on a GPU (`comm-stream`), collectives that communicate run on stream
+      1, each moved up to the last step that uses one of its buffers (in
+      their order); stream 1 waits for stream 0 before each, and a step of
+      stream 0 that uses a collective's buffers waits for it; those buffers
+      stay alive until then.
+
+    ```mlir
+    func.func @f(%x: memref<4xf32> {of.name = "x"}) -> memref<4xf32> {
+      %a = memref.alloc() : memref<4xf32>
+      linalg.generic ... ins(%x) outs(%a)
+      return %a : memref<4xf32>
+    }
+    // becomes
+    ofrt.executable @cpu_kernels {target = "..."} {
+      module { func.func @k0(%x: memref<4xf32>, %a: memref<4xf32>) {...} }
+    }
+    ofrt.program "f" {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+      ofrt.buffer @x input binding "x" size 16 : tensor<4xf32>
+      ofrt.buffer @b0 arena offset 0 size 16 : tensor<4xf32>
+      ofrt.launch @cpu_kernels "k0" [@x, @b0]
+      ofrt.output "out0" = @b0
+    }
+    ```
+  }];
+  let options = [
+    Option<"inPlace", "in-place", "bool", "true",
+           "Let elementwise kernels overwrite an input buffer that dies at them">,
+    Option<"useBlas", "use-blas", "bool", "true",
+           "Call BLAS for matrix products with a BLAS layout">,
+    Option<"useDnn", "use-dnn", "bool", "true",
+           "On the CPU, bf16 matrix products (into bf16 or f32) become "
+           "gemm steps too, which the runtime runs on oneDNN">,
+    Option<"commStream", "comm-stream", "bool", "true",
+           "On a GPU, run the collectives that communicate on a second "
+           "stream, each as early as its buffers allow, ordered with the "
+           "compute stream by events (gradient all-reduces overlap the "
+           "rest of the backward pass)">,
+    Option<"allowTf32", "allow-tf32", "bool", "false",
+           "Let a GPU compute f32 products (gemms, convolutions) on TF32 "
+           "tensor cores (inputs rounded to 10-bit mantissas, f32 "
+           "accumulation), as PyTorch's allow_tf32; the CPU computes them "
+           "in f32">,
+    Option<"target", "target", "std::string", "\"\"",
+           "Target triple of the CPU kernels (default: the host's)">,
+    Option<"device", "device", "std::string", "\"cpu\"",
+           "Device of the programs: cpu, or cuda (kernels in a "
+           "@cuda_kernels executable for --of-lower-cuda-kernels)">
+  ];
+  let dependentDialects = ["::mlir::ofrt::PlanDialect", "::mlir::func::FuncDialect"];
+}
+
+def LowerCpuKernelsPass : Pass<"of-lower-cpu-kernels", "ModuleOp"> {
+  let summary = "Lower the kernels of CPU executables to the LLVM dialect";
+  let description = [{
+    Lowers each kernel module inside an `ofrt.executable` from linalg/memref
+    to the LLVM dialect: linalg to loops, math functions to polynomial
+    approximations (so loops vectorise), memrefs with the bare-pointer
+    calling convention, and adds for each kernel `kN` the packed entry point
+    `void kN(void **args, int64_t begin, int64_t end)` that the runtime
+    calls. A kernel whose first loop is parallel and indexes every output
+    runs the iterations [begin, end) of that loop, and its launches get
+    `range` (the loop's extent) and `work` (innermost iterations), so the
+    runtime may split the range among threads. A reduction's innermost loop
+    carries its accumulator as an iter_arg with a `reassoc` combiner (LLVM
+    vectorises it), and bool buffers are read and written as bytes.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::vector::VectorDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def LowerCudaKernelsPass : Pass<"of-lower-cuda-kernels", "ModuleOp"> {
+  let summary = "Compile the kernels of CUDA executables to cubins (or PTX)";
+  let description = [{
+    Compiles each kernel module of an `ofrt.executable` whose target is
+    `nvptx64-nvidia-cuda` (as `--of-build-plan{device=cuda}` makes it) for
+    an NVIDIA GPU:
+
+    - every linalg op's parallel loops are put outside its reductions;
+    - a reduction of at least 256 elements per output, with no more outputs
+      than that, becomes a block per output (1024 threads for a full
+      reduction): strided partial folds, then `gpu.all_reduce`;
+    - linalg becomes loops: parallel dimensions `scf.parallel`, reduction
+      dimensions `scf.for` inside; a top-level `scf.for` whose iterations
+      provably touch disjoint slices of what they write (the embedding
+      gradient's columns) becomes an `scf.parallel`;
+    - every top-level loop nest of a kernel becomes one `gpu.launch`: an
+      `scf.parallel`'s iterations are spread over 256-thread blocks by a
+      linear index, delinearised row-major (so consecutive threads touch
+      consecutive elements of the innermost dimension); any other
+      sequential nest runs on one thread. The views a loop reads (reshape,
+      subview) are rebuilt inside the launch, so every kernel argument is a
+      whole plan buffer passed as a bare pointer;
+    - `gpu-kernel-outlining`, `gpu.all_reduce` lowered to shuffles and
+      workgroup memory, `nvvm-attach-target{chip}`,
+      `convert-gpu-to-nvvm` (bare pointers) and `gpu-module-to-binary`:
+      a cubin per launch (`format=bin`, with the CUDA toolkit's ptxas), or
+      PTX (`format=isa`) that the driver compiles when it loads it.
+
+    Each kernel `kN` of the plan then is an ordered array of GPU launches,
+    recorded in the executable's `launches` dictionary (each launch: the
+    `gpu.binary` name and its function, `grid` and `block` dimensions, and `args`, the plan
+    launch's buffer indices in the GPU kernel's parameter order); the
+    executable's body keeps the `gpu.binary` ops.
+
+    ```mlir
+    // A plan kernel y = tanh(x) + z over 1000 elements, k0(%x, %z, %y),
+    // becomes one launch of 4 blocks of 256 threads:
+    ofrt.executable @cuda_kernels attributes {format = "cubin",
+        launches = {k0 = [{args = array<i64: 0, 1, 2>, block = array<i64: 256, 1, 1>,
+                           function = "k0_kernel", grid = array<i64: 4, 1, 1>,
+                           kernel = "k0_kernel"} ] },
+        target = "nvptx64-nvidia-cuda"} {
+      builtin.module attributes {gpu.container_module} {
+        gpu.binary @k0_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, bin = "\7FELF...">]
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "GPU architecture to compile for (sm_80, sm_90a, ...)">,
+    Option<"format", "format", "std::string", "\"bin\"",
+           "bin (cubin, needs ptxas) or isa (PTX, compiled by the driver)">,
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Threads per block of a parallel loop nest">
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect", "::mlir::index::IndexDialect",
+    "::mlir::linalg::LinalgDialect"
+  ];
+}
+
 #endif // OF_CONVERSION_PASSES_TD

@@ -16,7 +16,7 @@
 #include "OF/Conversion/Passes.h"
 #include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
-#include "OF/Runtime/LibraryCalls.h"
+#include "OF/ABI/LibraryCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -2,7 +2,7 @@
 //
 // GradientOpInterface for every differentiable op: the gradient of each
 // operand from the gradients of the results, written with of ops on global
-// tensors. --of-autodiff (lib/Transforms/Autodiff.cpp) drives it; SBP
+// tensors. --of-autodiff (lib/Dialect/OF/Transforms/Autodiff.cpp) drives it; SBP
 // propagation later gives these backward ops their signatures, so a
 // data-parallel weight gradient comes out P and is all-reduced by boxing.
 //

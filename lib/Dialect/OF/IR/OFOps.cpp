@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/OF/IR/OFOps.h"
-#include "OF/Runtime/LibraryCalls.h"
+#include "OF/ABI/LibraryCalls.h"
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/Dialect/Traits.h"

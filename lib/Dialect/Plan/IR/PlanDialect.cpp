@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
-#include "OF/Runtime/StreamOrder.h"
+#include "OF/ABI/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"

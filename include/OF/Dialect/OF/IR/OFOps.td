@@ -841,7 +841,7 @@ def OF_LibraryCallOp : OF_Op<"library_call", [DestinationStyleOpInterface,
     `conv-library=true`, `pool-library=true`), and training batch
     normalizations (`norm-library=true`). `callee` names the
     library function and `params` its parameters, laid out as
-    `include/OF/Runtime/LibraryCalls.h` says (the runtime checks them with
+    `include/OF/ABI/LibraryCalls.h` says (the runtime checks them with
     the same code). Like the local collectives it works on tensors (with
     a result per init, stored in it) and, after one-shot bufferization, on
     memrefs (no result); `inits` are only written. The plan builder turns it

@@ -177,7 +177,7 @@ def Plan_LibraryCallOp : Plan_StepOp<"library"> {
     (`[x, dy, dw]`) are NCHW convolutions, and `"dnn.pool2d"` (`[x, y]`)
     and `"dnn.pool2d_grad"` (`[x, dy, dx]`) NCHW poolings, which the
     runtime runs through oneDNN on the CPU and cuDNN on a GPU; their 18
-    (15) params are the geometry that `include/OF/Runtime/LibraryCalls.h`
+    (15) params are the geometry that `include/OF/ABI/LibraryCalls.h`
     defines (`of.library_call`).
   }];
   let arguments = (ins StrAttr:$function, SymbolRefArrayAttr:$buffers,

@@ -1,0 +1,564 @@
+//===- TrainingStep.cpp - Gradients plus the optimizer as one step --------===//
+//
+// --of-training-step: from @f and its @f_grad (--of-autodiff), builds
+// @f_train_step = gradients, optional global-norm clipping and an SGD or
+// AdamW update, returning the loss and the new parameters and optimizer
+// state marked `of.update`, so the runtime keeps them across steps. The
+// optimizer is written with of ops, so SBP distributes it like the rest
+// (state has its parameter's distribution).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/ABI/StateNames.h"
+#include "OF/Dialect/OF/Transforms/Passes.h"
+#include "SbpSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+
+namespace mlir::of {
+#define GEN_PASS_DEF_TRAININGSTEPPASS
+#include "OF/Dialect/OF/Transforms/Passes.h.inc"
+} // namespace mlir::of
+
+using namespace mlir;
+using namespace mlir::of;
+
+namespace {
+
+/// A new argument of the step: its type and name.
+struct StateArg {
+  Type type;
+  std::string name;
+};
+
+/// Builds the arithmetic of the update with of ops at one insertion point.
+struct UpdateBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(Type elementType, double v) {
+    auto type = RankedTensorType::get({}, elementType);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, v)));
+  }
+  Value scalarLike(Value like, double v) {
+    return scalar(getElementTypeOrSelf(like.getType()), v);
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value scale(Value x, double c) { return mul(x, scalarLike(x, c)); }
+  /// `v` as the element type of `like` (the learning rate is f32).
+  Value castLike(Value v, Value like) {
+    return castTo(v, getElementTypeOrSelf(like.getType()));
+  }
+  /// `v` with element type `et`.
+  Value castTo(Value v, Type et) {
+    if (getElementTypeOrSelf(v.getType()) == et)
+      return v;
+    auto type = cast<RankedTensorType>(stripSbp(v.getType()));
+    return CastOp::create(b, loc, RankedTensorType::get(type.getShape(), et),
+                          v);
+  }
+  /// `v` with the type `type` (boxing to its distribution where it has
+  /// none yet).
+  Value as(Value v, Type type) {
+    return v.getType() == type ? v : BoxingOp::create(b, loc, type, v);
+  }
+  /// `condition ? onTrue : onFalse`, of `onFalse`'s shape and element type
+  /// (`condition` a scalar).
+  Value select(Value condition, Value onTrue, Value onFalse) {
+    return SelectOp::create(b, loc, stripSbp(onFalse.getType()), condition,
+                            onTrue, onFalse);
+  }
+  /// The scalar i1 `x dir y`.
+  Value compare(CompareDirection dir, Value x, Value y) {
+    return CompareOp::create(b, loc, RankedTensorType::get({}, b.getI1Type()),
+                             dir, x, y);
+  }
+  /// The sum of the squares of every element of `v`, a scalar.
+  Value sumOfSquares(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto axes = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value sq = mul(v, v);
+    return axes.empty() ? sq : ReduceSumOp::create(b, loc, sq, axes, false);
+  }
+};
+
+/// `type` with K stacked on a new leading axis; a split moves with its
+/// dimension.
+FailureOr<Type> stackedType(Type type, int64_t k) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return failure();
+  SmallVector<int64_t> shape = {k};
+  llvm::append_range(shape, ranked.getShape());
+  Attribute encoding = ranked.getEncoding();
+  if (auto sbp = dyn_cast_or_null<SbpAttr>(encoding)) {
+    SmallVector<SbpEntry> entries(sbp.getEntries());
+    for (SbpEntry &e : entries)
+      if (e.isSplit())
+        e.dim += 1;
+    encoding = SbpAttr::get(type.getContext(), sbp.getPlacement(), entries);
+  }
+  return Type(RankedTensorType::get(shape, ranked.getElementType(), encoding));
+}
+
+/// ZeRO: the type of a parameter's optimizer state, split on every mesh axis
+/// where the parameter is broadcast, along a dimension that no other axis
+/// splits and that has at least as many elements as the axis has members
+/// (so no rank holds an empty shard). A parameter without a distribution
+/// counts as B everywhere on the function's placement.
+Type zeroSharded(Type paramType,
+                 const std::optional<FuncPlacement> &placement) {
+  auto ranked = dyn_cast<RankedTensorType>(paramType);
+  if (!ranked || !placement || ranked.getRank() == 0)
+    return paramType;
+  MLIRContext *ctx = paramType.getContext();
+  SmallVector<SbpEntry> entries(placement->grid.size(), SbpEntry::broadcast());
+  if (auto sbp = dyn_cast_or_null<SbpAttr>(ranked.getEncoding()))
+    entries.assign(sbp.getEntries().begin(), sbp.getEntries().end());
+  for (auto [axis, entry] : llvm::enumerate(entries)) {
+    if (!entry.isBroadcast())
+      continue;
+    for (int64_t d = 0; d < ranked.getRank(); ++d) {
+      bool taken = llvm::any_of(entries, [&](const SbpEntry &e) {
+        return e.isSplit() && e.dim == d;
+      });
+      if (!taken && ranked.getDimSize(d) >= placement->grid[axis]) {
+        entry = SbpEntry::split(d);
+        break;
+      }
+    }
+  }
+  return RankedTensorType::get(ranked.getShape(), ranked.getElementType(),
+                               SbpAttr::get(ctx, placement->ref, entries));
+}
+
+struct TrainingStepPass
+    : mlir::of::impl::TrainingStepPassBase<TrainingStepPass> {
+  using TrainingStepPassBase::TrainingStepPassBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "adamw") {
+      getOperation().emitError("--of-training-step: unknown optimizer '")
+          << optimizer << "' (sgd, adamw)";
+      return signalPassFailure();
+    }
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<std::pair<func::FuncOp, func::FuncOp>> work;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto grad =
+              symbols.lookup<func::FuncOp>((func.getSymName() + "_grad").str());
+          grad &&
+          llvm::any_of(llvm::seq(func.getNumArguments()), [&](unsigned i) {
+            return func.getArgAttr(i, "of.param");
+          }))
+        work.push_back({func, grad});
+    for (auto [primal, grad] : work)
+      if (failed(buildStep(primal, grad, symbols)))
+        return signalPassFailure();
+  }
+
+  LogicalResult buildStep(func::FuncOp primal, func::FuncOp grad,
+                          SymbolTable &symbols) {
+    std::string name = (primal.getSymName() + "_train_step").str();
+    if (symbols.lookup(name))
+      return primal.emitError("--of-training-step: @")
+             << name << " exists already";
+    FailureOr<FuncPlacements> found = collectPlacements(primal);
+    if (failed(found))
+      return failure();
+    const FuncPlacements &placements = *found;
+    MLIRContext *ctx = primal.getContext();
+    // Scalars of the step (the learning rate, Adam's step count, the loss
+    // scale): B on the loss's placement (a pipeline's last stage), or the
+    // function's first. Each parameter's update takes them, and its
+    // contribution to the gradient norm gives them, through boxings to
+    // and from its own placement (pipeline stages).
+    const FuncPlacement *home = nullptr;
+    if (!placements.list.empty()) {
+      home = placements.of(primal.getResultTypes().front());
+      if (!home)
+        home = &placements.list.front();
+    }
+    auto placed = [&](Type type) -> std::optional<FuncPlacement> {
+      if (const FuncPlacement *p = placements.of(type))
+        return *p;
+      return home ? std::optional<FuncPlacement>(*home) : std::nullopt;
+    };
+    Type scalarType = RankedTensorType::get({}, Float32Type::get(ctx));
+    if (home)
+      scalarType = RankedTensorType::get(
+          {}, Float32Type::get(ctx),
+          SbpAttr::get(
+              ctx, home->ref,
+              SmallVector<SbpEntry>(home->grid.size(), SbpEntry::broadcast())));
+
+    SmallVector<unsigned> params;
+    for (unsigned i = 0; i < primal.getNumArguments(); ++i)
+      if (primal.getArgAttr(i, "of.param"))
+        params.push_back(i);
+    auto paramName = [&](unsigned i) {
+      auto n = primal.getArgAttrOfType<StringAttr>(i, "of.name");
+      return n ? n.str() : "arg" + std::to_string(i);
+    };
+
+    // The optimizer's state, per parameter and kind.
+    bool adam = optimizer == "adamw";
+    SmallVector<StringRef> kinds;
+    if (adam)
+      kinds = {::of::state::kAdamFirstMoment, ::of::state::kAdamSecondMoment};
+    else if (momentum != 0.0)
+      kinds = {::of::state::kMomentum};
+    SmallVector<StateArg> state;
+    for (StringRef kind : kinds)
+      for (unsigned p : params)
+        state.push_back({zero
+                             ? zeroSharded(primal.getArgumentTypes()[p],
+                                           placed(primal.getArgumentTypes()[p]))
+                             : primal.getArgumentTypes()[p],
+                         kind.str() + paramName(p)});
+    // Scalars of the state, each at its index in `state`.
+    std::optional<unsigned> adamStepState, scaleLog2State, goodStepsState;
+    if (adam) {
+      adamStepState = state.size();
+      state.push_back({scalarType, std::string(::of::state::kAdamStep)});
+    }
+    // Dynamic loss scaling: the backward pass takes the loss's cotangent as
+    // the argument loss_seed.
+    bool seeded = grad.getNumArguments() == primal.getNumArguments() + 1;
+    if (lossScaling && !seeded)
+      return primal.emitError("--of-training-step: loss-scaling needs @")
+             << grad.getSymName()
+             << " to take the loss's cotangent (--of-autodiff="
+                "seed-argument=true)";
+    if (lossScaling) {
+      scaleLog2State = state.size();
+      state.push_back({scalarType, std::string(::of::state::kLossScaleLog2)});
+      goodStepsState = state.size();
+      state.push_back(
+          {scalarType, std::string(::of::state::kLossScaleGoodSteps)});
+    }
+
+    // Signature: primal arguments (data ones stacked with accumulation),
+    // state, lr.
+    if (accumulate == 0)
+      return primal.emitError("--of-training-step: accumulate must be >= 1");
+    unsigned numPrimal = primal.getNumArguments();
+    SmallVector<bool> isParam(numPrimal, false);
+    for (unsigned p : params)
+      isParam[p] = true;
+    // The primal's own state updates (results marked of.update: batch
+    // norm's running statistics): arguments that are state, not data, and
+    // come back from @<name>_grad after the gradients.
+    // Its other results are outputs (values the caller reads beside the
+    // loss, e.g. logits), returned after the loss. Both come back from
+    // @<name>_grad after the gradients, in the primal's order: auxIndex
+    // is each one's position there.
+    SmallVector<std::pair<unsigned, std::string>> auxUpdates;
+    SmallVector<unsigned> auxUpdateIndex, outputIndex;
+    for (unsigned r = 1; r < primal.getNumResults(); ++r) {
+      if (auto target =
+              primal.getResultAttrOfType<IntegerAttr>(r, "of.update")) {
+        auto n = primal.getResultAttrOfType<StringAttr>(r, "of.name");
+        unsigned a = target.getInt();
+        auxUpdates.push_back({a, n ? n.str() : paramName(a)});
+        auxUpdateIndex.push_back(r - 1);
+        isParam[a] = true; // not stacked by accumulation
+      } else {
+        outputIndex.push_back(r - 1);
+      }
+    }
+    if (!outputIndex.empty() && accumulate > 1)
+      return primal.emitError("--of-training-step accumulate=")
+             << static_cast<int64_t>(accumulate) << ": result "
+             << outputIndex.front() + 1
+             << " is an output beside the loss, which gradient accumulation "
+                "does not return (each micro-batch has its own)";
+    SmallVector<Type> argTypes;
+    for (unsigned i = 0; i < numPrimal; ++i) {
+      Type type = primal.getArgumentTypes()[i];
+      if (accumulate > 1 && !isParam[i]) {
+        FailureOr<Type> stacked = stackedType(type, accumulate);
+        if (failed(stacked))
+          return primal.emitError("--of-training-step: accumulate needs "
+                                  "ranked tensor arguments, argument ")
+                 << i << " is " << type;
+        type = *stacked;
+      }
+      argTypes.push_back(type);
+    }
+    for (const StateArg &s : state)
+      argTypes.push_back(s.type);
+    argTypes.push_back(scalarType);
+    SmallVector<DictionaryAttr> argAttrs;
+    primal.getAllArgAttrs(argAttrs);
+    OpBuilder attrs(ctx);
+    auto named = [&](StringRef n) {
+      return attrs.getDictionaryAttr(
+          attrs.getNamedAttr("of.name", attrs.getStringAttr(n)));
+    };
+    for (const StateArg &s : state)
+      argAttrs.push_back(named(s.name));
+    argAttrs.push_back(named("lr"));
+
+    OpBuilder top(primal);
+    top.setInsertionPointAfter(grad);
+    auto step = func::FuncOp::create(top, primal.getLoc(), name,
+                                     FunctionType::get(ctx, argTypes, {}));
+    step.setAllArgAttrs(argAttrs);
+    Block *body = step.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockEnd(body);
+    Location loc = primal.getLoc();
+    UpdateBuilder u{b, loc};
+    // Between the step's placement and a parameter's (pipeline stages):
+    // `here` takes a scalar of the step (made once per value and
+    // placement) to where `like` lives, `toHome` a scalar computed where
+    // `like` lives to the step's placement; both as B.
+    auto scalarOn = [&](Value v, const FuncPlacement &p) {
+      auto type = cast<RankedTensorType>(stripSbp(v.getType()));
+      return RankedTensorType::get(
+          type.getShape(), type.getElementType(),
+          SbpAttr::get(
+              ctx, p.ref,
+              SmallVector<SbpEntry>(p.grid.size(), SbpEntry::broadcast())));
+    };
+    DenseMap<std::pair<Value, Attribute>, Value> moved;
+    auto here = [&](Value v, Value like) -> Value {
+      const FuncPlacement *to = placements.of(like.getType());
+      if (!home || !to || to == home)
+        return v;
+      Value &m = moved[{v, to->ref}];
+      if (!m)
+        m = BoxingOp::create(b, loc, scalarOn(v, *to), v);
+      return m;
+    };
+    auto toHome = [&](Value v, Value like) -> Value {
+      const FuncPlacement *from = placements.of(like.getType());
+      if (!home || !from || from == home)
+        return v;
+      return BoxingOp::create(b, loc, scalarOn(v, *home), v);
+    };
+
+    auto stateArgAt = [&](unsigned index) {
+      return body->getArgument(numPrimal + index);
+    };
+    Value lr = body->getArgument(argTypes.size() - 1);
+    // The loss's cotangent: the loss scale 2^(loss-scale-log2 +
+    // loss_scale_log2) when scaling, else 1.
+    Value seed, scale;
+    if (seeded) {
+      Type seedType = grad.getArgumentTypes().back();
+      if (lossScaling) {
+        Value exponent =
+            u.add(stateArgAt(*scaleLog2State), u.scalarLike(lr, lossScaleLog2));
+        scale = PowOp::create(b, loc, u.scalarLike(lr, 2.0), exponent);
+        seed = u.castTo(scale, getElementTypeOrSelf(seedType));
+      } else {
+        seed = u.scalar(getElementTypeOrSelf(seedType), 1.0);
+      }
+      seed = u.as(seed, seedType);
+    }
+
+    // The gradients, averaged over the micro-batches: micro-batch i of a
+    // data argument is its slice [i] along the stacking axis.
+    // Micro-batches update the state in turn: each call reads the state
+    // the previous one returned.
+    Value loss;
+    SmallVector<Value> grads;
+    DenseMap<unsigned, Value> currentState;
+    SmallVector<Value> auxValues;
+    for (unsigned micro = 0; micro < accumulate; ++micro) {
+      SmallVector<Value> callArgs;
+      for (unsigned i = 0; i < numPrimal; ++i) {
+        Value arg = body->getArgument(i);
+        if (Value current = currentState.lookup(i)) {
+          callArgs.push_back(current);
+          continue;
+        }
+        if (accumulate == 1 || isParam[i]) {
+          callArgs.push_back(arg);
+          continue;
+        }
+        auto stacked = cast<RankedTensorType>(stripSbp(arg.getType()));
+        SmallVector<int64_t> starts(stacked.getRank(), 0);
+        SmallVector<int64_t> limits(stacked.getShape());
+        starts[0] = micro;
+        limits[0] = micro + 1;
+        Value slice = SliceOp::create(b, loc, arg, starts, limits, nullptr);
+        auto original = cast<RankedTensorType>(primal.getArgumentTypes()[i]);
+        Value piece =
+            ReshapeOp::create(b, loc,
+                              RankedTensorType::get(original.getShape(),
+                                                    original.getElementType()),
+                              slice);
+        callArgs.push_back(u.as(piece, original));
+      }
+      if (seed)
+        callArgs.push_back(seed);
+      auto call = func::CallOp::create(b, loc, grad, callArgs);
+      loss = micro ? u.add(loss, call.getResult(0)) : call.getResult(0);
+      ValueRange callGrads =
+          ValueRange(call.getResults()).slice(1, params.size());
+      for (auto [k, g] : llvm::enumerate(callGrads)) {
+        if (micro)
+          grads[k] = u.add(grads[k], g);
+        else
+          grads.push_back(g);
+      }
+      auxValues = llvm::to_vector(
+          ValueRange(call.getResults()).drop_front(1 + params.size()));
+      for (auto [j, aux] : llvm::enumerate(auxUpdates))
+        currentState[aux.first] = auxValues[auxUpdateIndex[j]];
+    }
+    if (accumulate > 1) {
+      loss = u.scale(loss, 1.0 / accumulate);
+      for (Value &g : grads)
+        g = u.scale(g, 1.0 / accumulate);
+    }
+    auto stateArg = [&](unsigned kindIndex, unsigned paramIndex) {
+      return stateArgAt(kindIndex * params.size() + paramIndex);
+    };
+    // Scaled gradients back to their true size.
+    if (scale) {
+      Value inverse = u.div(u.scalarLike(lr, 1.0), scale);
+      for (Value &g : grads)
+        g = u.mul(g, u.castLike(here(inverse, g), g));
+    }
+
+    // The sum of the squares of every gradient: for clipping, and with loss
+    // scaling to tell whether all are finite (x * 0 == 0 fails for inf and
+    // NaN, and a non-finite element makes the sum non-finite).
+    Value total, finite;
+    if (maxGradNorm > 0.0 || lossScaling)
+      for (Value g : grads) {
+        Value sq = toHome(u.castLike(u.sumOfSquares(g), lr), g);
+        total = total ? u.add(total, sq) : sq;
+      }
+    if (lossScaling)
+      finite = u.compare(CompareDirection::eq,
+                         u.mul(total, u.scalarLike(total, 0.0)),
+                         u.scalarLike(total, 0.0));
+
+    // Clipping by the global norm over every parameter's gradient.
+    if (maxGradNorm > 0.0) {
+      Value norm = SqrtOp::create(b, loc, total);
+      Value factor =
+          MinimumOp::create(b, loc, u.scalarLike(norm, 1.0),
+                            u.div(u.scalarLike(norm, maxGradNorm),
+                                  u.add(norm, u.scalarLike(norm, 1e-6))));
+      for (Value &g : grads)
+        g = u.mul(g, u.castLike(here(factor, g), g));
+    }
+
+    SmallVector<Value> results = {loss};
+    SmallVector<DictionaryAttr> resultAttrs = {attrs.getDictionaryAttr(
+        attrs.getNamedAttr("of.name", attrs.getStringAttr("loss")))};
+    for (unsigned j : outputIndex) {
+      results.push_back(auxValues[j]);
+      resultAttrs.push_back(primal.getResultAttrDict(j + 1));
+    }
+    auto update = [&](Value v, unsigned argIndex, StringRef outName) {
+      Type type = argTypes[argIndex];
+      results.push_back(u.as(v, type));
+      resultAttrs.push_back(attrs.getDictionaryAttr(
+          {attrs.getNamedAttr("of.name", attrs.getStringAttr(outName)),
+           attrs.getNamedAttr("of.update",
+                              attrs.getI64IntegerAttr(argIndex))}));
+    };
+
+    Value adamStep, bias1, bias2;
+    if (adam) {
+      adamStep = u.add(stateArgAt(*adamStepState), u.scalarLike(lr, 1.0));
+      // 1 - beta^t.
+      auto correction = [&](double beta) {
+        Value power = PowOp::create(b, loc, u.scalarLike(lr, beta), adamStep);
+        return u.sub(u.scalarLike(lr, 1.0), power);
+      };
+      bias1 = correction(beta1);
+      bias2 = correction(beta2);
+    }
+
+    // With loss scaling, a step whose gradients are not finite keeps the
+    // old parameters and optimizer state.
+    auto keep = [&](Value next, Value old) {
+      return finite ? u.select(here(finite, old), next, old) : next;
+    };
+    SmallVector<Value> newState(state.size());
+    for (auto [k, p] : llvm::enumerate(params)) {
+      Value param = body->getArgument(p);
+      Value g = grads[k];
+      Value lrp = u.castLike(here(lr, param), param);
+      Value next;
+      // A parameter's own `of.weight_decay` (PyTorch's parameter groups:
+      // no decay for biases and norms) overrides the pass option.
+      double weightDecay = this->weightDecay;
+      if (auto own = primal.getArgAttrOfType<FloatAttr>(p, "of.weight_decay"))
+        weightDecay = own.getValueAsDouble();
+      if (adam) {
+        Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
+        Value v = u.add(u.scale(stateArg(1, k), beta2),
+                        u.scale(u.mul(g, g), 1 - beta2));
+        Value mhat = u.div(m, u.castLike(here(bias1, param), param));
+        Value vhat = u.div(v, u.castLike(here(bias2, param), param));
+        Value decayed = param;
+        if (weightDecay != 0.0)
+          decayed = u.mul(param, u.sub(u.scalarLike(param, 1.0),
+                                       u.scale(lrp, weightDecay)));
+        Value denom =
+            u.add(SqrtOp::create(b, loc, vhat), u.scalarLike(param, epsilon));
+        next = u.sub(decayed, u.mul(lrp, u.div(mhat, denom)));
+        newState[k] = m;
+        newState[params.size() + k] = v;
+      } else {
+        if (weightDecay != 0.0)
+          g = u.add(g, u.scale(param, weightDecay));
+        if (momentum != 0.0) {
+          g = u.add(u.scale(stateArg(0, k), momentum), g);
+          newState[k] = g;
+        }
+        next = u.sub(param, u.mul(lrp, g));
+      }
+      update(keep(next, param), p, paramName(p));
+    }
+    if (adam)
+      newState[*adamStepState] = adamStep;
+    for (auto [i, s] : llvm::enumerate(state))
+      if (newState[i])
+        newState[i] = keep(newState[i], stateArgAt(i));
+    if (lossScaling) {
+      // After a step with non-finite gradients the scale halves; after
+      // loss-scale-window good steps in a row it doubles.
+      Value log2 = stateArgAt(*scaleLog2State);
+      Value good = u.add(stateArgAt(*goodStepsState), u.scalarLike(lr, 1.0));
+      Value grow = u.compare(CompareDirection::ge, good,
+                             u.scalarLike(lr, lossScaleWindow));
+      Value zero = u.scalarLike(lr, 0.0), one = u.scalarLike(lr, 1.0);
+      newState[*scaleLog2State] = u.select(
+          finite, u.select(grow, u.add(log2, one), log2), u.sub(log2, one));
+      newState[*goodStepsState] =
+          u.select(finite, u.select(grow, zero, good), zero);
+    }
+    for (auto [i, s] : llvm::enumerate(state))
+      update(newState[i], numPrimal + i, s.name);
+    for (auto [j, aux] : llvm::enumerate(auxUpdates))
+      update(auxValues[auxUpdateIndex[j]], aux.first, aux.second);
+
+    func::ReturnOp::create(b, loc, results);
+    step.setType(
+        FunctionType::get(ctx, argTypes, ValueRange(results).getTypes()));
+    step.setAllResultAttrs(resultAttrs);
+    symbols.insert(step);
+    return success();
+  }
+};
+
+} // namespace
