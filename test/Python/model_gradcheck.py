@@ -246,9 +246,9 @@ def _explain(replay, layout, before, base, got, ulp, candidates, tol, max_flips)
     effects = np.stack([(layout.flat(replay([c])[2]) - base).astype(np.float32)
                         for c in candidates], axis=1)
     want = base - before
-    gram = effects.T.astype(np.float64) @ effects
-    weights = np.linalg.solve(gram + 1e-12 * np.trace(gram) * np.eye(len(candidates)),
-                              effects.T.astype(np.float64) @ (got - want))
+    # minimum-norm least squares: candidates without effect, or with the
+    # same effect, leave the system singular, and get weight 0 or share it
+    weights = np.linalg.lstsq(effects.astype(np.float64), got - want, rcond=None)[0]
     chosen = {i for i, w in enumerate(weights) if w > 0.5}
 
     def worst(flips):
