@@ -14,7 +14,7 @@ docs/python.md.
 """
 
 from . import _ops
-from ._core import CompileError, Parameter, Size, Tensor, cache_stats
+from ._compile import CompileError, cache_stats
 from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
@@ -23,12 +23,13 @@ from ._ops import (add, amax, arange, cat, chunk, exp, from_numpy,  # noqa: F401
                    randn, rsqrt, sigmoid, sqrt, sum, tanh, tensor,
                    tril, where, zeros, zeros_like)
 from ._random import manual_seed
+from ._tensor import Parameter, Size, Tensor
 from .serialization import load, save
 
 __version__ = "0.1.0"
 
 from . import cuda, env, nn, optim, utils  # noqa: E402
-from ._jit import compile  # noqa: E402,A004
+from . import _jit  # noqa: E402
 
 class Generator:
     """torch.Generator's name (model code imports it for annotations); of
@@ -73,3 +74,51 @@ def is_tensor(obj):
 
 def numel(input):  # noqa: A002
     return input.numel()
+
+
+def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=False,  # noqa: A001
+            max_grad_norm=None, *, fullgraph=False, dynamic=None, backend="inductor",
+            mode=None, options=None, disable=False):
+    """Compiles `model` (an of.nn.Module or a function of tensors).
+
+    Without an optimizer, the result runs the forward: `y = c(x)`. With one,
+    it runs a whole training step and returns the loss: `loss = c(*inputs,
+    target)` with `loss_fn(model(*inputs), target)`, or `loss = c(*inputs)`
+    when the model itself returns the loss (or a tuple ending with it).
+    Compiles once per input signature (shapes, dtypes, placements, SBP);
+    `dump_dir` keeps the IR after every pass; `amp="bf16"` computes matmuls
+    and convolutions in bfloat16, `amp="f16"` in float16 with dynamic loss
+    scaling in the training step (torch.amp.GradScaler's defaults: 2^16 to
+    start, halved and the step skipped when a gradient is inf or NaN,
+    doubled after 2000 good steps); `zero=True` splits the optimizer state
+    (ZeRO).
+
+    torch.compile's keywords are taken with their meaning: `disable=True`
+    returns `model` as it is; of always compiles the whole function (as
+    `fullgraph=True`), once per input shape (so `dynamic` changes nothing
+    of the result), with its own compiler whatever `backend`, `mode` and
+    `options` name (they choose how PyTorch compiles, not what the model
+    computes)."""
+    import inspect
+    if disable:
+        return model
+    modules = [("", model)] if isinstance(model, nn.Module) else []
+    name = type(model).__name__.lower() if isinstance(model, nn.Module) else getattr(
+        model, "__name__", "fn")
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+    if optimizer is not None and loss_fn is not None:
+        forward = model.forward if isinstance(model, nn.Module) else model
+        params = list(inspect.signature(forward).parameters)
+
+        def step(*args):
+            return loss_fn(model(*args[:-1]), args[-1])
+        step.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params]
+            + [inspect.Parameter("target", inspect.Parameter.POSITIONAL_ONLY)])
+        fn = step
+    else:
+        fn = model.forward if isinstance(model, nn.Module) else model
+    kind = _jit.CompiledModule if modules and optimizer is None else _jit.CompiledFunction
+    compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
+    compiled.loss_only = optimizer is not None
+    return compiled

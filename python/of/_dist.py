@@ -15,6 +15,8 @@ import os
 
 import numpy as np
 
+from ._runtime import _C, cuda_device_count
+
 DEVICE_TYPES = ("cpu", "cuda")
 
 
@@ -34,8 +36,7 @@ def process_gpu():
         if text:
             local = int(text) if text.isdigit() else 0
             break
-    from . import cuda
-    count = cuda.device_count() if local else 0
+    count = cuda_device_count() if local else 0
     return local % count if count else local
 
 
@@ -119,9 +120,12 @@ class sbp:
 
 
 def _sbp_from_runtime(code):
+    """The entry of a runtime distribution's SBP code (OF/ABI/Sbp.h)."""
     if code >= 0:
         return sbp.split(code)
-    return {-1: sbp.broadcast, -2: sbp.partial_sum, -3: sbp.partial_max}[code]
+    c = _C()
+    return {c.SBP_BROADCAST: sbp.broadcast, c.SBP_PARTIAL_SUM: sbp.partial_sum,
+            c.SBP_PARTIAL_MAX: sbp.partial_max}[code]
 
 
 class placement:

@@ -1,5 +1,6 @@
-"""of.compile and of.nn.Graph: trace a function into one `of` program,
-compile it once per input signature, run it through the runtime.
+"""Compiled functions, behind of.compile and of.nn.Graph: trace a function
+into one `of` program, compile it once per input signature, run it through
+the runtime.
 
 A traced function's tensor arguments become the program's arguments (named
 after the Python parameters); every parameter and buffer of the module that
@@ -11,42 +12,20 @@ session keeps parameters and state across steps.
 """
 
 import inspect
-import os
-import sys
 import time
 
 import numpy as np
 
 from . import _dtype as dt
-from ._core import (Program, Runner, Tensor, _trace, _type, compile_program, log_debug,
-                    pipeline_for, world)
+from . import _random
+from ._compile import compile_program, pipeline_for
 from ._dist import sbp as S
-
-
-def capture(program, t):
-    """The argument for module state `t` read by a traced program, or None
-    for a tensor that is no module's (it becomes a constant)."""
-    binding = program.bindings.get(id(t))
-    if binding is None:
-        return None
-    name, trainable = binding
-    decay = program.weight_decays.get(id(t))
-    return program.add_arg(t, name=name, param=trainable and program.train,
-                           weight_decay=decay if trainable and program.train else None)
-
-
-def dropout_seed(program):
-    """The seed of the next dropout of a traced program: the step's
-    `dropout_seed` input plus the dropout's ordinal."""
-    from . import _ops
-    if program.seed_arg is None:
-        seed = Tensor(np.zeros((), np.int64), dtype=dt.int64)
-        program.add_arg(seed, name="dropout_seed")
-        program.seed_arg = seed
-    program.dropouts += 1
-    if program.dropouts == 1:
-        return program.seed_arg
-    return _ops.add(program.seed_arg, program.dropouts - 1)
+from ._log import log_debug, progress
+from ._program import Program, _trace, _type
+from ._runtime import _C
+from ._session import Runner
+from ._tensor import Tensor
+from .serialization import tensor_names
 
 
 def _signature(args):
@@ -60,15 +39,9 @@ def _signature(args):
     return tuple(key)
 
 
-def _progress(message):
-    if world()[0] == 0 and os.environ.get("OF_LOG", "").lower() != "quiet":
-        print(f"[of] {message}", file=sys.stderr, flush=True)
-
-
 def _optimizer_state(name):
     """Whether a training plan's input `name` is optimizer state (libofrt
     knows the names --of-training-step gives it)."""
-    from ._core import _C
     return _C().is_optimizer_state(name)
 
 
@@ -136,7 +109,6 @@ class _Executable:
         if self.lr_index is not None:
             r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
         if self.seed_index is not None:
-            from . import _random
             r.set(self.seed_index, np.array(_random.seed64(), np.int64))
         r.run()
         for index, t in self.updated_state:
@@ -337,7 +309,7 @@ class CompiledFunction:
         text = program.text(refs, attrs)
         device = program.device or "cpu"
         plan = compile_program(text, self._pipeline(device), self.name,
-                               dump_dir=self.dump_dir, progress=_progress)
+                               dump_dir=self.dump_dir, progress=progress)
         self.compiles += 1
         return plan, device, program, names, plc, data_args, layout
 
@@ -424,7 +396,6 @@ class CompiledFunction:
         ex = self._executable()
         ex._bind_state()
         step = ex.runner.session.load_state(path)
-        from .serialization import tensor_names
         names = tensor_names(path)
         for index, t in ex.state:
             if ex.runner.inputs[index]["name"] in names:
@@ -503,50 +474,3 @@ class CompiledModule(CompiledFunction):
     def __repr__(self):
         return f"CompiledModule({self._orig_mod!r})"
 
-
-def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=False,  # noqa: A001
-            max_grad_norm=None, *, fullgraph=False, dynamic=None, backend="inductor",
-            mode=None, options=None, disable=False):
-    """Compiles `model` (an of.nn.Module or a function of tensors).
-
-    Without an optimizer, the result runs the forward: `y = c(x)`. With one,
-    it runs a whole training step and returns the loss: `loss = c(*inputs,
-    target)` with `loss_fn(model(*inputs), target)`, or `loss = c(*inputs)`
-    when the model itself returns the loss (or a tuple ending with it).
-    Compiles once per input signature (shapes, dtypes, placements, SBP);
-    `dump_dir` keeps the IR after every pass; `amp="bf16"` computes matmuls
-    and convolutions in bfloat16, `amp="f16"` in float16 with dynamic loss
-    scaling in the training step (torch.amp.GradScaler's defaults: 2^16 to
-    start, halved and the step skipped when a gradient is inf or NaN,
-    doubled after 2000 good steps); `zero=True` splits the optimizer state
-    (ZeRO).
-
-    torch.compile's keywords are taken with their meaning: `disable=True`
-    returns `model` as it is; of always compiles the whole function (as
-    `fullgraph=True`), once per input shape (so `dynamic` changes nothing
-    of the result), with its own compiler whatever `backend`, `mode` and
-    `options` name (they choose how PyTorch compiles, not what the model
-    computes)."""
-    from .nn.modules import Module
-    if disable:
-        return model
-    modules = [("", model)] if isinstance(model, Module) else []
-    name = type(model).__name__.lower() if isinstance(model, Module) else getattr(
-        model, "__name__", "fn")
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
-    if optimizer is not None and loss_fn is not None:
-        forward = model.forward if isinstance(model, Module) else model
-        params = list(inspect.signature(forward).parameters)
-
-        def step(*args):
-            return loss_fn(model(*args[:-1]), args[-1])
-        step.__signature__ = inspect.Signature(
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params]
-            + [inspect.Parameter("target", inspect.Parameter.POSITIONAL_ONLY)])
-        fn = step
-    else:
-        fn = model.forward if isinstance(model, Module) else model
-    kind = CompiledModule if modules and optimizer is None else CompiledFunction
-    compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
-    compiled.loss_only = optimizer is not None
-    return compiled

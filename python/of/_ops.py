@@ -1,16 +1,20 @@
 """The operations on tensors: each checks its operands, infers its result
 shape (so mistakes are reported at the Python line that made them) and
-writes one or a few `of` ops through `_core.apply`."""
+writes one or a few `of` ops through `_apply.apply`; the Tensor methods and
+operators that are operations (installed on Tensor here); moves between
+devices and placements; factories."""
 
 import math
 
 import numpy as np
 
 from . import _dtype as dt
-from ._core import (OpSpec, Size, Tensor, _c_order, _device_arg, apply, apply1,
-                    as_tensor_like, float_text, to_tensor)
+from . import _global, _random
+from ._apply import apply, apply1
 from ._compat import unsupported
-from ._dist import device
+from ._dist import device, normalize_sbp, placement as Placement
+from ._program import OpSpec, _type, float_text, tracing
+from ._tensor import Size, Tensor, _c_order, _device_arg, as_tensor_like, to_tensor
 
 
 def _arr(values):
@@ -596,6 +600,7 @@ def _install():
     T.mT = property(lambda x: transpose(x, -2, -1))
 
     T.to = to
+    T.to_global = to_global
     T.cuda = lambda x, device=None, non_blocking=False: to(
         x, "cuda" if device is None else device)
     T.cpu = lambda x: to(x, "cpu")
@@ -611,7 +616,7 @@ def _install():
 
 
 # --------------------------------------------------------------------------
-# Factories.
+# Moves between devices and placements.
 
 def to_arguments(args, kwargs, what):
     """(device or None, dtype or None) of the arguments of a `.to(...)`:
@@ -658,6 +663,79 @@ def _to_device(x, dev):
     moved.requires_grad = x.requires_grad
     return moved
 
+
+def _lazy_global(logical, shape, dtype, plc, sbp):
+    """A global tensor on `plc` that holds its logical value (it cannot run
+    here): a compiled step's argument or module state ahead of time."""
+    out = Tensor(None, shape=shape, dtype=dtype, placement=plc, sbp=sbp)
+    out._logical = logical.copy()  # a snapshot, as a rank's part would be
+    return out
+
+
+def to_global(t, placement=None, sbp=None):
+    """Tensor.to_global: `t` on `placement` with `sbp` (by default its own).
+    A local tensor's value is taken as the logical value; a global one is
+    converted between SBPs (a collective on its ranks)."""
+    plc = placement if placement is not None else t._placement
+    if plc is None:
+        raise ValueError("to_global needs a placement for a local tensor")
+    if not isinstance(plc, Placement):
+        raise TypeError(f"to_global: {plc!r} is not an of.placement")
+    if t._placement is not None and t._placement.type != plc.type and tracing() is None:
+        # another kind of device: through the logical value (a collective)
+        moved = to_global(Tensor(t.numpy(), dtype=t.dtype), plc,
+                          sbp if sbp is not None else t._sbp)
+        moved.requires_grad = t.requires_grad
+        return moved
+    if sbp is None:
+        sbp = t._sbp if t._placement == plc else None
+    if sbp is None:
+        raise ValueError("to_global needs an sbp for a local tensor")
+    sbp = normalize_sbp(plc, sbp, t.ndim)
+    if t._placement is not None and set(t._placement.ranks) != set(plc.ranks):
+        raise NotImplementedError(
+            f"to_global: moving a tensor from ranks {list(t._placement.ranks)} to ranks "
+            f"{list(plc.ranks)} (a pipeline stage) is not supported by the Python "
+            "frontend yet, which keeps every global value on every rank of its job; "
+            "write the stages as an .mlir program for of-opt and of-run "
+            "(docs/getting-started.md, 'Pipeline stages')")
+    program = tracing()
+    if program is not None and t._program is program:
+        if t._placement is None:
+            raise ValueError("to_global inside a traced function works on global "
+                             "values; make the inputs global")
+        out = apply1(OpSpec("of.boxing {0}", "", [(t.shape, t.dtype)], sig="arrow"), [t])
+        # the result type carries the distribution
+        ref = program.values[id(out)]
+        last = program.lines[-1]
+        typed = _type(t.shape, t.dtype, plc, sbp)
+        program.lines[-1] = last.replace(f"-> {_type(t.shape, t.dtype)}", f"-> {typed}")
+        program._types[ref] = typed
+        program.note_placement(plc)
+        out._placement, out._sbp = plc, sbp
+        return out
+    if t._lazy() or (t._placement is None and not _global.runnable_here(plc)):
+        # Made where the placement cannot run (ahead of time): the logical
+        # value, kept until a rank's part is needed.
+        out = _lazy_global(t._logical if t._lazy() else t._value(), t.shape, t.dtype,
+                           plc, sbp)
+        out.requires_grad = t.requires_grad
+        return out
+    if t._placement is None:
+        # the local value is the logical value: each rank keeps its part
+        data = _global.move(t._value(), t.shape, t.dtype, plc, sbp, plc, sbp,
+                            global_value=True)
+    else:
+        if t._placement == plc and t._sbp == sbp:
+            return t
+        data = _global.move(t._value(), t.shape, t.dtype, t._placement, t._sbp, plc, sbp)
+    out = Tensor(data, shape=t.shape, dtype=t.dtype, placement=plc, sbp=sbp)
+    out.requires_grad = t.requires_grad
+    return out
+
+
+# --------------------------------------------------------------------------
+# Factories.
 
 def _shape_arg(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
@@ -711,14 +789,12 @@ def ones_like(input, *, dtype=None, device=None):
 
 
 def randn(*size, dtype=None, device=None):
-    from . import _random
     dtype = dtype or dt.float32
     return Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype,
                   device=device)
 
 
 def rand(*size, dtype=None, device=None):
-    from . import _random
     dtype = dtype or dt.float32
     return Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype,
                   device=device)

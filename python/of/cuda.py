@@ -14,27 +14,12 @@ with exec (subprocess, the launcher) instead.
 import os
 import re
 
-from ._core import _C
-from ._dist import process_gpu
+from . import _random
+from ._dist import device as _device, process_gpu
+from ._runtime import _C, cuda_device_count as device_count
 
 # What --of-pipeline=cuda builds when no GPU says otherwise: the H100/H200.
 DEFAULT_CHIP = "sm_90a"
-
-
-_count = None
-
-
-def device_count():
-    """The CUDA devices the driver sees: 0 without a usable driver. (libofrt
-    loads and initialises the driver once per process, so the answer does
-    not change: it is asked once.)"""
-    global _count
-    if _count is None:
-        try:
-            _count = _C().cuda_device_count()
-        except _C().Error:
-            _count = 0
-    return _count
 
 
 def is_available():
@@ -87,14 +72,12 @@ def set_device(device):
     """Checks that `device` (an index, "cuda:N" or an of.device) is this
     process's GPU: libofrt gives a process one ($OF_CUDA_DEVICE, else the
     local rank), chosen before any tensor is made."""
-    from ._dist import device as _device
     _device(device)
 
 
 def manual_seed(seed):
     """Seeds of's one generator (the CPU's and the GPU's are the same)."""
-    from ._random import manual_seed as seed_all
-    seed_all(seed)
+    _random.manual_seed(seed)
 
 
 manual_seed_all = manual_seed

@@ -1,6 +1,6 @@
 """The process's place in a distributed job."""
 
-from ._core import world
+from ._runtime import _C, world
 
 
 def rank():
@@ -23,5 +23,4 @@ def get_world_size():
 
 def barrier():
     if world_size() > 1:
-        from ._core import _C
         _C().comm_barrier()

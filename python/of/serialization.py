@@ -14,7 +14,7 @@ import struct
 import numpy as np
 
 from . import _dtype as dt
-from ._core import Tensor, _c_order
+from ._tensor import Tensor, _c_order
 
 _ST_NAMES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
              "int64": "I64", "int32": "I32", "int8": "I8", "bool": "BOOL"}

@@ -13,6 +13,8 @@ rank 0 prints.
 import sys
 import time
 
+from ._runtime import world
+
 
 class Progress:
     def __init__(self, total, items_per_step=None, unit="item", every=None, file=None,
@@ -26,7 +28,6 @@ class Progress:
         self.step = 0
         self.start = None
         self.values = {}
-        from ._core import world
         self.enabled = world()[0] == 0
         self.tty = self.enabled and hasattr(self.file, "isatty") and self.file.isatty()
         self._bar = None

@@ -5,11 +5,14 @@ defaults); an argument value of does not support raises
 NotImplementedError (of._compat)."""
 # ruff: noqa: A002  (PyTorch's parameter is called `input`)
 
+import numpy as np
+
 from .. import _dtype as dt
-from .. import _ops
+from .. import _ops, _random
 from .._compat import inplace as _inplace
 from .._compat import legacy_reduction, softmax_dim, unsupported
-from .._core import Tensor, tracing
+from .._program import tracing
+from .._tensor import Tensor
 
 
 def linear(input, weight, bias=None):
@@ -180,13 +183,23 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def _dropout(x, p):
     program = tracing()
     if program is not None:
-        from .. import _jit
-        seed = _jit.dropout_seed(program)
+        seed = _dropout_seed(program)
     else:
-        from .. import _random
-        import numpy as np
         seed = Tensor(np.array(_random.seed64(), np.int64), dtype=dt.int64)
     return _ops.dropout_with_seed(x, seed, p)
+
+
+def _dropout_seed(program):
+    """The seed of the next dropout of a traced program: the step's
+    `dropout_seed` input plus the dropout's ordinal."""
+    if program.seed_arg is None:
+        seed = Tensor(np.zeros((), np.int64), dtype=dt.int64)
+        program.add_arg(seed, name="dropout_seed")
+        program.seed_arg = seed
+    program.dropouts += 1
+    if program.dropouts == 1:
+        return program.seed_arg
+    return _ops.add(program.seed_arg, program.dropouts - 1)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

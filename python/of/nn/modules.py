@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype as dt
 from .. import _ops
 from .._compat import legacy_reduction, unsupported
-from .._core import Parameter, Tensor, _c_order
+from .._tensor import Parameter, Tensor, _c_order
 from . import functional as F
 from . import init
 

@@ -3,10 +3,11 @@ compiled step reads every call (no recompilation)."""
 
 import math
 
+from .optimizer import Optimizer
+
 
 class LRScheduler:
     def __init__(self, optimizer, last_epoch=-1):
-        from . import Optimizer
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
