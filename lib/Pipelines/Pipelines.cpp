@@ -25,6 +25,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cstdlib>
 
@@ -34,118 +35,93 @@ using namespace mlir::of;
 LogicalResult mlir::of::parsePipelineOptions(
     StringRef text, PipelineOptions &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
+  // "cpu,key=value,..." -> "target=cpu key=value ..." for the parser.
   SmallVector<StringRef> parts;
   text.split(parts, ',', -1, /*KeepEmpty=*/false);
   if (parts.empty())
     return errorHandler("--of-pipeline needs a target, e.g. --of-pipeline=cpu");
-  options.target = parts[0].trim().str();
-  if (options.target != "cpu" && options.target != "cuda")
-    return errorHandler("--of-pipeline: unknown target '" + options.target +
-                        "' (this build knows: cpu, cuda)");
-  auto parseBool = [&](StringRef key, StringRef value,
-                       bool &out) -> LogicalResult {
-    if (value == "true" || value == "1")
-      out = true;
-    else if (value == "false" || value == "0")
-      out = false;
-    else
-      return errorHandler("--of-pipeline: " + key + " takes true or false");
-    return success();
-  };
-  for (StringRef part : ArrayRef(parts).drop_front()) {
-    auto [key, value] = part.trim().split('=');
-    if (key == "stop-after") {
-      if (!llvm::is_contained(
-              {"sbp", "partition", "linalg", "fusion", "bufferize", "plan"},
-              value))
-        return errorHandler("--of-pipeline: stop-after takes sbp, partition, "
-                            "linalg, fusion, bufferize or plan, not '" +
-                            value + "'");
-      options.stopAfter = value.str();
-    } else if (key == "fuse") {
-      if (failed(parseBool(key, value, options.fuse)))
-        return failure();
-    } else if (key == "in-place") {
-      if (failed(parseBool(key, value, options.inPlace)))
-        return failure();
-    } else if (key == "use-blas") {
-      if (failed(parseBool(key, value, options.useBlas)))
-        return failure();
-    } else if (key == "use-dnn") {
-      if (failed(parseBool(key, value, options.useDnn)))
-        return failure();
-    } else if (key == "autodiff") {
-      if (failed(parseBool(key, value, options.autodiff)))
-        return failure();
-    } else if (key == "train") {
-      if (value != "sgd" && value != "adamw")
-        return errorHandler("--of-pipeline: train takes sgd or adamw, not '" +
-                            value + "'");
-      options.train = value.str();
-      options.autodiff = true;
-    } else if (key == "momentum" || key == "weight-decay" ||
-               key == "max-grad-norm" || key == "beta1" || key == "beta2" ||
-               key == "epsilon") {
-      double &out = key == "momentum"       ? options.momentum
-                    : key == "weight-decay" ? options.weightDecay
-                    : key == "beta1"        ? options.beta1
-                    : key == "beta2"        ? options.beta2
-                    : key == "epsilon"      ? options.epsilon
-                                            : options.maxGradNorm;
-      if (value.getAsDouble(out) || out < 0)
-        return errorHandler("--of-pipeline: " + key +
-                            " takes a non-negative number, not '" + value +
-                            "'");
-    } else if (key == "accumulate") {
-      if (value.getAsInteger(10, options.accumulate) || options.accumulate < 1)
-        return errorHandler("--of-pipeline: accumulate takes a positive "
-                            "integer, not '" +
-                            value + "'");
-    } else if (key == "amp") {
-      if (value != "bf16" && value != "f16")
-        return errorHandler("--of-pipeline: amp takes bf16 or f16, not '" +
-                            value + "'");
-      options.amp = value.str();
-    } else if (key == "loss-scale-log2") {
-      if (value.getAsInteger(10, options.lossScaleLog2) ||
-          std::abs(options.lossScaleLog2) > 100)
-        return errorHandler("--of-pipeline: loss-scale-log2 takes an integer "
-                            "in [-100, 100], not '" +
-                            value + "'");
-    } else if (key == "loss-scale-window") {
-      if (value.getAsInteger(10, options.lossScaleWindow) ||
-          options.lossScaleWindow < 1)
-        return errorHandler("--of-pipeline: loss-scale-window takes a "
-                            "positive integer, not '" +
-                            value + "'");
-    } else if (key == "chip") {
-      if (!value.starts_with("sm_"))
-        return errorHandler("--of-pipeline: chip names an NVIDIA GPU "
-                            "architecture such as sm_90a, not '" +
-                            value + "'");
-      options.chip = value.str();
-    } else if (key == "format") {
-      if (value != "bin" && value != "isa")
-        return errorHandler("--of-pipeline: format takes bin (cubin) or isa "
-                            "(PTX), not '" +
-                            value + "'");
-      options.cudaFormat = value.str();
-    } else if (key == "zero") {
-      if (failed(parseBool(key, value, options.zero)))
-        return failure();
-    } else if (key == "tf32") {
-      if (failed(parseBool(key, value, options.tf32)))
-        return failure();
-    } else {
-      return errorHandler(
-          "--of-pipeline: unknown option '" + key +
-          "' (stop-after, fuse, in-place, use-blas, use-dnn, autodiff, train, "
-          "momentum, "
-          "weight-decay, beta1, beta2, epsilon, max-grad-norm, accumulate, "
-          "zero, amp, loss-scale-log2, loss-scale-window, chip, format, "
-          "tf32)");
-    }
+  std::string spaced;
+  for (auto [i, part] : llvm::enumerate(parts)) {
+    StringRef p = part.trim();
+    if (p.contains(' '))
+      return errorHandler("--of-pipeline: '" + p +
+                          "' has a space; options are key=value, "
+                          "comma-separated");
+    if (i == 0 && !p.contains('='))
+      spaced += "target=";
+    spaced += p.str() + " ";
   }
+  if (failed(options.parseFromString(spaced, llvm::nulls()))) {
+    // The option parser reports a bad value on stderr only: find the part
+    // that fails on its own and name it.
+    SmallVector<StringRef> words;
+    StringRef(spaced).split(words, ' ', -1, /*KeepEmpty=*/false);
+    for (StringRef word : words) {
+      PipelineOptions scratch;
+      std::string message;
+      llvm::raw_string_ostream stream(message);
+      if (succeeded(scratch.parseFromString(word, stream)))
+        continue;
+      StringRef why = StringRef(message).trim();
+      if (why.contains("no such option"))
+        return errorHandler("--of-pipeline: unknown option '" +
+                            word.split('=').first +
+                            "' (of-opt --help lists the options)");
+      return errorHandler("--of-pipeline: '" + word + "' is not a value " +
+                          word.split('=').first +
+                          " takes (of-opt --help lists the options)");
+    }
+    return errorHandler("--of-pipeline: cannot parse '" + text + "'");
+  }
+
+  auto oneOf = [&](StringRef key, StringRef value,
+                   ArrayRef<StringRef> allowed) -> LogicalResult {
+    if (llvm::is_contained(allowed, value))
+      return success();
+    return errorHandler("--of-pipeline: " + key + " takes " +
+                        llvm::join(allowed, " or ") + ", not '" + value + "'");
+  };
+  if (StringRef t = options.target; t != "cpu" && t != "cuda")
+    return errorHandler("--of-pipeline: unknown target '" + t +
+                        "' (this build knows: cpu, cuda)");
+  if (!options.stopAfter.empty() &&
+      failed(
+          oneOf("stop-after", options.stopAfter,
+                {"sbp", "partition", "linalg", "fusion", "bufferize", "plan"})))
+    return failure();
+  if (!options.train.empty() &&
+      failed(oneOf("train", options.train, {"sgd", "adamw"})))
+    return failure();
+  if (!options.amp.empty() &&
+      failed(oneOf("amp", options.amp, {"bf16", "f16"})))
+    return failure();
+  if (failed(oneOf("format", options.cudaFormat, {"bin", "isa"})))
+    return failure();
+  for (auto [key, value] :
+       {std::pair<StringRef, double>{"momentum", options.momentum},
+        {"weight-decay", options.weightDecay},
+        {"max-grad-norm", options.maxGradNorm},
+        {"beta1", options.beta1},
+        {"beta2", options.beta2},
+        {"epsilon", options.epsilon}})
+    if (!(value >= 0))
+      return errorHandler("--of-pipeline: " + key +
+                          " takes a non-negative number, not '" +
+                          llvm::formatv("{0}", value).str() + "'");
+  if (options.accumulate < 1)
+    return errorHandler("--of-pipeline: accumulate takes a positive integer, "
+                        "not '0'");
+  if (std::abs(options.lossScaleLog2) > 100)
+    return errorHandler("--of-pipeline: loss-scale-log2 takes an integer in "
+                        "[-100, 100], not '" +
+                        Twine(options.lossScaleLog2) + "'");
+  if (options.lossScaleWindow < 1)
+    return errorHandler("--of-pipeline: loss-scale-window takes a positive "
+                        "integer, not '0'");
+  if (!StringRef(options.chip).starts_with("sm_"))
+    return errorHandler("--of-pipeline: chip names an NVIDIA GPU "
+                        "architecture such as sm_90a, not '" +
+                        options.chip + "'");
   return success();
 }
 
@@ -158,7 +134,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
     amp.dtype = options.amp;
     pm.addPass(createAmpPass(amp));
   }
-  if (options.autodiff) {
+  if (options.differentiates()) {
     // f16 training scales the loss (the backward pass seeded by the scale).
     bool lossScaling = options.amp == "f16" && !options.train.empty();
     AutodiffPassOptions autodiff;
@@ -255,16 +231,8 @@ void mlir::of::buildPipeline(OpPassManager &pm,
 void mlir::of::registerOFPipelines() {
   registerPassPipeline(
       "of-pipeline",
-      "The whole OF chain for a target: --of-pipeline=cpu[,stop-after="
-      "sbp|partition|linalg|fusion|bufferize|plan][,fuse=false]"
-      "[,in-place=false]"
-      "[,use-blas=false][,use-dnn=false][,autodiff=true][,train=sgd|adamw][,"
-      "momentum=M]"
-      "[,weight-decay=W][,beta1=B1][,beta2=B2][,epsilon=E][,max-grad-norm=N]"
-      "[,accumulate=K][,zero=true]"
-      "[,amp=bf16|f16][,loss-scale-log2=16][,loss-scale-window=2000]; "
-      "--of-pipeline=cuda[,chip=sm_90a][,format=bin|isa][,tf32=true] and "
-      "the same options compiles kernels for an NVIDIA GPU",
+      "The whole OF chain for a target: --of-pipeline=cpu|cuda[,key=value...] "
+      "with the options below",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions options;
@@ -273,5 +241,7 @@ void mlir::of::registerOFPipelines() {
         buildPipeline(pm, options);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)>) {});
+      [](function_ref<void(const detail::PassOptions &)> printOptions) {
+        printOptions(PipelineOptions());
+      });
 }

@@ -75,7 +75,7 @@
 // CHECK: ofrt.library "blas.gemm"
 
 // CHIP: chip names an NVIDIA GPU architecture such as sm_90a, not 'volta'
-// FORMAT: format takes bin (cubin) or isa (PTX), not 'elf'
+// FORMAT: --of-pipeline: format takes bin or isa, not 'elf'
 // BACK: ofrt.executable @cuda_kernels attributes {format = "ptx", launches = {
 // BACK: gpu.binary @{{k[0-9]+}}_kernel [#gpu.object<#nvvm.target<chip = "sm_90a">, assembly = "
 // LIST: entry f (rank 0)

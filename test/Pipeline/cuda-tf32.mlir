@@ -22,7 +22,7 @@
 // DEFAULT: ofrt.program "f" attributes {
 // DEFAULT-NOT: allow_tf32
 // DEFAULT-SAME: }
-// BAD: --of-pipeline: tf32 takes true or false
+// BAD: --of-pipeline: 'tf32=yes' is not a value tf32 takes
 
 func.func @f(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>,
              %x: tensor<2x4x9x9xf32>, %w: tensor<8x4x3x3xf32>)

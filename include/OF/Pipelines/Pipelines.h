@@ -9,51 +9,103 @@
 #define OF_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace mlir::of {
 
-/// Options of a pipeline, parsed from `cpu[,key=value...]`.
-struct PipelineOptions {
-  std::string target = "cpu";
-  /// Stop after this stage: "linalg", "fusion", "bufferize", "plan" or ""
-  /// (run everything). Every stage's output can be fed back to of-opt.
-  std::string stopAfter;
-  bool fuse = true;
-  bool inPlace = true;
-  bool useBlas = true;
-  /// Convolutions (f32 and bf16, and their gradients) as oneDNN library steps
-  /// on the CPU rather than generated im2col gemms.
-  bool useDnn = true;
-  /// Run --of-autodiff after inlining: functions with of.param arguments
-  /// get their @<name>_grad.
-  bool autodiff = false;
-  /// "sgd" or "adamw": also run --of-training-step with these settings
-  /// (implies autodiff), so each differentiated @f gets @f_train_step.
-  std::string train;
-  double momentum = 0.0;
-  double weightDecay = 0.0;
-  double maxGradNorm = 0.0;
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8; // AdamW
-  unsigned accumulate = 1;
-  bool zero = false;
-  /// "bf16" or "f16": run --of-amp before autodiff; "" for none. With
-  /// train, f16 also turns on dynamic loss scaling.
-  std::string amp;
-  /// Dynamic loss scaling (amp=f16 with train): log2 of the initial scale
-  /// and the good steps after which it doubles.
-  int lossScaleLog2 = 16;
-  unsigned lossScaleWindow = 2000;
-  /// target=cuda: the GPU architecture and the kernels' format (bin: cubin
-  /// through ptxas; isa: PTX).
-  std::string chip = "sm_90a";
-  std::string cudaFormat = "bin";
-  /// f32 gemms and convolutions on TF32 tensor cores (a GPU; the CPU
-  /// computes them in f32).
-  bool tf32 = false;
+/// The options of `--of-pipeline=<target>[,key=value...]`: their one
+/// declaration (name, default, help), parsed by the pass-options parser.
+struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("cpu or cuda (the first word)"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Stop after a stage (sbp, partition, linalg, fusion, "
+                     "bufferize, plan); each stage's output can be fed back "
+                     "to of-opt")};
+  Option<bool> fuse{*this, "fuse", llvm::cl::desc("Fuse elementwise chains"),
+                    llvm::cl::init(true)};
+  Option<bool> inPlace{*this, "in-place",
+                       llvm::cl::desc("Update training state in place"),
+                       llvm::cl::init(true)};
+  Option<bool> useBlas{*this, "use-blas",
+                       llvm::cl::desc("Matrix products as BLAS steps"),
+                       llvm::cl::init(true)};
+  Option<bool> useDnn{
+      *this, "use-dnn",
+      llvm::cl::desc("Convolutions and poolings (and their gradients) as "
+                     "oneDNN/cuDNN library steps"),
+      llvm::cl::init(true)};
+  Option<bool> autodiff{
+      *this, "autodiff",
+      llvm::cl::desc("Run --of-autodiff after inlining: functions with "
+                     "of.param arguments get their @<name>_grad"),
+      llvm::cl::init(false)};
+  Option<std::string> train{
+      *this, "train",
+      llvm::cl::desc("sgd or adamw: also run --of-training-step (implies "
+                     "autodiff), so each differentiated @f gets "
+                     "@f_train_step")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<double> maxGradNorm{
+      *this, "max-grad-norm",
+      llvm::cl::desc("Clip gradients to this global norm (0: no clipping)"),
+      llvm::cl::init(0.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "epsilon", llvm::cl::desc("AdamW epsilon"),
+                         llvm::cl::init(1e-8)};
+  Option<unsigned> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("Micro-batches whose gradients one step accumulates"),
+      llvm::cl::init(1)};
+  Option<bool> zero{*this, "zero",
+                    llvm::cl::desc("ZeRO: optimizer state split over the "
+                                   "data-parallel ranks"),
+                    llvm::cl::init(false)};
+  Option<std::string> amp{
+      *this, "amp",
+      llvm::cl::desc("bf16 or f16: run --of-amp before autodiff; with train, "
+                     "f16 also turns on dynamic loss scaling")};
+  Option<int> lossScaleLog2{
+      *this, "loss-scale-log2",
+      llvm::cl::desc("Dynamic loss scaling: log2 of the initial scale"),
+      llvm::cl::init(16)};
+  Option<unsigned> lossScaleWindow{
+      *this, "loss-scale-window",
+      llvm::cl::desc("Dynamic loss scaling: good steps after which the scale "
+                     "doubles"),
+      llvm::cl::init(2000)};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("target=cuda: the GPU architecture, e.g. sm_90a"),
+      llvm::cl::init("sm_90a")};
+  Option<std::string> cudaFormat{
+      *this, "format",
+      llvm::cl::desc("target=cuda: the kernels' format, bin (cubin through "
+                     "ptxas) or isa (PTX)"),
+      llvm::cl::init("bin")};
+  Option<bool> tf32{*this, "tf32",
+                    llvm::cl::desc("f32 gemms and convolutions on TF32 tensor "
+                                   "cores (a GPU; the CPU computes them in "
+                                   "f32)"),
+                    llvm::cl::init(false)};
+
+  /// Whether gradients are built: autodiff, or implied by train.
+  bool differentiates() const { return autodiff || !train.empty(); }
 };
 
-/// Parses "cpu,stop-after=plan,fuse=false" into `options`.
+/// Parses "cpu,stop-after=plan,fuse=false" into `options` (the target
+/// first, then the options as key=value, comma-separated) and checks the
+/// values; errors go to `errorHandler`.
 LogicalResult parsePipelineOptions(
     llvm::StringRef text, PipelineOptions &options,
     llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler);
