@@ -160,30 +160,18 @@ static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
 }
 
 /// The `dist` attribute of an input buffer or an output as a Distribution
-/// (a null offset when absent). The op verifiers checked its form.
-static FailureOr<flatbuffers::Offset<fb::Distribution>>
-writeDistribution(Operation *op, DictionaryAttr dist,
-                  flatbuffers::FlatBufferBuilder &fbb) {
+/// (a null offset when absent).
+static flatbuffers::Offset<fb::Distribution>
+writeDistribution(DistAttr dist, flatbuffers::FlatBufferBuilder &fbb) {
   if (!dist)
     return flatbuffers::Offset<fb::Distribution>();
-  auto field = [&](StringRef key) -> FailureOr<ArrayRef<int64_t>> {
-    auto array = dist.getAs<DenseI64ArrayAttr>(key);
-    if (!array)
-      return op->emitOpError("dist needs `") << key << " = array<i64: ...>`";
-    return array.asArrayRef();
-  };
-  FailureOr<ArrayRef<int64_t>> globalShape = field("global_shape"),
-                               mesh = field("mesh"),
-                               meshRanks = field("mesh_ranks"),
-                               sbp = field("sbp");
-  if (failed(globalShape) || failed(mesh) || failed(meshRanks) || failed(sbp))
-    return failure();
-  std::vector<int64_t> shapeVector(globalShape->begin(), globalShape->end());
-  std::vector<int64_t> meshVector(mesh->begin(), mesh->end());
-  std::vector<int32_t> ranksVector(meshRanks->begin(), meshRanks->end());
-  std::vector<int32_t> sbpVector(sbp->begin(), sbp->end());
-  return fb::CreateDistributionDirect(fbb, &shapeVector, &meshVector,
-                                      &ranksVector, &sbpVector);
+  std::vector<int64_t> shape(dist.getGlobalShape().begin(),
+                             dist.getGlobalShape().end());
+  std::vector<int64_t> mesh(dist.getMesh().begin(), dist.getMesh().end());
+  std::vector<int32_t> ranks(dist.getMeshRanks().begin(),
+                             dist.getMeshRanks().end());
+  std::vector<int32_t> sbp(dist.getSbp().begin(), dist.getSbp().end());
+  return fb::CreateDistributionDirect(fbb, &shape, &mesh, &ranks, &sbp);
 }
 
 /// A CUDA executable (lowered by --of-lower-cuda-kernels): its gpu.binary
@@ -341,15 +329,12 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                 bufferIndex[buffer.getSymName()] = buffers.size();
                 std::string binding =
                     buffer.getBinding() ? buffer.getBinding()->str() : "";
-                auto dist =
-                    writeDistribution(buffer, buffer.getDistAttr(), fbb);
-                if (failed(dist))
-                  return failure();
+                auto dist = writeDistribution(buffer.getDistAttr(), fbb);
                 buffers.push_back(fb::CreateBufferDirect(
                     fbb, buffer.getSymName().str().c_str(), kind, *dtype,
                     &shape, buffer.getSize(),
                     buffer.getOffset() ? *buffer.getOffset() : 0, blob,
-                    buffer.getBinding() ? binding.c_str() : nullptr, *dist));
+                    buffer.getBinding() ? binding.c_str() : nullptr, dist));
                 return success();
               })
               .Case([&](LaunchOp launch) -> LogicalResult {
@@ -437,15 +422,12 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                 return success();
               })
               .Case([&](OutputOp output) -> LogicalResult {
-                auto dist =
-                    writeDistribution(output, output.getDistAttr(), fbb);
-                if (failed(dist))
-                  return failure();
+                auto dist = writeDistribution(output.getDistAttr(), fbb);
                 std::string updates =
                     output.getUpdates() ? output.getUpdates()->str() : "";
                 auto detail = fb::CreateOutputDirect(
                     fbb, output.getName().str().c_str(),
-                    indexOf(output.getBufferAttr()), *dist,
+                    indexOf(output.getBufferAttr()), dist,
                     updates.empty() ? nullptr : updates.c_str());
                 steps.push_back(fb::CreateStep(fbb, output.getStream(),
                                                fb::StepDetail::Output,
@@ -533,26 +515,24 @@ static std::string str(const flatbuffers::String *s) {
   return s ? s->str() : std::string();
 }
 
-/// A blob of the file as a dense resource attribute (kept out of line in the
-/// printed IR, in the file's resource section).
 /// A Distribution as the `dist` attribute (null when absent).
-static DictionaryAttr readDistribution(const fb::Distribution *dist,
-                                       Builder &b) {
+static DistAttr readDistribution(const fb::Distribution *dist, Builder &b) {
   if (!dist)
-    return DictionaryAttr();
-  auto array = [&](auto *vector) {
-    SmallVector<int64_t> values;
+    return DistAttr();
+  auto values = [](auto *vector, auto element) {
+    SmallVector<decltype(element)> out;
     if (vector)
-      values.assign(vector->begin(), vector->end());
-    return b.getDenseI64ArrayAttr(values);
+      out.assign(vector->begin(), vector->end());
+    return out;
   };
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("global_shape", array(dist->global_shape())),
-       b.getNamedAttr("mesh", array(dist->mesh())),
-       b.getNamedAttr("mesh_ranks", array(dist->mesh_ranks())),
-       b.getNamedAttr("sbp", array(dist->sbp()))});
+  return DistAttr::get(b.getContext(), values(dist->global_shape(), int64_t()),
+                       values(dist->mesh(), int64_t()),
+                       values(dist->mesh_ranks(), int64_t()),
+                       values(dist->sbp(), int32_t()));
 }
 
+/// A blob of the file as a dense resource attribute (kept out of line in the
+/// printed IR, in the file's resource section).
 static DenseResourceElementsAttr blobAttr(MLIRContext *ctx, StringRef name,
                                           ArrayRef<char> data,
                                           ShapedType type) {

@@ -1,11 +1,12 @@
 //===- CpuKernelCompiler.cpp - CPU kernels to an ELF shared object --------===//
 //
 // Translates a kernel module in the LLVM dialect to LLVM IR, optimises it at
-// -O3 for the host CPU (its features decide the vector width: AVX-512 on the
-// development machines), emits an object file and links it into a shared
-// object with the system compiler driver. A plan compiled this way targets
-// the CPU it was compiled on, as `-march=native` does; docs/architecture.md
-// records this choice.
+// -O2 for the host CPU (its features decide the vector width: AVX-512 on the
+// development machines; machine code is generated at LLVM's Aggressive
+// level), emits an object file and links it into a shared object with the
+// system compiler driver. A plan compiled this way targets the CPU it was
+// compiled on, as `-march=native` does;
+// docs/decisions/0012-cpu-kernel-objects.md records this choice.
 //
 //===----------------------------------------------------------------------===//
 

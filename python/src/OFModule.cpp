@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/ABI/Sbp.h"
 #include "OF/Compiler/Compiler.h"
 #include "OF/Runtime/ofrt.h"
 
@@ -324,6 +325,11 @@ py::dict diagnosticToDict(const of::compiler::Diagnostic &d) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "OF's compiler and runtime (libofrt), for the of package";
+  // The codes of a distribution's non-split SBP entries (OF/ABI/Sbp.h);
+  // a split is its dimension.
+  m.attr("SBP_BROADCAST") = of::sbp::kBroadcast;
+  m.attr("SBP_PARTIAL_SUM") = of::sbp::kPartialSum;
+  m.attr("SBP_PARTIAL_MAX") = of::sbp::kPartialMax;
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
 
   m.def(

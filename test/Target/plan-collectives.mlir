@@ -22,7 +22,7 @@
 // WORLD: of-run: error: the plan is compiled for 4 ranks but 1 is running (run it with -n 4)
 
 // CHECK-LABEL: ofrt.program "main" attributes {{.*}}ranks = array<i64: 0>
-// CHECK: ofrt.buffer @x input binding "x" size 48 {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0>}} : tensor<2x6xf32>
+// CHECK: ofrt.buffer @x input binding "x" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<2x6xf32>
 // CHECK: ofrt.collective "all_reduce" @x to @ar group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
 // CHECK: ofrt.collective "all_gather" @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
 // CHECK: ofrt.collective "reduce_scatter" @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
@@ -31,18 +31,18 @@
 // CHECK: ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
 // CHECK: ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
 // CHECK: ofrt.collective "send" @x to @sr group [0, 1] {peer = 1 : i64}
-// CHECK: ofrt.output "ag" = @ag {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -1>}}
-// CHECK: ofrt.output "tp" = @tp {dist = {global_shape = array<i64: 2, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -2>}}
+// CHECK: ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
+// CHECK: ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
 // CHECK-LABEL: ofrt.program "main" attributes {{.*}}ranks = array<i64: 1>
 // CHECK: ofrt.collective "recv" @x to @sr group [0, 1] {peer = 0 : i64}
 // CHECK-LABEL: ofrt.program "grid" attributes {{.*}}ranks = array<i64: 0, 1, 2, 3>
 // CHECK: ofrt.collective "all_reduce" @y to @r group [0, 1, 2, 3] {axis = 1 : i64, mesh = array<i64: 2, 2>, reduce = "max", shape = array<i64: 2, 3>}
 // CHECK: ofrt.collective "reduce_scatter" @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
-// CHECK: ofrt.output "m" = @y {dist = {global_shape = array<i64: 2, 6>, mesh = array<i64: 2, 2>, mesh_ranks = array<i64: 0, 1, 2, 3>, sbp = array<i64: -3, 1>}}
+// CHECK: ofrt.output "m" = @y {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [P(max), S(1)]>}
 
 module {
   ofrt.program "main" attributes {arena_size = 640 : i64, device = "cpu", ranks = array<i64: 0>} {
-    ofrt.buffer @x input binding "x" size 48 {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0>}} : tensor<2x6xf32>
+    ofrt.buffer @x input binding "x" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<2x6xf32>
     ofrt.buffer @ar arena offset 0 size 48 : tensor<2x6xf32>
     ofrt.buffer @ag arena offset 64 size 96 : tensor<4x6xf32>
     ofrt.buffer @rs arena offset 192 size 24 : tensor<2x3xf32>
@@ -59,11 +59,11 @@ module {
     ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
     ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
     ofrt.collective "send" @x to @sr group [0, 1] {peer = 1 : i64}
-    ofrt.output "ag" = @ag {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -1>}}
-    ofrt.output "tp" = @tp {dist = {global_shape = array<i64: 2, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -2>}}
+    ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
+    ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
   }
   ofrt.program "main" attributes {arena_size = 640 : i64, device = "cpu", ranks = array<i64: 1>} {
-    ofrt.buffer @x input binding "x" size 48 {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0>}} : tensor<2x6xf32>
+    ofrt.buffer @x input binding "x" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<2x6xf32>
     ofrt.buffer @ar arena offset 0 size 48 : tensor<2x6xf32>
     ofrt.buffer @ag arena offset 64 size 96 : tensor<4x6xf32>
     ofrt.buffer @rs arena offset 192 size 24 : tensor<2x3xf32>
@@ -80,15 +80,15 @@ module {
     ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
     ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
     ofrt.collective "recv" @x to @sr group [0, 1] {peer = 0 : i64}
-    ofrt.output "ag" = @ag {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -1>}}
-    ofrt.output "tp" = @tp {dist = {global_shape = array<i64: 2, 6>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -2>}}
+    ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
+    ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
   }
   ofrt.program "grid" attributes {arena_size = 128 : i64, device = "cpu", ranks = array<i64: 0, 1, 2, 3>} {
-    ofrt.buffer @y input binding "y" size 48 {dist = {global_shape = array<i64: 4, 6>, mesh = array<i64: 2, 2>, mesh_ranks = array<i64: 0, 1, 2, 3>, sbp = array<i64: 0, 1>}} : tensor<2x3xi64>
+    ofrt.buffer @y input binding "y" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [S(0), S(1)]>} : tensor<2x3xi64>
     ofrt.buffer @r arena offset 0 size 48 : tensor<2x3xi64>
     ofrt.buffer @s arena offset 64 size 24 : tensor<1x3xi64>
     ofrt.collective "all_reduce" @y to @r group [0, 1, 2, 3] {axis = 1 : i64, mesh = array<i64: 2, 2>, reduce = "max", shape = array<i64: 2, 3>}
     ofrt.collective "reduce_scatter" @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
-    ofrt.output "m" = @y {dist = {global_shape = array<i64: 2, 6>, mesh = array<i64: 2, 2>, mesh_ranks = array<i64: 0, 1, 2, 3>, sbp = array<i64: -3, 1>}}
+    ofrt.output "m" = @y {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [P(max), S(1)]>}
   }
 }

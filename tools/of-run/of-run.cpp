@@ -19,6 +19,7 @@
 #include "Npy.h"
 
 #include "OF/ABI/PlanFormat.h"
+#include "OF/ABI/Sbp.h"
 #include "OF/Runtime/ofrt.h"
 
 #include <algorithm>
@@ -427,12 +428,8 @@ std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist, int rank) {
   };
   std::string sbp = "[";
   for (size_t a = 0; a < dist.mesh_rank; ++a) {
-    int entry = dist.sbp[a];
     sbp += a ? ", " : "";
-    sbp += entry >= 0    ? "S(" + std::to_string(entry) + ")"
-           : entry == -1 ? "B"
-           : entry == -2 ? "P"
-                         : "P(max)";
+    sbp += of::sbp::text(dist.sbp[a]);
   }
   sbp += "]";
   bool member =

@@ -17,7 +17,7 @@
 
 namespace mlir::of {
 
-/// Compiles `kernels` (LLVM dialect) for `triple` on the host CPU, at -O3,
+/// Compiles `kernels` (LLVM dialect) for `triple` on the host CPU, at -O2,
 /// and links it into an ELF shared object with the system C compiler
 /// driver (`cc`). Errors are emitted on `kernels`.
 FailureOr<std::vector<char>> compileCpuKernels(ModuleOp kernels,

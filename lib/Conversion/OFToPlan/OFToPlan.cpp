@@ -2,7 +2,8 @@
 //
 // Implements --of-build-plan: turns each public bufferized function into an
 // ofrt.program (buffers, steps, a static arena) and outlines its compute ops
-// into kernels of one CPU executable. Assumes static shapes, identity-layout
+// into kernels of one executable (@cpu_kernels, or @cuda_kernels with
+// device=cuda). Assumes static shapes, identity-layout
 // function boundaries and no calls (the pipeline inlines first).
 //
 //===----------------------------------------------------------------------===//
@@ -48,7 +49,7 @@ struct Root {
   MemRefType type;
   std::string symbol;
   std::string binding; // inputs
-  DictionaryAttr dist; // inputs of multi-rank programs
+  ofrt::DistAttr dist; // inputs of multi-rank programs
   Attribute constant;  // constants
   int64_t first = -1, last = -1;
 };
@@ -73,7 +74,7 @@ struct Step {
   SmallVector<int64_t> mesh, group, shape;
   int64_t axis = 0, dim = 0, dim2 = 0;
   int64_t peer = -1;   // send/recv: the other world rank
-  DictionaryAttr dist; // outputs of multi-rank programs
+  ofrt::DistAttr dist; // outputs of multi-rank programs
   std::string updates; // outputs: the input this one replaces after a run
   bool dead = false;
   int64_t stream = 0;
@@ -206,7 +207,7 @@ private:
   LogicalResult visitLibraryCall(of::LibraryCallOp op);
   /// The `dist` of a multi-rank program's input or output, from the
   /// `of.global` type that --of-partition put on it (null without one).
-  DictionaryAttr distribution(TypeAttr global);
+  ofrt::DistAttr distribution(TypeAttr global);
   unsigned rootOf(Value value);
   LogicalResult outline(Operation *op, Step &step);
   std::optional<SmallVector<int64_t>> gemmParams(linalg::ContractOp op);
@@ -282,12 +283,13 @@ void writeUpdatesInPlace(func::FuncOp func) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   auto canFail = [](Operation &op) {
-    return op.hasAttr("of.index_range") ||
+    return op.hasAttr(of::OFDialect::IndexRangeAttrHelper::getNameStr()) ||
            isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
                of::AllToAllOp, of::SendOp, of::RecvOp, of::LibraryCallOp>(op);
   };
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-    auto target = func.getResultAttrOfType<IntegerAttr>(i, "of.update");
+    auto target = func.getResultAttrOfType<IntegerAttr>(
+        i, of::OFDialect::UpdateAttrHelper::getNameStr());
     if (!target)
       continue;
     Value result = ret.getOperand(i);
@@ -456,11 +458,11 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
              << "; the plan needs statically shaped identity-layout memrefs";
     Root root{BufferKind::Input, arg, type};
     root.symbol = "arg" + std::to_string(arg.getArgNumber());
-    auto name =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "of.name");
+    auto name = func.getArgAttrOfType<StringAttr>(
+        arg.getArgNumber(), of::OFDialect::NameAttrHelper::getNameStr());
     root.binding = name ? name.str() : root.symbol;
-    root.dist = distribution(
-        func.getArgAttrOfType<TypeAttr>(arg.getArgNumber(), "of.global"));
+    root.dist = distribution(func.getArgAttrOfType<TypeAttr>(
+        arg.getArgNumber(), of::OFDialect::GlobalAttrHelper::getNameStr()));
     rootIndex[arg] = roots.size();
     roots.push_back(root);
   }
@@ -572,12 +574,14 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   // Outputs.
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Step step{Step::Output};
-    auto name = func.getResultAttrOfType<StringAttr>(i, "of.name");
+    auto name = func.getResultAttrOfType<StringAttr>(
+        i, of::OFDialect::NameAttrHelper::getNameStr());
     step.name = name ? name.str() : "out" + std::to_string(i);
     step.buffers.push_back(rootOf(v));
-    step.dist =
-        distribution(func.getResultAttrOfType<TypeAttr>(i, "of.global"));
-    if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "of.update"))
+    step.dist = distribution(func.getResultAttrOfType<TypeAttr>(
+        i, of::OFDialect::GlobalAttrHelper::getNameStr()));
+    if (auto arg = func.getResultAttrOfType<IntegerAttr>(
+            i, of::OFDialect::UpdateAttrHelper::getNameStr()))
       step.updates =
           roots[rootIndex.lookup(body.getArgument(arg.getInt()))].binding;
     steps.push_back(step);
@@ -659,8 +663,10 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
 
   // Emit the program.
   MLIRContext *ctx = func.getContext();
-  auto entry = func->getAttrOfType<StringAttr>("of.entry");
-  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
+  auto entry = func->getAttrOfType<StringAttr>(
+      of::OFDialect::EntryAttrHelper::getNameStr());
+  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>(
+      of::OFDialect::RanksAttrHelper::getNameStr());
   int64_t numStreams = 1, numEvents = 0;
   for (const Step &step : steps) {
     numStreams = std::max(numStreams, step.stream + 1);
@@ -983,7 +989,8 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     return failure();
 
   // Indices that a gather reads are checked before the kernel runs.
-  if (auto range = op->getAttrOfType<DenseI64ArrayAttr>("of.index_range")) {
+  if (auto range = op->getAttrOfType<DenseI64ArrayAttr>(
+          of::OFDialect::IndexRangeAttrHelper::getNameStr())) {
     Value indices = op->getOperand(range[0]);
     Step check{Step::Library};
     check.name = "check.index_range";
@@ -1237,7 +1244,7 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   for (Operation *def : toClone)
     kb.clone(*def, mapping);
   Operation *cloned = kb.clone(*op, mapping);
-  cloned->removeAttr("of.index_range");
+  cloned->removeAttr(of::OFDialect::IndexRangeAttrHelper::getNameStr());
   func::ReturnOp::create(kb, op->getLoc());
   step.kernel = kernels.intern(kernel);
   step.name = step.kernel.getSymName().str();
@@ -1271,7 +1278,7 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   return success();
 }
 
-DictionaryAttr ProgramBuilder::distribution(TypeAttr global) {
+ofrt::DistAttr ProgramBuilder::distribution(TypeAttr global) {
   if (!global)
     return nullptr;
   auto type = cast<RankedTensorType>(global.getValue());
@@ -1280,19 +1287,12 @@ DictionaryAttr ProgramBuilder::distribution(TypeAttr global) {
       symbols.lookup<of::PlacementOp>(sbp.getPlacement().getValue());
   if (!placement)
     return nullptr;
-  Builder b(func.getContext());
-  SmallVector<int64_t> entries;
+  SmallVector<int32_t> codes;
   for (const of::SbpEntry &e : sbp.getEntries())
-    entries.push_back(e.isSplit()                         ? e.dim
-                      : e.isBroadcast()                   ? -1
-                      : e.kind == of::SbpKind::PartialSum ? -2
-                                                          : -3);
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("global_shape", b.getDenseI64ArrayAttr(type.getShape())),
-       b.getNamedAttr("mesh", b.getDenseI64ArrayAttr(placement.getGridShape())),
-       b.getNamedAttr("mesh_ranks",
-                      b.getDenseI64ArrayAttr(placement.getRankList())),
-       b.getNamedAttr("sbp", b.getDenseI64ArrayAttr(entries))});
+    codes.push_back(e.code());
+  return ofrt::DistAttr::get(func.getContext(), type.getShape(),
+                             placement.getGridShape(), placement.getRankList(),
+                             codes);
 }
 
 /// A library computation (a oneDNN convolution) on whole buffers, which
@@ -1364,7 +1364,8 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   Value v = op->getOperand(0);
   if (!isWholeBuffer(v))
     return op->emitError("a transfer needs a whole contiguous buffer");
-  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>("of.ranks");
+  auto ranks = func->getAttrOfType<DenseI64ArrayAttr>(
+      of::OFDialect::RanksAttrHelper::getNameStr());
   int64_t peer = op->getAttrOfType<IntegerAttr>("peer").getInt();
   if (!ranks || ranks.size() != 1)
     return op->emitError("a transfer needs a program of one rank "

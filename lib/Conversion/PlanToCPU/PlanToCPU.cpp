@@ -4,7 +4,9 @@
 // ofrt.executable (func.func kernels on static identity-layout memrefs, as
 // --of-build-plan outlines them) to the LLVM dialect with upstream passes,
 // then gives every kernel `kN` the packed entry point the runtime calls,
-// `void kN(void **args)`, args[i] being the i-th buffer's data pointer.
+// `void kN(void **args, int64_t begin, int64_t end)`, args[i] being the i-th
+// buffer's data pointer and [begin, end) the slice of the kernel's first
+// parallel loop to run.
 //
 //===----------------------------------------------------------------------===//
 

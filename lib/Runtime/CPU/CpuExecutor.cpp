@@ -39,7 +39,7 @@ namespace {
 /// on libgomp's threads, and OpenBLAS's own thread pool next to them on the
 /// same cores slowed both (a plan with two convolutions and two gemms:
 /// 2.4-2.6 and 5.0-5.5 ms per step with the OpenMP build, 5-15 and 8-13 ms
-/// with the pthread one; docs/architecture.md). A plan without gemm steps
+/// with the pthread one; docs/performance.md). A plan without gemm steps
 /// loads no BLAS. And OpenBLAS picks its kernels for the CPU once, when it
 /// is loaded, so the runtime can correct that choice first: Debian's 0.3.21
 /// does not know newer AVX-512 CPUs (Sapphire Rapids reads as "Prescott",
@@ -150,7 +150,7 @@ void gemmBatches(void *context, int64_t begin, int64_t end) {
 /// gemm per thread (OpenBLAS single-threaded inside the region) instead of
 /// each gemm on all threads: attention's 32 128x128x64 products took
 /// 0.71-0.75 ms one after the other, against PyTorch's 0.24-0.31
-/// (bench/cpu_bench.py's transformer block, docs/architecture.md).
+/// (bench/cpu_bench.py's transformer block, docs/performance.md).
 constexpr int64_t kSmallGemmMacs = int64_t(1) << 24;
 
 template <typename T>

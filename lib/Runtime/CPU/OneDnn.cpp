@@ -6,7 +6,7 @@
 // chosen layout is the plan's dense one, or goes through a reorder and a
 // scratch buffer; scratch is per operand position and shared by every
 // primitive, since the CPU executor runs one step at a time. Measured with
-// bench/cpu_bench.py (see docs/architecture.md): the blocked layouts with
+// bench/cpu_bench.py (see docs/performance.md): the blocked layouts with
 // reorders beat oneDNN's own dense-layout (gemm) convolution.
 //
 //===----------------------------------------------------------------------===//

@@ -10,7 +10,7 @@
 //
 // f32 gemm steps run as oneDNN matmul primitives on the plan's own strided
 // layouts when oneDNN is installed and has an optimised (JIT) kernel for
-// the layout; OpenBLAS runs the others (docs/architecture.md has the
+// the layout; OpenBLAS runs the others (docs/performance.md has the
 // measurements behind this).
 //
 //===----------------------------------------------------------------------===//

@@ -50,7 +50,7 @@ int threadsFor(int64_t range, int64_t work);
 
 /// Below this many innermost iterations per thread, starting the threads
 /// costs more than they save. The small GPT's training step (of-run
-/// --warmup 3 --repeat 100, docs/architecture.md) took 3.6 ms with 8K or
+/// --warmup 3 --repeat 100, docs/performance.md) took 3.6 ms with 8K or
 /// 16K, 4.2 ms with 32K or 64K.
 inline constexpr int64_t kMinWorkPerThread = 16384;
 

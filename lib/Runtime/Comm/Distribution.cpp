@@ -30,25 +30,10 @@ bool DistSpec::operator==(const DistSpec &other) const {
          meshRanks == other.meshRanks && sbp == other.sbp;
 }
 
-std::string sbpName(int sbp) {
-  if (sbp >= 0)
-    return formatMessage("S(", sbp, ")");
-  switch (sbp) {
-  case kSbpBroadcast:
-    return "B";
-  case kSbpPartialSum:
-    return "P";
-  case kSbpPartialMax:
-    return "P(max)";
-  default:
-    return formatMessage("invalid(", sbp, ")");
-  }
-}
-
 std::string DistSpec::describe() const {
   std::string sbpText = "[";
   for (size_t i = 0; i < sbp.size(); ++i)
-    sbpText += (i ? ", " : "") + sbpName(sbp[i]);
+    sbpText += (i ? ", " : "") + sbp::text(sbp[i]);
   sbpText += "]";
   return formatMessage("global ", formatDims(globalShape), " over mesh ",
                        formatDims(mesh), " ranks ", formatRanks(meshRanks),
@@ -64,14 +49,14 @@ int DistSpec::memberIndex(int worldRank) const {
 
 bool DistSpec::partial() const {
   for (int entry : sbp)
-    if (entry == kSbpPartialSum || entry == kSbpPartialMax)
+    if (entry == sbp::kPartialSum || entry == sbp::kPartialMax)
       return true;
   return false;
 }
 
 ReduceOp DistSpec::partialOp() const {
   for (int entry : sbp)
-    if (entry == kSbpPartialMax)
+    if (entry == sbp::kPartialMax)
       return ReduceOp::Max;
   return ReduceOp::Sum;
 }
@@ -106,7 +91,7 @@ LocalPart localPart(const DistSpec &dist, int member) {
       part.offsets[entry] +=
           chunkOffset(extent, dist.mesh[a], coordinates[a]);
       part.extents[entry] = chunkSize(extent, dist.mesh[a], coordinates[a]);
-    } else if (entry == kSbpBroadcast) {
+    } else if (entry == sbp::kBroadcast) {
       part.duplicate = part.duplicate || coordinates[a] != 0;
     } else {
       part.holdsIdentity = part.holdsIdentity || coordinates[a] != 0;

@@ -15,6 +15,7 @@
 #include "Session/Status.h"
 
 #include "OF/ABI/PlanFormat_generated.h"
+#include "OF/ABI/Sbp.h"
 
 #include <cstdint>
 #include <string>
@@ -22,18 +23,9 @@
 
 namespace of::rt {
 
-/// SBP entry values of a Distribution.
-inline constexpr int kSbpBroadcast = -1;
-inline constexpr int kSbpPartialSum = -2;
-inline constexpr int kSbpPartialMax = -3;
-
-inline int64_t chunkSize(int64_t extent, int64_t parts, int64_t member) {
-  return extent / parts + (member < extent % parts ? 1 : 0);
-}
-inline int64_t chunkOffset(int64_t extent, int64_t parts, int64_t member) {
-  return member * (extent / parts) +
-         (member < extent % parts ? member : extent % parts);
-}
+/// A Distribution's SBP codes and balanced splits (OF/ABI/Sbp.h).
+using sbp::chunkOffset;
+using sbp::chunkSize;
 
 /// A Distribution as plain values.
 struct DistSpec {
@@ -53,9 +45,6 @@ struct DistSpec {
   /// The reduction of the P axes (the loader allows only one kind).
   plan::ReduceOp partialOp() const;
 };
-
-/// "S(0)", "B", "P", "P(max)".
-std::string sbpName(int sbp);
 
 /// The row-major grid coordinates of position `index` in `mesh`.
 std::vector<int64_t> gridCoordinates(const std::vector<int64_t> &mesh,

@@ -567,15 +567,12 @@ private:
                   formatDims(spec.mesh), " (one per axis)");
     bool sum = false, max = false;
     for (int entry : spec.sbp) {
-      if (entry < kSbpPartialMax ||
-          (entry >= 0 &&
-           static_cast<size_t>(entry) >= spec.globalShape.size()))
-        return fail(where, ": the distribution's sbp entry ", sbpName(entry),
+      if (!sbp::isValid(entry, spec.globalShape.size()))
+        return fail(where, ": the distribution's sbp entry ", sbp::text(entry),
                     " is invalid for the global shape ",
-                    formatDims(spec.globalShape),
-                    " (S(d) needs d < rank; -1 B, -2 P, -3 P(max))");
-      sum = sum || entry == kSbpPartialSum;
-      max = max || entry == kSbpPartialMax;
+                    formatDims(spec.globalShape), " (S(d) needs d < rank)");
+      sum = sum || entry == sbp::kPartialSum;
+      max = max || entry == sbp::kPartialMax;
     }
     if (sum && max)
       return fail(where, ": the distribution (", described,

@@ -11,8 +11,9 @@
 // arena, the constants (uploaded at creation) and a device copy of every
 // input. Inputs and outputs keep their host storage, so the API is the same
 // on both devices: an input set on the host is uploaded before the next
-// run, outputs are copied to the host by their steps, and a training step's
-// state is updated on the device and on the host.
+// run, an output is downloaded when the host reads it, and a training step's
+// state is updated on the device (its host copy downloaded only when read or
+// saved).
 //
 // A rank of a multi-rank plan runs with a communicator (the job's world):
 // creating the session then makes the sub-group communicators of its

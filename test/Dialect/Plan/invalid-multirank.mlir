@@ -62,35 +62,35 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   // expected-error@+1 {{dist has 2 sbp entries for a 1-axis mesh (one per axis)}}
-  ofrt.buffer @x input binding "x" size 8 {dist = {global_shape = array<i64: 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0, -1>}} : tensor<2xf32>
+  ofrt.buffer @x input binding "x" size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0), B]>} : tensor<2xf32>
 }
 
 // -----
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   // expected-error@+1 {{dist mesh has 2 positions, but mesh_ranks lists 3 ranks}}
-  ofrt.buffer @x input binding "x" size 8 {dist = {global_shape = array<i64: 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1, 2>, sbp = array<i64: 0>}} : tensor<2xf32>
+  ofrt.buffer @x input binding "x" size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1, 2], sbp = [S(0)]>} : tensor<2xf32>
 }
 
 // -----
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
-  // expected-error@+1 {{dist sbp entry 1 is invalid (d >= 0 splits dimension d of the 1-d global tensor; -1 B, -2 P, -3 P(max))}}
-  ofrt.buffer @x input binding "x" size 8 {dist = {global_shape = array<i64: 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 1>}} : tensor<2xf32>
+  // expected-error@+1 {{dist sbp entry S(1) is invalid for a 1-d global tensor}}
+  ofrt.buffer @x input binding "x" size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1], sbp = [S(1)]>} : tensor<2xf32>
 }
 
 // -----
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
-  // expected-error@+1 {{dist needs `sbp = array<i64: ...>`}}
-  ofrt.buffer @x input binding "x" size 8 {dist = {global_shape = array<i64: 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>}} : tensor<2xf32>
+  // expected-error@+1 {{expected an SBP entry: S(<dim>), B, P or P(max), not 'Q'}}
+  ofrt.buffer @x input binding "x" size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1], sbp = [Q]>} : tensor<2xf32>
 }
 
 // -----
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   // expected-error@+1 {{only an input buffer has a dist}}
-  ofrt.buffer @t arena offset 0 size 8 {dist = {global_shape = array<i64: 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0>}} : tensor<2xf32>
+  ofrt.buffer @t arena offset 0 size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<2xf32>
 }
 
 // -----
@@ -98,5 +98,5 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @t arena offset 0 size 8 : tensor<2xf32>
   // expected-error@+1 {{dist mixes P (sum) and P(max)}}
-  ofrt.output "t" = @t {dist = {global_shape = array<i64: 2>, mesh = array<i64: 1, 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: -2, -3>}}
+  ofrt.output "t" = @t {dist = #ofrt.dist<global_shape = [2], mesh = [1, 2], mesh_ranks = [0, 1], sbp = [P, P(max)]>}
 }

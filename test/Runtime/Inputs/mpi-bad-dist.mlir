@@ -2,7 +2,7 @@
 // but the one program of both ranks says [3, 4].
 module {
   ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
-    ofrt.buffer @x input binding "x" size 48 {dist = {global_shape = array<i64: 7, 4>, mesh = array<i64: 2>, mesh_ranks = array<i64: 0, 1>, sbp = array<i64: 0>}} : tensor<3x4xf32>
+    ofrt.buffer @x input binding "x" size 48 {dist = #ofrt.dist<global_shape = [7, 4], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<3x4xf32>
     ofrt.output "x" = @x
   }
 }

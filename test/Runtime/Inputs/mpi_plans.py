@@ -90,10 +90,12 @@ class Dist:
                            self.mesh_ranks.index(rank))
 
     def attr(self):
-        return ("{global_shape = array<i64: " + ints(self.global_shape) +
-                ">, mesh = array<i64: " + ints(self.mesh) +
-                ">, mesh_ranks = array<i64: " + ints(self.mesh_ranks) +
-                ">, sbp = array<i64: " + ints(self.sbp) + ">}")
+        sbp = ", ".join(f"S({e})" if e >= 0 else {B: "B", P: "P", PMAX: "P(max)"}[e]
+                        for e in self.sbp)
+        return ("#ofrt.dist<global_shape = [" + ints(self.global_shape) +
+                "], mesh = [" + ints(self.mesh) +
+                "], mesh_ranks = [" + ints(self.mesh_ranks) +
+                "], sbp = [" + sbp + "]>")
 
 
 class Program:

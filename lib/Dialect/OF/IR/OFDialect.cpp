@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/OF/IR/OFDialect.h"
+#include "OF/ABI/Sbp.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,26 +31,44 @@ using namespace mlir::of;
 // SbpEntry
 //===----------------------------------------------------------------------===//
 
-llvm::raw_ostream &mlir::of::operator<<(llvm::raw_ostream &os,
-                                        const SbpEntry &entry) {
-  switch (entry.kind) {
+int32_t SbpEntry::code() const {
+  switch (kind) {
   case SbpKind::Split:
-    return os << "S(" << entry.dim << ")";
+    return static_cast<int32_t>(dim);
   case SbpKind::Broadcast:
-    return os << "B";
+    return ::of::sbp::kBroadcast;
   case SbpKind::PartialSum:
-    return os << "P";
+    return ::of::sbp::kPartialSum;
   case SbpKind::PartialMax:
-    return os << "P(max)";
+    return ::of::sbp::kPartialMax;
   }
   llvm_unreachable("unknown SbpKind");
 }
 
-std::string SbpEntry::str() const {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << *this;
-  return text;
+SbpEntry SbpEntry::fromCode(int32_t code) {
+  assert(code >= ::of::sbp::kPartialMax && "not an SBP entry code");
+  if (::of::sbp::isSplit(code))
+    return split(code);
+  return code == ::of::sbp::kBroadcast    ? broadcast()
+         : code == ::of::sbp::kPartialSum ? partialSum()
+                                          : partialMax();
+}
+
+llvm::raw_ostream &mlir::of::operator<<(llvm::raw_ostream &os,
+                                        const SbpEntry &entry) {
+  return os << entry.str();
+}
+
+std::string SbpEntry::str() const { return ::of::sbp::text(code()); }
+
+int64_t mlir::of::chunkSize(int64_t extent, int64_t parts, int64_t index) {
+  return ::of::sbp::chunkSize(extent, parts, index);
+}
+int64_t mlir::of::chunkOffset(int64_t extent, int64_t parts, int64_t index) {
+  return ::of::sbp::chunkOffset(extent, parts, index);
+}
+bool mlir::of::isChunkSize(int64_t size, int64_t extent, int64_t parts) {
+  return ::of::sbp::isChunkSize(size, extent, parts);
 }
 
 //===----------------------------------------------------------------------===//
@@ -306,20 +325,21 @@ Operation *OFDialect::materializeConstant(OpBuilder &builder, Attribute value,
 static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
                                         NamedAttribute attr, bool isArg) {
   StringRef kind = isArg ? "argument" : "result";
-  if (attr.getName() == "of.name") {
+  if (attr.getName() == OFDialect::NameAttrHelper::getNameStr()) {
     auto name = dyn_cast<StringAttr>(attr.getValue());
     if (!name || name.getValue().empty())
       return op->emitError("of.name of ")
              << kind << " " << index << " must be a non-empty string";
     return success();
   }
-  if (isArg && attr.getName() == "of.param") {
+  if (isArg && attr.getName() == OFDialect::ParamAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError("of.param of argument ")
              << index << " takes no value";
     return success();
   }
-  if (isArg && attr.getName() == "of.weight_decay") {
+  if (isArg &&
+      attr.getName() == OFDialect::WeightDecayAttrHelper::getNameStr()) {
     // This parameter's weight decay in --of-training-step (PyTorch's
     // parameter groups), overriding the pass option.
     auto decay = dyn_cast<FloatAttr>(attr.getValue());
@@ -328,12 +348,13 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
         !std::isfinite(decay.getValueAsDouble()))
       return op->emitError("of.weight_decay of argument ")
              << index << " must be a non-negative finite float";
-    if (func && !func.getArgAttr(index, "of.param"))
+    if (func &&
+        !func.getArgAttr(index, OFDialect::ParamAttrHelper::getNameStr()))
       return op->emitError("of.weight_decay of argument ")
              << index << " needs of.param (only parameters are decayed)";
     return success();
   }
-  if (!isArg && attr.getName() == "of.update") {
+  if (!isArg && attr.getName() == OFDialect::UpdateAttrHelper::getNameStr()) {
     // Set by --of-training-step: this result is the next value of the
     // argument it names (a parameter or optimizer state), which the runtime
     // keeps across steps.
@@ -351,7 +372,7 @@ static LogicalResult verifyFunctionAttr(Operation *op, unsigned index,
              << arg.getInt() << " of type " << argType;
     return success();
   }
-  if (attr.getName() == "of.global") {
+  if (attr.getName() == OFDialect::GlobalAttrHelper::getNameStr()) {
     // Set by --of-partition: the global type (with its distribution) that
     // this local argument or result is a part of.
     auto type = dyn_cast<TypeAttr>(attr.getValue());

@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Dialect/OF/Analysis/Placement.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
-#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -24,7 +24,6 @@
 
 namespace mlir::of {
 #define GEN_PASS_DEF_AUTODIFFPASS
-#define GEN_PASS_DEF_SCHEDULESTAGESPASS
 #include "OF/Dialect/OF/Transforms/Passes.h.inc"
 } // namespace mlir::of
 
@@ -40,7 +39,7 @@ bool isFloatTensor(Type type) {
 
 bool hasParams(func::FuncOp func) {
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, "of.param"))
+    if (func.getArgAttr(i, OFDialect::ParamAttrHelper::getNameStr()))
       return true;
   return false;
 }
@@ -48,7 +47,8 @@ bool hasParams(func::FuncOp func) {
 /// The name a gradient result takes: grad_<the parameter's of.name>, or
 /// grad_arg<i> for an unnamed parameter (the runtime's default name).
 std::string gradientName(func::FuncOp func, unsigned arg) {
-  if (auto name = func.getArgAttrOfType<StringAttr>(arg, "of.name"))
+  if (auto name = func.getArgAttrOfType<StringAttr>(
+          arg, OFDialect::NameAttrHelper::getNameStr()))
     return "grad_" + name.getValue().str();
   return "grad_arg" + std::to_string(arg);
 }
@@ -73,7 +73,8 @@ public:
       if (failed(
               grad.insertArgument(grad.getNumArguments(), type,
                                   b.getDictionaryAttr(b.getNamedAttr(
-                                      "of.name", b.getStringAttr("loss_seed"))),
+                                      OFDialect::NameAttrHelper::getNameStr(),
+                                      b.getStringAttr("loss_seed"))),
                                   grad.getLoc())))
         return grad.emitError("--of-autodiff: cannot add loss_seed");
       cotangents[loss] = grad.getArguments().back();
@@ -104,7 +105,8 @@ public:
       for (Operation &op : body.without_terminator())
         if (!primal.contains(&op) && &op != ret.getOperation() &&
             !op.hasTrait<OpTrait::ConstantLike>())
-          op.setAttr("of.backward", b.getUnitAttr());
+          op.setAttr(OFDialect::BackwardAttrHelper::getNameStr(),
+                     b.getUnitAttr());
     }
 
     // The loss, then each parameter's gradient with its parameter's type.
@@ -112,7 +114,7 @@ public:
     SmallVector<DictionaryAttr> resultAttrs = {grad.getResultAttrDict(0)};
     for (BlockArgument arg : grad.getArguments()) {
       unsigned i = arg.getArgNumber();
-      if (!grad.getArgAttr(i, "of.param"))
+      if (!grad.getArgAttr(i, OFDialect::ParamAttrHelper::getNameStr()))
         continue;
       Value g = cotangents.lookup(arg);
       Location loc = grad.getLoc();
@@ -126,7 +128,8 @@ public:
         g = BoxingOp::create(b, loc, arg.getType(), g);
       results.push_back(g);
       resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr("of.name", b.getStringAttr(gradientName(grad, i)))));
+          b.getNamedAttr(OFDialect::NameAttrHelper::getNameStr(),
+                         b.getStringAttr(gradientName(grad, i)))));
     }
     // The function's other results (outputs, and state updates marked
     // of.update) pass through, after the gradients, in order.
@@ -156,7 +159,8 @@ private:
   void findActiveValues(Block &body, Value loss) {
     llvm::DenseSet<Value> varied, useful;
     for (BlockArgument arg : body.getArguments())
-      if (grad.getArgAttr(arg.getArgNumber(), "of.param"))
+      if (grad.getArgAttr(arg.getArgNumber(),
+                          OFDialect::ParamAttrHelper::getNameStr()))
         varied.insert(arg);
     for (Operation &op : body.without_terminator())
       if (llvm::any_of(op.getOperands(),
@@ -238,7 +242,7 @@ struct AutodiffPass : of::impl::AutodiffPassBase<AutodiffPass> {
                               "loss (a rank-0 float tensor), got ")
              << (type.getNumResults() ? type.getResult(0) : Type());
     for (unsigned i = 0; i < primal.getNumArguments(); ++i)
-      if (primal.getArgAttr(i, "of.param") &&
+      if (primal.getArgAttr(i, OFDialect::ParamAttrHelper::getNameStr()) &&
           !isFloatTensor(primal.getArgument(i).getType()))
         return primal.emitError("--of-autodiff: parameter ")
                << i << " must be a float tensor, got "
@@ -264,41 +268,4 @@ struct AutodiffPass : of::impl::AutodiffPassBase<AutodiffPass> {
   }
 };
 
-} // namespace
-
-namespace {
-/// --of-schedule-stages: forward work (unmarked, and depending on nothing
-/// marked) ahead of backward work, keeping each group's order, which is a
-/// topological order since the forward group is closed under operands.
-struct ScheduleStagesPass
-    : of::impl::ScheduleStagesPassBase<ScheduleStagesPass> {
-  void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      FailureOr<FuncPlacements> placements = collectPlacements(func);
-      if (failed(placements))
-        return signalPassFailure();
-      Block &body = func.getBody().front();
-      if (placements->list.size() > 1) {
-        llvm::SmallPtrSet<Operation *, 32> backward;
-        SmallVector<Operation *> late;
-        for (Operation &op : body.without_terminator()) {
-          bool after = op.hasAttr("of.backward") ||
-                       llvm::any_of(op.getOperands(), [&](Value v) {
-                         return backward.contains(v.getDefiningOp());
-                       });
-          if (after) {
-            backward.insert(&op);
-            late.push_back(&op);
-          }
-        }
-        for (Operation *op : late)
-          op->moveBefore(body.getTerminator());
-      }
-      for (Operation &op : body)
-        op.removeAttr("of.backward");
-    }
-  }
-};
 } // namespace

@@ -104,7 +104,7 @@ bool wouldRecomputeForReduction(OpOperand *fused) {
 /// step). Upstream's fusion builds a new op without that attribute, so an
 /// embedding fused with the op after it read out of bounds unchecked.
 bool checksIndices(Operation *op) {
-  return op && op->hasAttr("of.index_range");
+  return op && op->hasAttr(of::OFDialect::IndexRangeAttrHelper::getNameStr());
 }
 
 /// Fuse only where neither side is a contraction or a checked gather, and

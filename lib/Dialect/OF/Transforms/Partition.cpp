@@ -14,10 +14,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Dialect/OF/Analysis/CostModel.h"
+#include "OF/Dialect/OF/Analysis/Placement.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/IR/Sbp.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
-#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -698,7 +699,8 @@ LogicalResult localize(func::FuncOp func, const FuncPlacements &placements,
 
   for (BlockArgument arg : body.getArguments()) {
     if (isa<RankedTensorType>(arg.getType()) && getSbp(arg.getType()))
-      func.setArgAttr(arg.getArgNumber(), "of.global",
+      func.setArgAttr(arg.getArgNumber(),
+                      OFDialect::GlobalAttrHelper::getNameStr(),
                       TypeAttr::get(arg.getType()));
     retype(arg);
   }
@@ -909,7 +911,8 @@ LogicalResult localize(func::FuncOp func, const FuncPlacements &placements,
   }
   for (auto [i, t] : llvm::enumerate(globalResults))
     if (getSbp(t))
-      func.setResultAttr(i, "of.global", TypeAttr::get(t));
+      func.setResultAttr(i, OFDialect::GlobalAttrHelper::getNameStr(),
+                         TypeAttr::get(t));
   func.setType(FunctionType::get(ctx, body.getArgumentTypes(),
                                  ret.getOperandTypes()));
   return success();
@@ -961,8 +964,9 @@ struct PartitionPass : of::impl::PartitionPassBase<PartitionPass> {
           program.setSymName((entry.getValue() + "__role" +
                               std::to_string(index)).str());
         }
-        program->setAttr("of.entry", entry);
-        program->setAttr("of.ranks", b.getDenseI64ArrayAttr(ranks));
+        program->setAttr(OFDialect::EntryAttrHelper::getNameStr(), entry);
+        program->setAttr(OFDialect::RanksAttrHelper::getNameStr(),
+                         b.getDenseI64ArrayAttr(ranks));
         programs.push_back({program, ranks.front()});
         ++index;
       }

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/ABI/StateNames.h"
+#include "OF/Dialect/OF/Analysis/Placement.h"
+#include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
-#include "SbpSupport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -159,7 +159,7 @@ struct TrainingStepPass
               symbols.lookup<func::FuncOp>((func.getSymName() + "_grad").str());
           grad &&
           llvm::any_of(llvm::seq(func.getNumArguments()), [&](unsigned i) {
-            return func.getArgAttr(i, "of.param");
+            return func.getArgAttr(i, OFDialect::ParamAttrHelper::getNameStr());
           }))
         work.push_back({func, grad});
     for (auto [primal, grad] : work)
@@ -204,10 +204,11 @@ struct TrainingStepPass
 
     SmallVector<unsigned> params;
     for (unsigned i = 0; i < primal.getNumArguments(); ++i)
-      if (primal.getArgAttr(i, "of.param"))
+      if (primal.getArgAttr(i, OFDialect::ParamAttrHelper::getNameStr()))
         params.push_back(i);
     auto paramName = [&](unsigned i) {
-      auto n = primal.getArgAttrOfType<StringAttr>(i, "of.name");
+      auto n = primal.getArgAttrOfType<StringAttr>(
+          i, OFDialect::NameAttrHelper::getNameStr());
       return n ? n.str() : "arg" + std::to_string(i);
     };
 
@@ -266,9 +267,10 @@ struct TrainingStepPass
     SmallVector<std::pair<unsigned, std::string>> auxUpdates;
     SmallVector<unsigned> auxUpdateIndex, outputIndex;
     for (unsigned r = 1; r < primal.getNumResults(); ++r) {
-      if (auto target =
-              primal.getResultAttrOfType<IntegerAttr>(r, "of.update")) {
-        auto n = primal.getResultAttrOfType<StringAttr>(r, "of.name");
+      if (auto target = primal.getResultAttrOfType<IntegerAttr>(
+              r, OFDialect::UpdateAttrHelper::getNameStr())) {
+        auto n = primal.getResultAttrOfType<StringAttr>(
+            r, OFDialect::NameAttrHelper::getNameStr());
         unsigned a = target.getInt();
         auxUpdates.push_back({a, n ? n.str() : paramName(a)});
         auxUpdateIndex.push_back(r - 1);
@@ -303,8 +305,8 @@ struct TrainingStepPass
     primal.getAllArgAttrs(argAttrs);
     OpBuilder attrs(ctx);
     auto named = [&](StringRef n) {
-      return attrs.getDictionaryAttr(
-          attrs.getNamedAttr("of.name", attrs.getStringAttr(n)));
+      return attrs.getDictionaryAttr(attrs.getNamedAttr(
+          OFDialect::NameAttrHelper::getNameStr(), attrs.getStringAttr(n)));
     };
     for (const StateArg &s : state)
       argAttrs.push_back(named(s.name));
@@ -461,7 +463,8 @@ struct TrainingStepPass
 
     SmallVector<Value> results = {loss};
     SmallVector<DictionaryAttr> resultAttrs = {attrs.getDictionaryAttr(
-        attrs.getNamedAttr("of.name", attrs.getStringAttr("loss")))};
+        attrs.getNamedAttr(OFDialect::NameAttrHelper::getNameStr(),
+                           attrs.getStringAttr("loss")))};
     for (unsigned j : outputIndex) {
       results.push_back(auxValues[j]);
       resultAttrs.push_back(primal.getResultAttrDict(j + 1));
@@ -470,8 +473,9 @@ struct TrainingStepPass
       Type type = argTypes[argIndex];
       results.push_back(u.as(v, type));
       resultAttrs.push_back(attrs.getDictionaryAttr(
-          {attrs.getNamedAttr("of.name", attrs.getStringAttr(outName)),
-           attrs.getNamedAttr("of.update",
+          {attrs.getNamedAttr(OFDialect::NameAttrHelper::getNameStr(),
+                              attrs.getStringAttr(outName)),
+           attrs.getNamedAttr(OFDialect::UpdateAttrHelper::getNameStr(),
                               attrs.getI64IntegerAttr(argIndex))}));
     };
 
@@ -501,7 +505,8 @@ struct TrainingStepPass
       // A parameter's own `of.weight_decay` (PyTorch's parameter groups:
       // no decay for biases and norms) overrides the pass option.
       double weightDecay = this->weightDecay;
-      if (auto own = primal.getArgAttrOfType<FloatAttr>(p, "of.weight_decay"))
+      if (auto own = primal.getArgAttrOfType<FloatAttr>(
+              p, OFDialect::WeightDecayAttrHelper::getNameStr()))
         weightDecay = own.getValueAsDouble();
       if (adam) {
         Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));

@@ -1,5 +1,4 @@
-//===- PlanDialect.cpp - The ofrt (plan) dialect
-//---------------------------===//
+//===- PlanDialect.cpp - The ofrt (plan) dialect --------------------------===//
 //
 // Implements the ofrt dialect's ops and verifiers. The verifiers check what
 // the runtime would otherwise find out only at load time (buffer references,
@@ -8,10 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/ABI/Sbp.h"
 #include "OF/ABI/StreamOrder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -22,10 +23,24 @@ using namespace mlir::ofrt;
 #include "OF/Dialect/Plan/IR/PlanDialect.cpp.inc"
 #include "OF/Dialect/Plan/IR/PlanEnums.cpp.inc"
 
+static ParseResult parseExtents(AsmParser &parser,
+                                SmallVector<int64_t> &extents);
+static void printExtents(AsmPrinter &printer, ArrayRef<int64_t> extents);
+static ParseResult parseSbpCodes(AsmParser &parser,
+                                 SmallVector<int32_t> &codes);
+static void printSbpCodes(AsmPrinter &printer, ArrayRef<int32_t> codes);
+
+#define GET_ATTRDEF_CLASSES
+#include "OF/Dialect/Plan/IR/PlanAttrs.cpp.inc"
+
 void PlanDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "OF/Dialect/Plan/IR/PlanOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "OF/Dialect/Plan/IR/PlanAttrs.cpp.inc"
       >();
 }
 
@@ -82,70 +97,124 @@ int64_t mlir::ofrt::getElementByteSize(Type type) {
   return 0;
 }
 
-/// Checks the form of a `dist` attribute (see Distribution in
-/// PlanFormat.fbs) on `op`, whose local tensor is `local`. That it gives
-/// each rank exactly `local`'s shape is checked by the plan loader, which
-/// of-translate --of-plan-to-binary runs on what it writes.
-static LogicalResult verifyDist(Operation *op, DictionaryAttr dist,
-                                RankedTensorType local) {
-  static constexpr llvm::StringLiteral keys[] = {"global_shape", "mesh",
-                                                 "mesh_ranks", "sbp"};
-  for (NamedAttribute entry : dist)
-    if (!llvm::is_contained(keys, entry.getName().strref()))
-      return op->emitOpError("dist has the unknown key '")
-             << entry.getName().strref()
-             << "' (expected global_shape, mesh, mesh_ranks, sbp)";
-  SmallVector<ArrayRef<int64_t>> fields;
-  for (StringRef key : keys) {
-    auto array = dist.getAs<DenseI64ArrayAttr>(key);
-    if (!array)
-      return op->emitOpError("dist needs `") << key << " = array<i64: ...>`";
-    fields.push_back(array.asArrayRef());
-  }
-  ArrayRef<int64_t> globalShape = fields[0], mesh = fields[1],
-                    meshRanks = fields[2], sbp = fields[3];
+//===----------------------------------------------------------------------===//
+// #ofrt.dist
+//===----------------------------------------------------------------------===//
+
+/// `[e0, e1, ...]` (possibly empty).
+static ParseResult parseExtents(AsmParser &parser,
+                                SmallVector<int64_t> &extents) {
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                        [&]() -> ParseResult {
+                                          int64_t value;
+                                          if (parser.parseInteger(value))
+                                            return failure();
+                                          extents.push_back(value);
+                                          return success();
+                                        });
+}
+static void printExtents(AsmPrinter &printer, ArrayRef<int64_t> extents) {
+  printer << '[';
+  llvm::interleaveComma(extents, printer);
+  printer << ']';
+}
+
+/// `[S(0), B, P, P(max)]`: the entries as #of.sbp writes them, read into
+/// their codes (OF/ABI/Sbp.h).
+static ParseResult parseSbpCodes(AsmParser &parser,
+                                 SmallVector<int32_t> &codes) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        SMLoc loc = parser.getCurrentLocation();
+        StringRef keyword;
+        if (parser.parseKeyword(&keyword))
+          return failure();
+        std::string text = keyword.str();
+        if (keyword == "S" || keyword == "P") {
+          if (succeeded(parser.parseOptionalLParen())) {
+            int64_t dim;
+            StringRef reduction;
+            if (keyword == "S" ? parser.parseInteger(dim)
+                               : parser.parseKeyword(&reduction))
+              return failure();
+            if (parser.parseRParen())
+              return failure();
+            text += "(" +
+                    (keyword == "S" ? std::to_string(dim) : reduction.str()) +
+                    ")";
+          }
+        }
+        std::optional<int32_t> code = ::of::sbp::parse(text);
+        if (!code)
+          return parser.emitError(loc, "expected an SBP entry: S(<dim>), B, "
+                                       "P or P(max), not '")
+                 << text << "'";
+        codes.push_back(*code);
+        return success();
+      });
+}
+static void printSbpCodes(AsmPrinter &printer, ArrayRef<int32_t> codes) {
+  printer << '[';
+  llvm::interleaveComma(
+      codes, printer, [&](int32_t code) { printer << ::of::sbp::text(code); });
+  printer << ']';
+}
+
+LogicalResult DistAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> globalShape,
+                               ArrayRef<int64_t> mesh,
+                               ArrayRef<int64_t> meshRanks,
+                               ArrayRef<int32_t> sbp) {
   if (llvm::any_of(globalShape, [](int64_t d) { return d < 0; }))
-    return op->emitOpError("dist global_shape has a negative extent");
-  // A program of ranks outside mesh_ranks (another pipeline stage's
-  // value) holds an empty tensor<0xT> in its place.
-  bool absent = local.getRank() == 1 && local.getDimSize(0) == 0;
-  if (static_cast<int64_t>(globalShape.size()) != local.getRank() && !absent)
-    return op->emitOpError("dist global_shape has rank ")
-           << globalShape.size() << ", but the local tensor " << local
-           << " has rank " << local.getRank();
+    return emitError() << "dist global_shape has a negative extent";
   if (mesh.empty())
-    return op->emitOpError("dist mesh must not be empty");
+    return emitError() << "dist mesh must not be empty";
   int64_t positions = 1;
   for (int64_t extent : mesh) {
     if (extent < 1)
-      return op->emitOpError("dist mesh extents must be at least 1");
+      return emitError() << "dist mesh extents must be at least 1";
     positions *= extent;
   }
   if (positions != static_cast<int64_t>(meshRanks.size()))
-    return op->emitOpError("dist mesh has ")
-           << positions << " positions, but mesh_ranks lists "
-           << meshRanks.size() << " ranks";
+    return emitError() << "dist mesh has " << positions
+                       << " positions, but mesh_ranks lists "
+                       << meshRanks.size() << " ranks";
   llvm::SmallDenseSet<int64_t> seen;
   for (int64_t rank : meshRanks)
     if (rank < 0 || !seen.insert(rank).second)
-      return op->emitOpError("dist mesh_ranks must be distinct, non-negative "
-                             "ranks");
+      return emitError() << "dist mesh_ranks must be distinct, non-negative "
+                            "ranks";
   if (sbp.size() != mesh.size())
-    return op->emitOpError("dist has ")
-           << sbp.size() << " sbp entries for a " << mesh.size()
-           << "-axis mesh (one per axis)";
+    return emitError() << "dist has " << sbp.size() << " sbp entries for a "
+                       << mesh.size() << "-axis mesh (one per axis)";
   bool sum = false, max = false;
-  for (int64_t entry : sbp) {
-    if (entry < -3 || entry >= static_cast<int64_t>(globalShape.size()))
-      return op->emitOpError("dist sbp entry ")
-             << entry << " is invalid (d >= 0 splits dimension d of the "
-             << globalShape.size() << "-d global tensor; -1 B, -2 P, -3 "
-             << "P(max))";
-    sum |= entry == -2;
-    max |= entry == -3;
+  for (int32_t code : sbp) {
+    if (!::of::sbp::isValid(code, globalShape.size()))
+      return emitError() << "dist sbp entry " << ::of::sbp::text(code)
+                         << " is invalid for a " << globalShape.size()
+                         << "-d global tensor";
+    sum |= code == ::of::sbp::kPartialSum;
+    max |= code == ::of::sbp::kPartialMax;
   }
   if (sum && max)
-    return op->emitOpError("dist mixes P (sum) and P(max)");
+    return emitError() << "dist mixes P (sum) and P(max)";
+  return success();
+}
+
+/// Checks that a `dist` (whose form its attribute verifier checked) fits
+/// `op`'s local tensor `local`. That it gives each rank exactly `local`'s
+/// shape is checked by the plan loader, which of-translate
+/// --of-plan-to-binary runs on what it writes.
+static LogicalResult verifyDist(Operation *op, DistAttr dist,
+                                RankedTensorType local) {
+  // A program of ranks outside mesh_ranks (another pipeline stage's
+  // value) holds an empty tensor<0xT> in its place.
+  bool absent = local.getRank() == 1 && local.getDimSize(0) == 0;
+  if (static_cast<int64_t>(dist.getGlobalShape().size()) != local.getRank() &&
+      !absent)
+    return op->emitOpError("dist global_shape has rank ")
+           << dist.getGlobalShape().size() << ", but the local tensor " << local
+           << " has rank " << local.getRank();
   return success();
 }
 
@@ -341,7 +410,7 @@ LogicalResult ProgramOp::verify() {
                   lookupBuffer(*this, output, output.getBufferAttr());
               if (!buffer)
                 return failure();
-              if (DictionaryAttr dist = output.getDistAttr())
+              if (DistAttr dist = output.getDistAttr())
                 if (auto type = dyn_cast<RankedTensorType>(buffer.getType()))
                   return verifyDist(output, dist, type);
               return success();
@@ -467,7 +536,7 @@ LogicalResult BufferOp::verify() {
              << getValue()->getType() << " does not match " << type;
     break;
   }
-  if (DictionaryAttr dist = getDistAttr()) {
+  if (DistAttr dist = getDistAttr()) {
     if (getKind() != BufferKind::Input)
       return emitOpError("only an input buffer has a dist");
     return verifyDist(*this, dist, type);

@@ -48,6 +48,12 @@ struct SbpEntry {
   }
   bool operator!=(const SbpEntry &other) const { return !(*this == other); }
 
+  /// The entry's code in a plan Distribution (OF/ABI/Sbp.h): d for S(d),
+  /// ::of::sbp::kBroadcast, kPartialSum or kPartialMax.
+  int32_t code() const;
+  /// The entry of a valid code.
+  static SbpEntry fromCode(int32_t code);
+
   /// `S(d)`, `B`, `P` or `P(max)`, as written in #of.sbp.
   std::string str() const;
 };

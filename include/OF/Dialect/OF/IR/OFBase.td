@@ -45,6 +45,36 @@ def OF_Dialect : Dialect {
   // `of.name` and `of.param` on function arguments and results.
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  // The dialect's discardable attributes, each with a generated helper
+  // (OFDialect::NameAttrHelper::getNameStr() is "of.name"): the one
+  // spelling of each name in C++.
+  let discardableAttrs = (ins
+    // Function arguments and results: the state name a plan binds.
+    "::mlir::StringAttr":$name,
+    // Function arguments: a trainable parameter.
+    "::mlir::UnitAttr":$param,
+    // Function arguments: this parameter's own weight decay.
+    "::mlir::FloatAttr":$weight_decay,
+    // Function results (--of-training-step): the argument this result is
+    // the next value of.
+    "::mlir::IntegerAttr":$update,
+    // Local function arguments and results (--of-partition): the global
+    // type this local value is a part of.
+    "::mlir::TypeAttr":$global,
+    // Per-rank functions (--of-partition): the global function they come
+    // from and the world ranks that run them.
+    "::mlir::StringAttr":$entry,
+    "::mlir::DenseI64ArrayAttr":$ranks,
+    // Fusible linalg ops (--of-to-linalg): [operand, lo, hi], the range of
+    // indices a gather or one-hot reads.
+    "::mlir::DenseI64ArrayAttr":$index_range,
+    // Ops between --of-propagate-sbp and --of-insert-boxing: the chosen
+    // signature.
+    "::mlir::ArrayAttr":$operand_sbp,
+    "::mlir::ArrayAttr":$result_sbp,
+    // Ops of the backward pass (--of-autodiff until --of-schedule-stages).
+    "::mlir::UnitAttr":$backward
+  );
   let extraClassDeclaration = [{
     void registerAttributes();
   }];

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/TypeRange.h"
 
 #include "OF/Dialect/OF/IR/OFDialect.h.inc"

@@ -15,6 +15,9 @@
 #include "OF/Dialect/Plan/IR/PlanDialect.h.inc"
 #include "OF/Dialect/Plan/IR/PlanEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "OF/Dialect/Plan/IR/PlanAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "OF/Dialect/Plan/IR/PlanOps.h.inc"
 

@@ -12,6 +12,7 @@
 #define OF_DIALECT_PLAN_IR_PLANOPS_TD
 
 include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
@@ -38,10 +39,38 @@ def Plan_Dialect : Dialect {
     }
     ```
   }];
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Plan_Op<string mnemonic, list<Trait> traits = []>
     : Op<Plan_Dialect, mnemonic, traits>;
+
+def Plan_DistAttr : AttrDef<Plan_Dialect, "Dist"> {
+  let mnemonic = "dist";
+  let summary = "How a rank's tensor is part of a global tensor";
+  let description = [{
+    The global tensor's shape, the placement's grid (`mesh`) and the world
+    rank of each grid position in row-major order (`mesh_ranks`), and one
+    SBP entry per grid axis, written as in `#of.sbp` and stored as the codes
+    of OF/ABI/Sbp.h (`Distribution` in PlanFormat.fbs):
+
+    ```mlir
+    #ofrt.dist<global_shape = [7, 4], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t", "global extents">:$globalShape,
+    ArrayRefParameter<"int64_t", "grid extents">:$mesh,
+    ArrayRefParameter<"int64_t", "world rank per grid position">:$meshRanks,
+    ArrayRefParameter<"int32_t", "SBP code per grid axis">:$sbp);
+  let assemblyFormat = [{
+    `<` `global_shape` `=` custom<Extents>($globalShape) `,`
+        `mesh` `=` custom<Extents>($mesh) `,`
+        `mesh_ranks` `=` custom<Extents>($meshRanks) `,`
+        `sbp` `=` custom<SbpCodes>($sbp) `>`
+  }];
+  let genVerifyDecl = 1;
+}
 
 def Plan_BufferKind : I32EnumAttr<"BufferKind", "where a buffer's memory comes from", [
     I32EnumAttrCase<"Arena", 0, "arena">,
@@ -120,17 +149,14 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol, HasParent<"ProgramOp">]> {
     caller under the name `binding`; a `constant` buffer holds `value`.
     Buffers whose lifetimes do not overlap may share arena bytes.
 
-    An input of a multi-rank program carries `dist`, the global tensor it is
-    this rank's part of: `{global_shape = array<i64: ...>, mesh = array<i64:
-    ...>, mesh_ranks = array<i64: ...>, sbp = array<i64: ...>}` with one sbp
-    entry per mesh axis, `d >= 0` for S(d), -1 B, -2 P, -3 P(max) (see
-    `Distribution` in PlanFormat.fbs).
+    An input of a multi-rank program carries `dist` (`#ofrt.dist`), the
+    global tensor it is this rank's part of.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Plan_BufferKind:$kind,
                        OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<StrAttr>:$binding, I64Attr:$size,
                        OptionalAttr<ElementsAttr>:$value, TypeAttr:$type,
-                       OptionalAttr<DictionaryAttr>:$dist);
+                       OptionalAttr<Plan_DistAttr>:$dist);
   let assemblyFormat = [{
     $sym_name $kind (`binding` $binding^)? (`offset` $offset^)? `size` $size
     (`value` $value^)? attr-dict `:` $type
@@ -248,7 +274,7 @@ def Plan_OutputOp : Plan_StepOp<"output"> {
   }];
   let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$buffer,
                        DefaultValuedAttr<I64Attr, "0">:$stream,
-                       OptionalAttr<DictionaryAttr>:$dist,
+                       OptionalAttr<Plan_DistAttr>:$dist,
                        OptionalAttr<StrAttr>:$updates);
   let assemblyFormat = "$name `=` $buffer attr-dict";
 }

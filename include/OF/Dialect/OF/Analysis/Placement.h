@@ -1,19 +1,16 @@
-//===- SbpSupport.h - Shared by the SBP passes -----------------*- C++ -*-===//
+//===- Placement.h - Placements of a function -------------------*- C++ -*-===//
 //
-// What --of-propagate-sbp, --of-insert-boxing and --of-partition share
-// beyond the IR library's Sbp.h.
+// The placements (device grids and their ranks) that a function's
+// distributions refer to.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OF_LIB_TRANSFORMS_SBPSUPPORT_H
-#define OF_LIB_TRANSFORMS_SBPSUPPORT_H
+#ifndef OF_DIALECT_OF_ANALYSIS_PLACEMENT_H
+#define OF_DIALECT_OF_ANALYSIS_PLACEMENT_H
 
 #include "OF/Dialect/OF/IR/Sbp.h"
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinAttributes.h"
 
-#include <algorithm>
 #include <optional>
 
 namespace mlir::of {
@@ -46,27 +43,6 @@ struct FuncPlacements {
 /// distributed); failure, after an error naming the op, when one is unknown.
 FailureOr<FuncPlacements> collectPlacements(func::FuncOp func);
 
-/// `nd` with its partial axes (P, P(max)) as B: what a value settled on its
-/// placement is, before it moves to another one.
-inline NdSbp settled(ArrayRef<SbpEntry> nd) {
-  NdSbp out(nd.begin(), nd.end());
-  for (SbpEntry &e : out)
-    if (e.isPartial())
-      e = SbpEntry::broadcast();
-  return out;
-}
-
-/// Bytes per element of a shaped type (at least 1).
-inline int64_t elementBytes(Type type) {
-  Type e = cast<ShapedType>(type).getElementType();
-  return std::max<int64_t>(1, (e.getIntOrFloatBitWidth() + 7) / 8);
-}
-
-/// The cost model of the passes' `interconnect` and `machine-file`
-/// options; `ok` false (after an error at `anchor`) when they are wrong.
-CostModel makeCostModel(StringRef interconnect, StringRef machineFile,
-                        Operation *anchor, bool &ok);
-
 } // namespace mlir::of
 
-#endif // OF_LIB_TRANSFORMS_SBPSUPPORT_H
+#endif // OF_DIALECT_OF_ANALYSIS_PLACEMENT_H
