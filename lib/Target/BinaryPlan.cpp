@@ -159,6 +159,44 @@ static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
   return exe.emitOpError("object must be a dense resource of i8"), failure();
 }
 
+// The plan dialect's collective and reduction kinds are the file's, value
+// for value (PlanOps.td).
+#define OF_SAME_KIND(ours, file)                                               \
+  static_assert(static_cast<int>(ours) == static_cast<int>(file),              \
+                #ours " differs from the plan file's " #file);
+OF_SAME_KIND(CollectiveKind::AllReduce, fb::CollectiveKind::AllReduce)
+OF_SAME_KIND(CollectiveKind::AllGather, fb::CollectiveKind::AllGather)
+OF_SAME_KIND(CollectiveKind::ReduceScatter, fb::CollectiveKind::ReduceScatter)
+OF_SAME_KIND(CollectiveKind::AllToAll, fb::CollectiveKind::AllToAll)
+OF_SAME_KIND(CollectiveKind::Broadcast, fb::CollectiveKind::Broadcast)
+OF_SAME_KIND(CollectiveKind::Send, fb::CollectiveKind::Send)
+OF_SAME_KIND(CollectiveKind::Recv, fb::CollectiveKind::Recv)
+OF_SAME_KIND(CollectiveKind::Slice, fb::CollectiveKind::Slice)
+OF_SAME_KIND(CollectiveKind::ToPartial, fb::CollectiveKind::ToPartial)
+OF_SAME_KIND(ReduceKind::Sum, fb::ReduceOp::Sum)
+OF_SAME_KIND(ReduceKind::Max, fb::ReduceOp::Max)
+#undef OF_SAME_KIND
+static_assert(static_cast<int>(fb::CollectiveKind::MAX) ==
+                  static_cast<int>(CollectiveKind::ToPartial),
+              "the plan file has a collective kind the dialect lacks");
+static_assert(static_cast<int>(fb::ReduceOp::MAX) ==
+                  static_cast<int>(ReduceKind::Max),
+              "the plan file has a reduction the dialect lacks");
+
+static fb::CollectiveKind toFile(CollectiveKind kind) {
+  return static_cast<fb::CollectiveKind>(kind);
+}
+static fb::ReduceOp toFile(ReduceKind kind) {
+  return static_cast<fb::ReduceOp>(kind);
+}
+/// (The plan loader has checked that the file's values are known ones.)
+static CollectiveKind fromFile(fb::CollectiveKind kind) {
+  return static_cast<CollectiveKind>(kind);
+}
+static ReduceKind fromFile(fb::ReduceOp kind) {
+  return static_cast<ReduceKind>(kind);
+}
+
 /// The `dist` attribute of an input buffer or an output as a Distribution
 /// (a null offset when absent).
 static flatbuffers::Offset<fb::Distribution>
@@ -372,16 +410,6 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                 return success();
               })
               .Case([&](CollectiveOp coll) -> LogicalResult {
-                static const llvm::StringMap<fb::CollectiveKind> kinds = {
-                    {"all_reduce", fb::CollectiveKind::AllReduce},
-                    {"all_gather", fb::CollectiveKind::AllGather},
-                    {"reduce_scatter", fb::CollectiveKind::ReduceScatter},
-                    {"all_to_all", fb::CollectiveKind::AllToAll},
-                    {"broadcast", fb::CollectiveKind::Broadcast},
-                    {"send", fb::CollectiveKind::Send},
-                    {"recv", fb::CollectiveKind::Recv},
-                    {"slice", fb::CollectiveKind::Slice},
-                    {"to_partial", fb::CollectiveKind::ToPartial}};
                 std::vector<int32_t> group(coll.getGroup().begin(),
                                            coll.getGroup().end());
                 // Absent and empty stay distinct, so text and binary round
@@ -394,9 +422,7 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
                   shape.assign(attr.asArrayRef().begin(),
                                attr.asArrayRef().end());
                 auto detail = fb::CreateCollectiveDirect(
-                    fbb, kinds.lookup(coll.getKind()),
-                    coll.getReduce() == "max" ? fb::ReduceOp::Max
-                                              : fb::ReduceOp::Sum,
+                    fbb, toFile(coll.getKind()), toFile(coll.getReduce()),
                     &group, indexOf(coll.getSourceAttr()),
                     indexOf(coll.getTargetAttr()), coll.getPeer(),
                     coll.getMeshAttr() ? &mesh : nullptr, coll.getAxis(),
@@ -655,9 +681,6 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
       op.getBody().push_back(new Block());
     }
   }
-  static const char *collectiveNames[] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
-      "send",       "recv",       "slice",          "to_partial"};
   if (!plan->programs()) {
     emitError(loc, "invalid plan: no programs");
     return nullptr;
@@ -770,10 +793,9 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
                 SmallVector<int64_t>(v->begin(), v->end()));
           };
           CollectiveOp::create(
-              pb, at,
-              b.getStringAttr(collectiveNames[static_cast<int>(c->kind())]),
+              pb, at, CollectiveKindAttr::get(ctx, fromFile(c->kind())),
               refs[c->src()], refs[c->dst()], b.getDenseI64ArrayAttr(group),
-              b.getStringAttr(c->reduce() == fb::ReduceOp::Max ? "max" : "sum"),
+              ReduceKindAttr::get(ctx, fromFile(c->reduce())),
               b.getI64IntegerAttr(c->peer()), stream, optionalArray(c->mesh()),
               b.getI64IntegerAttr(c->axis()), optionalArray(c->shape()),
               b.getI64IntegerAttr(c->dim()), b.getI64IntegerAttr(c->dim2()));

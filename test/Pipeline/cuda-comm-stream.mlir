@@ -36,12 +36,12 @@ func.func @loss(%x: tensor<8x16xf32, #of.sbp<@dp, [S(0)]>> {of.name = "x"},
 // CHECK: ofrt.library "blas.gemm" [@{{buf[0-9]+}}, @{{buf[0-9]+}}, @[[GW2:buf[0-9]+]]] params [1, 32, 4, 4,
 // CHECK-NEXT: ofrt.event_record 4{{$}}
 // CHECK-NEXT: ofrt.event_wait 4 {stream = 1 : i64}
-// CHECK-NEXT: ofrt.collective "all_reduce" @[[GW2]] to @[[RW2:buf[0-9]+]] group [0, 1] {{.*}}stream = 1 : i64}
+// CHECK-NEXT: ofrt.collective all_reduce @[[GW2]] to @[[RW2:buf[0-9]+]] group [0, 1] {{.*}}stream = 1 : i64}
 // CHECK-NEXT: ofrt.event_record 5 {stream = 1 : i64}
 // CHECK-NEXT: ofrt.launch @cuda_kernels
 // CHECK-NEXT: ofrt.event_record 6{{$}}
 // CHECK-NEXT: ofrt.event_wait 6 {stream = 1 : i64}
-// CHECK-NEXT: ofrt.collective "all_gather" {{.*}}stream = 1 : i64}
+// CHECK-NEXT: ofrt.collective all_gather {{.*}}stream = 1 : i64}
 // CHECK-NEXT: ofrt.event_record 7 {stream = 1 : i64}
 // CHECK-NEXT: ofrt.event_wait 7{{$}}
 // CHECK: ofrt.output "grad_w2" = @[[RW2]]
@@ -52,7 +52,7 @@ func.func @loss(%x: tensor<8x16xf32, #of.sbp<@dp, [S(0)]>> {of.name = "x"},
 // CPU-LABEL: ofrt.program "loss_grad"
 // CPU-NOT: num_streams
 // CPU-NOT: event_
-// CPU: ofrt.collective "all_reduce"
+// CPU: ofrt.collective all_reduce
 // CPU-NOT: event_
 // CPU: ofrt.output "grad_w2"
 

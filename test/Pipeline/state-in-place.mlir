@@ -59,7 +59,7 @@ func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x3xf32> {of.nam
 // CHECK: ofrt.buffer @[[M:arg[0-9]+]] input binding "momentum_w"
 // CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@[[M]], @{{buf[0-9]+}}, @[[NEWM:buf[0-9]+]]]
 // CHECK: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@{{buf[0-9]+}}, @{{arg[0-9]+}}, @[[NEWM]]]
-// CHECK-NEXT: ofrt.collective "all_gather"
+// CHECK-NEXT: ofrt.collective all_gather
 // CHECK: ofrt.output "momentum_w" = @[[NEWM]] {{.*}}updates = "momentum_w"
 
 of.placement @dp {device = "cpu", shape = [2]}

@@ -39,7 +39,7 @@ func.func @main(%x: tensor<32x128xf32, #of.sbp<@tp, [B]>> {of.name = "x"},
 // CHECK: ofrt.library "blas.gemm"
 // CHECK: ofrt.launch @cuda_kernels
 // CHECK: ofrt.library "blas.gemm"
-// CHECK: ofrt.collective "all_reduce" {{.*}} group [0, 1]
+// CHECK: ofrt.collective all_reduce {{.*}} group [0, 1]
 
 // LIST: entry main (rank 0)
 // LIST: input  w1: f32 [128, 256] (part of f32 [128, 512] over mesh [2] ranks [0, 1] as [S(1)])

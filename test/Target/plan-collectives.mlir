@@ -23,21 +23,21 @@
 
 // CHECK-LABEL: ofrt.program "main" attributes {{.*}}ranks = array<i64: 0>
 // CHECK: ofrt.buffer @x input binding "x" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [S(0)]>} : tensor<2x6xf32>
-// CHECK: ofrt.collective "all_reduce" @x to @ar group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-// CHECK: ofrt.collective "all_gather" @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
-// CHECK: ofrt.collective "reduce_scatter" @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-// CHECK: ofrt.collective "all_to_all" @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
-// CHECK: ofrt.collective "broadcast" @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
-// CHECK: ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-// CHECK: ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-// CHECK: ofrt.collective "send" @x to @sr group [0, 1] {peer = 1 : i64}
+// CHECK: ofrt.collective all_reduce @x to @ar group [0, 1] reduce max {shape = array<i64: 2, 6>}
+// CHECK: ofrt.collective all_gather @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
+// CHECK: ofrt.collective reduce_scatter @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+// CHECK: ofrt.collective all_to_all @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
+// CHECK: ofrt.collective broadcast @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
+// CHECK: ofrt.collective slice @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+// CHECK: ofrt.collective to_partial @x to @tp group [0, 1] reduce max {shape = array<i64: 2, 6>}
+// CHECK: ofrt.collective send @x to @sr group [0, 1] {peer = 1 : i64}
 // CHECK: ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
 // CHECK: ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
 // CHECK-LABEL: ofrt.program "main" attributes {{.*}}ranks = array<i64: 1>
-// CHECK: ofrt.collective "recv" @x to @sr group [0, 1] {peer = 0 : i64}
+// CHECK: ofrt.collective recv @x to @sr group [0, 1] {peer = 0 : i64}
 // CHECK-LABEL: ofrt.program "grid" attributes {{.*}}ranks = array<i64: 0, 1, 2, 3>
-// CHECK: ofrt.collective "all_reduce" @y to @r group [0, 1, 2, 3] {axis = 1 : i64, mesh = array<i64: 2, 2>, reduce = "max", shape = array<i64: 2, 3>}
-// CHECK: ofrt.collective "reduce_scatter" @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
+// CHECK: ofrt.collective all_reduce @y to @r group [0, 1, 2, 3] reduce max {axis = 1 : i64, mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
+// CHECK: ofrt.collective reduce_scatter @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
 // CHECK: ofrt.output "m" = @y {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [P(max), S(1)]>}
 
 module {
@@ -51,14 +51,14 @@ module {
     ofrt.buffer @sl arena offset 384 size 24 : tensor<2x3xf32>
     ofrt.buffer @tp arena offset 448 size 48 : tensor<2x6xf32>
     ofrt.buffer @sr arena offset 512 size 48 : tensor<2x6xf32>
-    ofrt.collective "all_reduce" @x to @ar group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-    ofrt.collective "all_gather" @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
-    ofrt.collective "reduce_scatter" @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-    ofrt.collective "all_to_all" @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
-    ofrt.collective "broadcast" @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
-    ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-    ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-    ofrt.collective "send" @x to @sr group [0, 1] {peer = 1 : i64}
+    ofrt.collective all_reduce @x to @ar group [0, 1] reduce max {shape = array<i64: 2, 6>}
+    ofrt.collective all_gather @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
+    ofrt.collective reduce_scatter @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+    ofrt.collective all_to_all @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
+    ofrt.collective broadcast @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
+    ofrt.collective slice @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+    ofrt.collective to_partial @x to @tp group [0, 1] reduce max {shape = array<i64: 2, 6>}
+    ofrt.collective send @x to @sr group [0, 1] {peer = 1 : i64}
     ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
     ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
   }
@@ -72,14 +72,14 @@ module {
     ofrt.buffer @sl arena offset 384 size 24 : tensor<2x3xf32>
     ofrt.buffer @tp arena offset 448 size 48 : tensor<2x6xf32>
     ofrt.buffer @sr arena offset 512 size 48 : tensor<2x6xf32>
-    ofrt.collective "all_reduce" @x to @ar group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-    ofrt.collective "all_gather" @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
-    ofrt.collective "reduce_scatter" @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-    ofrt.collective "all_to_all" @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
-    ofrt.collective "broadcast" @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
-    ofrt.collective "slice" @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
-    ofrt.collective "to_partial" @x to @tp group [0, 1] {reduce = "max", shape = array<i64: 2, 6>}
-    ofrt.collective "recv" @x to @sr group [0, 1] {peer = 0 : i64}
+    ofrt.collective all_reduce @x to @ar group [0, 1] reduce max {shape = array<i64: 2, 6>}
+    ofrt.collective all_gather @x to @ag group [0, 1] {mesh = array<i64: 2>, shape = array<i64: 4, 6>}
+    ofrt.collective reduce_scatter @x to @rs group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+    ofrt.collective all_to_all @x to @a2a group [0, 1] {dim2 = 1 : i64, shape = array<i64: 4, 6>}
+    ofrt.collective broadcast @x to @bc group [0, 1] {shape = array<i64: 2, 6>}
+    ofrt.collective slice @x to @sl group [0, 1] {dim = 1 : i64, shape = array<i64: 2, 6>}
+    ofrt.collective to_partial @x to @tp group [0, 1] reduce max {shape = array<i64: 2, 6>}
+    ofrt.collective recv @x to @sr group [0, 1] {peer = 0 : i64}
     ofrt.output "ag" = @ag {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [B]>}
     ofrt.output "tp" = @tp {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2], mesh_ranks = [0, 1], sbp = [P]>}
   }
@@ -87,8 +87,8 @@ module {
     ofrt.buffer @y input binding "y" size 48 {dist = #ofrt.dist<global_shape = [4, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [S(0), S(1)]>} : tensor<2x3xi64>
     ofrt.buffer @r arena offset 0 size 48 : tensor<2x3xi64>
     ofrt.buffer @s arena offset 64 size 24 : tensor<1x3xi64>
-    ofrt.collective "all_reduce" @y to @r group [0, 1, 2, 3] {axis = 1 : i64, mesh = array<i64: 2, 2>, reduce = "max", shape = array<i64: 2, 3>}
-    ofrt.collective "reduce_scatter" @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
+    ofrt.collective all_reduce @y to @r group [0, 1, 2, 3] reduce max {axis = 1 : i64, mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
+    ofrt.collective reduce_scatter @y to @s group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, shape = array<i64: 2, 3>}
     ofrt.output "m" = @y {dist = #ofrt.dist<global_shape = [2, 6], mesh = [2, 2], mesh_ranks = [0, 1, 2, 3], sbp = [P(max), S(1)]>}
   }
 }

@@ -29,6 +29,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/TargetParser/Host.h"
 
 namespace mlir::of {
@@ -68,9 +69,10 @@ struct Step {
   SmallVector<unsigned> buffers; // root indices
   SmallVector<int64_t> params;   // library params
   int64_t srcOffset = 0, dstOffset = 0, bytes = 0; // copies
-  // Collectives: kind in `name`, the placement's grid and ranks, and the
-  // full local shape with the gathered/scattered dims.
-  std::string reduce = "sum";
+  // Collectives: the kind, the placement's grid and ranks, and the full
+  // local shape with the gathered/scattered dims.
+  ofrt::CollectiveKind collective = ofrt::CollectiveKind::AllReduce;
+  ofrt::ReduceKind reduce = ofrt::ReduceKind::Sum;
   SmallVector<int64_t> mesh, group, shape;
   int64_t axis = 0, dim = 0, dim2 = 0;
   int64_t peer = -1;   // send/recv: the other world rank
@@ -743,14 +745,16 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       break;
     case Step::Collective:
       CollectiveOp::create(
-          pb, at, pb.getStringAttr(step.name), refs[step.buffers[0]],
-          refs[step.buffers[1]], pb.getDenseI64ArrayAttr(step.group),
-          pb.getStringAttr(step.reduce), pb.getI64IntegerAttr(step.peer),
-          pb.getI64IntegerAttr(step.stream),
+          pb, at, CollectiveKindAttr::get(pb.getContext(), step.collective),
+          refs[step.buffers[0]], refs[step.buffers[1]],
+          pb.getDenseI64ArrayAttr(step.group),
+          ReduceKindAttr::get(pb.getContext(), step.reduce),
+          pb.getI64IntegerAttr(step.peer), pb.getI64IntegerAttr(step.stream),
           step.mesh.empty() ? DenseI64ArrayAttr()
                             : pb.getDenseI64ArrayAttr(step.mesh),
           pb.getI64IntegerAttr(step.axis),
-          step.name == "send" || step.name == "recv"
+          step.collective == CollectiveKind::Send ||
+                  step.collective == CollectiveKind::Recv
               ? DenseI64ArrayAttr()
               : pb.getDenseI64ArrayAttr(step.shape),
           pb.getI64IntegerAttr(step.dim), pb.getI64IntegerAttr(step.dim2));
@@ -783,8 +787,9 @@ Location ProgramBuilder::sourceOf(Operation *op) {
 
 /// Whether `step` communicates (a local slice or to_partial does not).
 static bool communicates(const Step &step) {
-  return step.kind == Step::Collective && step.name != "slice" &&
-         step.name != "to_partial";
+  return step.kind == Step::Collective &&
+         step.collective != CollectiveKind::Slice &&
+         step.collective != CollectiveKind::ToPartial;
 }
 
 void ProgramBuilder::scheduleCommunication() {
@@ -1326,15 +1331,29 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
   if (!placement)
     return op->emitError("unknown placement ") << placementRef;
   Step step{Step::Collective};
-  step.name = op->getName().stripDialect().str();
-  if (step.name == "shard_slice")
-    step.name = "slice";
+  step.collective =
+      TypeSwitch<Operation *, CollectiveKind>(op)
+          .Case([](of::AllReduceOp) { return CollectiveKind::AllReduce; })
+          .Case([](of::AllGatherOp) { return CollectiveKind::AllGather; })
+          .Case(
+              [](of::ReduceScatterOp) { return CollectiveKind::ReduceScatter; })
+          .Case([](of::AllToAllOp) { return CollectiveKind::AllToAll; })
+          .Case([](of::ShardSliceOp) { return CollectiveKind::Slice; })
+          .Case([](of::ToPartialOp) { return CollectiveKind::ToPartial; })
+          .Default([](Operation *) -> CollectiveKind {
+            llvm_unreachable("visitCollective takes the local collectives");
+          });
+  step.name = stringifyCollectiveKind(step.collective).str();
   step.buffers = {rootOf(in), rootOf(out)};
   step.mesh = placement.getGridShape();
   step.group = placement.getRankList();
   step.axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-  if (auto reduce = op->getAttrOfType<StringAttr>("reduce"))
-    step.reduce = reduce.str();
+  if (auto reduce = op->getAttrOfType<StringAttr>("reduce")) {
+    std::optional<ReduceKind> kind = symbolizeReduceKind(reduce.getValue());
+    if (!kind)
+      return op->emitError("unknown reduction '") << reduce.getValue() << "'";
+    step.reduce = *kind;
+  }
   ArrayRef<int64_t> inShape = cast<MemRefType>(in.getType()).getShape();
   ArrayRef<int64_t> outShape = cast<MemRefType>(out.getType()).getShape();
   step.shape.assign(inShape.begin(), inShape.end());
@@ -1374,7 +1393,9 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   if (ranks[0] == peer)
     return op->emitError("rank ") << peer << " would transfer to itself";
   Step step{Step::Collective};
-  step.name = isa<of::SendOp>(op) ? "send" : "recv";
+  step.collective =
+      isa<of::SendOp>(op) ? CollectiveKind::Send : CollectiveKind::Recv;
+  step.name = stringifyCollectiveKind(step.collective).str();
   step.buffers = {rootOf(v), rootOf(v)};
   step.group = {std::min(ranks[0], peer), std::max(ranks[0], peer)};
   step.peer = peer;

@@ -7,7 +7,7 @@
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1, 2, 3>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{mesh has 6 positions, but the group has 4 ranks}}
-  ofrt.collective "all_reduce" @a to @a group [0, 1, 2, 3] {mesh = array<i64: 2, 3>}
+  ofrt.collective all_reduce @a to @a group [0, 1, 2, 3] {mesh = array<i64: 2, 3>}
 }
 
 // -----
@@ -15,7 +15,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1, 2, 3>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{axis 2 is outside the 2-axis mesh}}
-  ofrt.collective "all_reduce" @a to @a group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, axis = 2 : i64}
+  ofrt.collective all_reduce @a to @a group [0, 1, 2, 3] {mesh = array<i64: 2, 2>, axis = 2 : i64}
 }
 
 // -----
@@ -23,7 +23,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{dim 1 is outside the shape}}
-  ofrt.collective "all_gather" @a to @a group [0, 1] {shape = array<i64: 4>, dim = 1 : i64}
+  ofrt.collective all_gather @a to @a group [0, 1] {shape = array<i64: 4>, dim = 1 : i64}
 }
 
 // -----
@@ -31,7 +31,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<2x2xf32>
   // expected-error@+1 {{all_to_all needs dim != dim2}}
-  ofrt.collective "all_to_all" @a to @a group [0, 1] {shape = array<i64: 2, 2>}
+  ofrt.collective all_to_all @a to @a group [0, 1] {shape = array<i64: 2, 2>}
 }
 
 // -----
@@ -39,7 +39,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{all_to_all needs a shape}}
-  ofrt.collective "all_to_all" @a to @a group [0, 1]
+  ofrt.collective all_to_all @a to @a group [0, 1]
 }
 
 // -----
@@ -47,7 +47,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{group must list distinct, non-negative ranks}}
-  ofrt.collective "all_reduce" @a to @a group [0, 0]
+  ofrt.collective all_reduce @a to @a group [0, 0]
 }
 
 // -----
@@ -55,7 +55,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
   // expected-error@+1 {{peer 3 is not in the group}}
-  ofrt.collective "send" @a to @a group [0, 1] {peer = 3 : i64}
+  ofrt.collective send @a to @a group [0, 1] {peer = 3 : i64}
 }
 
 // -----

@@ -70,8 +70,8 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
   ofrt.buffer @a arena offset 0 size 16 : tensor<4xf32>
-  // expected-error@+1 {{unknown collective kind 'gossip'}}
-  ofrt.collective "gossip" @a to @a group [0]
+  // expected-error@+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send, recv, slice, to_partial]}}
+  ofrt.collective gossip @a to @a group [0]
 }
 
 // -----
@@ -89,7 +89,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cuda", ranks = 
   ofrt.buffer @r arena offset 0 size 16 : tensor<4xf32>
   ofrt.event_record 0
   ofrt.event_wait 0 {stream = 1}
-  ofrt.collective "all_reduce" @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
+  ofrt.collective all_reduce @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
   // expected-error@+1 {{on stream 0 uses memory that step 2 (ofrt.collective on stream 1) also uses, and no event orders the two: they may run at the same time}}
   ofrt.output "r" = @r
 }
@@ -104,7 +104,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cuda", ranks = 
   ofrt.buffer @t arena offset 8 size 16 : tensor<4xf32>
   ofrt.event_record 0
   ofrt.event_wait 0 {stream = 1}
-  ofrt.collective "all_reduce" @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
+  ofrt.collective all_reduce @x to @r group [0, 1] {shape = array<i64: 4>, stream = 1}
   ofrt.event_record 1 {stream = 1}
   // expected-error@+1 {{on stream 0 uses memory that step 2 (ofrt.collective on stream 1) also uses}}
   ofrt.copy @x to @t {bytes = 16 : i64}

@@ -34,8 +34,8 @@ ofrt.program "main" attributes {arena_size = 128 : i64, device = "cpu", ranks = 
   ofrt.event_record 0 {stream = 1}
   // CHECK: ofrt.event_wait 0
   ofrt.event_wait 0
-  // CHECK: ofrt.collective "all_reduce" @t to @t group [0]
-  ofrt.collective "all_reduce" @t to @t group [0]
+  // CHECK: ofrt.collective all_reduce @t to @t group [0]
+  ofrt.collective all_reduce @t to @t group [0]
   // CHECK: ofrt.output "y" = @t
   ofrt.output "y" = @t
 }

@@ -132,8 +132,6 @@ class Program:
     def collective(self, kind, src, dst, group, mesh=None, axis=0, shape=None,
                    dim=0, dim2=0, reduce="sum", peer=None):
         attrs = []
-        if reduce != "sum":
-            attrs.append(f'reduce = "{reduce}"')
         if peer is not None:
             attrs.append(f"peer = {peer} : i64")
         if mesh is not None:
@@ -146,8 +144,10 @@ class Program:
             attrs.append(f"dim = {dim} : i64")
         if dim2:
             attrs.append(f"dim2 = {dim2} : i64")
-        text = (f'ofrt.collective "{kind}" @{src} to @{dst} group '
+        text = (f'ofrt.collective {kind} @{src} to @{dst} group '
                 f'[{ints(group)}]')
+        if reduce != "sum":
+            text += f" reduce {reduce}"
         if attrs:
             text += " {" + ", ".join(attrs) + "}"
         self.lines.append(text)

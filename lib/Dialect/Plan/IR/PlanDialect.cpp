@@ -549,14 +549,6 @@ LogicalResult BufferOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CollectiveOp::verify() {
-  static constexpr llvm::StringLiteral kinds[] = {
-      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-      "broadcast",  "send",       "recv",           "slice",
-      "to_partial"};
-  if (!llvm::is_contained(kinds, getKind()))
-    return emitOpError("unknown collective kind '") << getKind() << "'";
-  if (getReduce() != "sum" && getReduce() != "max")
-    return emitOpError("reduce must be 'sum' or 'max'");
   ArrayRef<int64_t> group = getGroup();
   if (group.empty())
     return emitOpError("group must not be empty");
@@ -564,10 +556,11 @@ LogicalResult CollectiveOp::verify() {
   for (int64_t rank : group)
     if (rank < 0 || !members.insert(rank).second)
       return emitOpError("group must list distinct, non-negative ranks");
-  StringRef kind = getKind();
-  if (kind == "send" || kind == "recv") {
+  CollectiveKind kind = getKind();
+  if (kind == CollectiveKind::Send || kind == CollectiveKind::Recv) {
     if (group.size() < 2)
-      return emitOpError(kind) << " needs a group of two ranks";
+      return emitOpError(stringifyCollectiveKind(kind))
+             << " needs a group of two ranks";
     int64_t peer = static_cast<int64_t>(getPeer());
     if (!members.contains(peer))
       return emitOpError("peer ") << peer << " is not in the group";
@@ -593,17 +586,19 @@ LogicalResult CollectiveOp::verify() {
   if (axis < 0 || axis >= static_cast<int64_t>(mesh.size()))
     return emitOpError("axis ")
            << axis << " is outside the " << mesh.size() << "-axis mesh";
-  if (kind == "all_to_all" && !getShape())
+  if (kind == CollectiveKind::AllToAll && !getShape())
     return emitOpError("all_to_all needs a shape");
   if (std::optional<ArrayRef<int64_t>> shape = getShape()) {
     if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
       return emitOpError("shape has a negative extent");
     int64_t rank = shape->size();
-    bool splits = kind == "all_gather" || kind == "reduce_scatter" ||
-                  kind == "all_to_all" || kind == "slice";
+    bool splits = kind == CollectiveKind::AllGather ||
+                  kind == CollectiveKind::ReduceScatter ||
+                  kind == CollectiveKind::AllToAll ||
+                  kind == CollectiveKind::Slice;
     if (splits && rank > 0 && (dim < 0 || dim >= rank))
       return emitOpError("dim ") << dim << " is outside the shape";
-    if (kind == "all_to_all" && rank > 0) {
+    if (kind == CollectiveKind::AllToAll && rank > 0) {
       if (dim2 < 0 || dim2 >= rank)
         return emitOpError("dim2 ") << dim2 << " is outside the shape";
       if (dim2 == dim && mesh[axis] > 1)

@@ -222,6 +222,27 @@ def Plan_CopyOp : Plan_StepOp<"copy"> {
   let assemblyFormat = "$source `to` $target attr-dict";
 }
 
+// The values are those of CollectiveKind and ReduceOp in PlanFormat.fbs
+// (the binary writer checks that they agree).
+def Plan_CollectiveKind : I32EnumAttr<"CollectiveKind", "what a collective step does", [
+    I32EnumAttrCase<"AllReduce", 0, "all_reduce">,
+    I32EnumAttrCase<"AllGather", 1, "all_gather">,
+    I32EnumAttrCase<"ReduceScatter", 2, "reduce_scatter">,
+    I32EnumAttrCase<"AllToAll", 3, "all_to_all">,
+    I32EnumAttrCase<"Broadcast", 4, "broadcast">,
+    I32EnumAttrCase<"Send", 5, "send">,
+    I32EnumAttrCase<"Recv", 6, "recv">,
+    I32EnumAttrCase<"Slice", 7, "slice">,
+    I32EnumAttrCase<"ToPartial", 8, "to_partial">]> {
+  let cppNamespace = "::mlir::ofrt";
+}
+
+def Plan_ReduceKind : I32EnumAttr<"ReduceKind", "how a collective combines values", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Max", 1, "max">]> {
+  let cppNamespace = "::mlir::ofrt";
+}
+
 def Plan_CollectiveOp : Plan_StepOp<"collective"> {
   let summary = "A collective over a group of ranks";
   let description = [{
@@ -238,9 +259,10 @@ def Plan_CollectiveOp : Plan_StepOp<"collective"> {
     coordinate, so one program serves every rank of a role. The exact
     semantics of each kind are in `Collective` in PlanFormat.fbs.
   }];
-  let arguments = (ins StrAttr:$kind, FlatSymbolRefAttr:$source,
+  let arguments = (ins Plan_CollectiveKind:$kind, FlatSymbolRefAttr:$source,
                        FlatSymbolRefAttr:$target, DenseI64ArrayAttr:$group,
-                       DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce,
+                       DefaultValuedAttr<Plan_ReduceKind,
+                                         "::mlir::ofrt::ReduceKind::Sum">:$reduce,
                        DefaultValuedAttr<I64Attr, "-1">:$peer,
                        DefaultValuedAttr<I64Attr, "0">:$stream,
                        OptionalAttr<DenseI64ArrayAttr>:$mesh,
@@ -248,7 +270,9 @@ def Plan_CollectiveOp : Plan_StepOp<"collective"> {
                        OptionalAttr<DenseI64ArrayAttr>:$shape,
                        DefaultValuedAttr<I64Attr, "0">:$dim,
                        DefaultValuedAttr<I64Attr, "0">:$dim2);
-  let assemblyFormat = "$kind $source `to` $target `group` $group attr-dict";
+  let assemblyFormat = [{
+    $kind $source `to` $target `group` $group (`reduce` $reduce^)? attr-dict
+  }];
   let hasVerifier = 1;
 }
 
