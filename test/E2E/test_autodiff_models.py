@@ -8,7 +8,7 @@ on 4 ranks), against JAX's autograd in float64.
 The backward program is a global program like the forward one: SBP
 propagation distributes it, so data-parallel weight gradients come out as
 partial sums and their boxing to the parameters' B is an all-reduce (the
-lit test Autodiff/autodiff-sbp.mlir shows the collectives). Tolerance:
+lit test Pipeline/autodiff-sbp.mlir shows the collectives). Tolerance:
 relative error 1e-5 (f32 programs against a float64 reference); for the
 loss, a sum whose terms may cancel, 1e-5 of the sum of the terms' sizes.
 """
