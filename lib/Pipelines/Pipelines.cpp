@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OF/Pipelines/Pipelines.h"
+#include "OF/ABI/PlanFormat.h"
 #include "OF/Conversion/Passes.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
 
@@ -81,7 +82,7 @@ LogicalResult mlir::of::parsePipelineOptions(
     return errorHandler("--of-pipeline: " + key + " takes " +
                         llvm::join(allowed, " or ") + ", not '" + value + "'");
   };
-  if (StringRef t = options.target; t != "cpu" && t != "cuda")
+  if (StringRef t = options.target; !::of::plan::isDevice(t))
     return errorHandler("--of-pipeline: unknown target '" + t +
                         "' (this build knows: cpu, cuda)");
   if (!options.stopAfter.empty() &&
@@ -172,7 +173,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
     return;
   // On a GPU collectives run on their own stream: issued early, they
   // overlap the compute that follows (see --of-build-plan's comm-stream).
-  if (options.target == "cuda")
+  if (options.target == ::of::plan::kDeviceCuda)
     pm.addPass(createEarlyBoxingPass());
   pm.addPass(createPartitionPass());
   pm.addPass(createCanonicalizerPass());
@@ -188,8 +189,10 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   ConvertOFToLinalgPassOptions linalg;
   linalg.convLibrary = options.useDnn;
   linalg.poolLibrary = options.useDnn;
-  linalg.normLibrary = options.useDnn && options.target == "cuda";
-  linalg.dnnLibrary = options.target == "cuda" ? "cudnn" : "onednn";
+  linalg.normLibrary =
+      options.useDnn && options.target == ::of::plan::kDeviceCuda;
+  linalg.dnnLibrary =
+      options.target == ::of::plan::kDeviceCuda ? "cudnn" : "onednn";
   pm.addPass(createConvertOFToLinalgPass(linalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")
@@ -209,23 +212,23 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   if (options.stopAfter == "bufferize")
     return;
-  of::BuildPlanPassOptions plan;
+  mlir::of::BuildPlanPassOptions plan;
   plan.inPlace = options.inPlace;
   plan.useBlas = options.useBlas;
   plan.useDnn = options.useDnn;
   plan.device = options.target;
   plan.allowTf32 = options.tf32;
-  pm.addPass(of::createBuildPlanPass(plan));
+  pm.addPass(mlir::of::createBuildPlanPass(plan));
   if (options.stopAfter == "plan")
     return;
-  if (options.target == "cuda") {
-    of::LowerCudaKernelsPassOptions cuda;
+  if (options.target == ::of::plan::kDeviceCuda) {
+    mlir::of::LowerCudaKernelsPassOptions cuda;
     cuda.chip = options.chip;
     cuda.format = options.cudaFormat;
-    pm.addPass(of::createLowerCudaKernelsPass(cuda));
+    pm.addPass(mlir::of::createLowerCudaKernelsPass(cuda));
     return;
   }
-  pm.addPass(of::createLowerCpuKernelsPass());
+  pm.addPass(mlir::of::createLowerCpuKernelsPass());
 }
 
 void mlir::of::registerOFPipelines() {

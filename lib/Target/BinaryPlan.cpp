@@ -10,9 +10,10 @@
 
 #include "OF/Target/Target.h"
 
-#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/ABI/Collectives.h"
 #include "OF/ABI/PlanFormat.h"
 #include "OF/ABI/PlanFormat_generated.h"
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/Runtime/ofrt.h"
 #include "OF/Version.h"
 
@@ -189,12 +190,20 @@ static fb::CollectiveKind toFile(CollectiveKind kind) {
 static fb::ReduceOp toFile(ReduceKind kind) {
   return static_cast<fb::ReduceOp>(kind);
 }
+/// By name (OF/ABI/Collectives.h), so that the runtime's names are the
+/// dialect's: a round trip through a file fails on a name that differs.
 /// (The plan loader has checked that the file's values are known ones.)
 static CollectiveKind fromFile(fb::CollectiveKind kind) {
-  return static_cast<CollectiveKind>(kind);
+  std::optional<CollectiveKind> ours =
+      symbolizeCollectiveKind(::of::plan::collectiveKindName(kind));
+  assert(ours && "the runtime names a collective kind the dialect lacks");
+  return ours.value_or(CollectiveKind::AllReduce);
 }
 static ReduceKind fromFile(fb::ReduceOp kind) {
-  return static_cast<ReduceKind>(kind);
+  std::optional<ReduceKind> ours =
+      symbolizeReduceKind(::of::plan::reduceOpName(kind));
+  assert(ours && "the runtime names a reduction the dialect lacks");
+  return ours.value_or(ReduceKind::Sum);
 }
 
 /// The `dist` attribute of an input buffer or an output as a Distribution
@@ -692,7 +701,9 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
     auto op = ProgramOp::create(
         ob, loc, b.getStringAttr(str(program->entry())),
         b.getDenseI64ArrayAttr(ranks),
-        b.getStringAttr(program->device() ? program->device()->str() : "cpu"),
+        b.getStringAttr(program->device()
+                            ? str(program->device())
+                            : std::string(::of::plan::kDeviceCpu)),
         b.getI64IntegerAttr(program->arena_size()),
         b.getI64IntegerAttr(program->num_streams()),
         b.getI64IntegerAttr(program->num_events()));

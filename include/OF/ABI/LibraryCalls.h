@@ -32,6 +32,11 @@
 
 namespace of::plan {
 
+/// A matrix product (parameters in PlanFormat.fbs) and the bounds check of
+/// the indices an embedding or a cross-entropy reads.
+inline constexpr std::string_view kGemmFunction = "blas.gemm";
+inline constexpr std::string_view kIndexRangeFunction = "check.index_range";
+
 inline constexpr std::string_view kConvForwardFunction = "dnn.conv2d";
 inline constexpr std::string_view kConvGradInputFunction =
     "dnn.conv2d_grad_input";

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace of::plan {
 
@@ -27,6 +28,14 @@ inline constexpr char kMagic[8] = {'O', 'F', 'P', 'L', 'A', 'N', '\0', '\x1a'};
 inline constexpr uint32_t kFormatVersion = 2;
 /// Blobs (and the blob section) are aligned to this many bytes.
 inline constexpr uint64_t kBlobAlignment = 64;
+
+/// The devices a program runs on (Program.device, of.placement's device,
+/// the pipeline's target).
+inline constexpr std::string_view kDeviceCpu = "cpu";
+inline constexpr std::string_view kDeviceCuda = "cuda";
+inline constexpr bool isDevice(std::string_view device) {
+  return device == kDeviceCpu || device == kDeviceCuda;
+}
 
 struct FileHeader {
   char magic[8];

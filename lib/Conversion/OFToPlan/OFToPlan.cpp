@@ -8,10 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OF/Dialect/OF/IR/OFOps.h"
-#include "OF/Dialect/Plan/IR/PlanDialect.h"
+#include "OF/ABI/LibraryCalls.h"
+#include "OF/ABI/PlanFormat.h"
 #include "OF/Conversion/OFToPlan/ArenaPlanner.h"
 #include "OF/Conversion/Passes.h"
+#include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Dialect/Plan/IR/PlanDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -206,7 +208,7 @@ private:
            byteSize(type) == byteSize(roots[rootOf(v)].type);
   }
   LogicalResult visitTransfer(Operation *op);
-  LogicalResult visitLibraryCall(of::LibraryCallOp op);
+  LogicalResult visitLibraryCall(mlir::of::LibraryCallOp op);
   /// The `dist` of a multi-rank program's input or output, from the
   /// `of.global` type that --of-partition put on it (null without one).
   ofrt::DistAttr distribution(TypeAttr global);
@@ -285,13 +287,15 @@ void writeUpdatesInPlace(func::FuncOp func) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   auto canFail = [](Operation &op) {
-    return op.hasAttr(of::OFDialect::IndexRangeAttrHelper::getNameStr()) ||
-           isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-               of::AllToAllOp, of::SendOp, of::RecvOp, of::LibraryCallOp>(op);
+    return op.hasAttr(
+               mlir::of::OFDialect::IndexRangeAttrHelper::getNameStr()) ||
+           isa<mlir::of::AllReduceOp, mlir::of::AllGatherOp,
+               mlir::of::ReduceScatterOp, mlir::of::AllToAllOp,
+               mlir::of::SendOp, mlir::of::RecvOp, mlir::of::LibraryCallOp>(op);
   };
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
     auto target = func.getResultAttrOfType<IntegerAttr>(
-        i, of::OFDialect::UpdateAttrHelper::getNameStr());
+        i, mlir::of::OFDialect::UpdateAttrHelper::getNameStr());
     if (!target)
       continue;
     Value result = ret.getOperand(i);
@@ -448,7 +452,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   // The CPU session reads a state's new value from its input storage; the
   // CUDA session's device copies of state would need the same care, not
   // yet run on a GPU.
-  if (inPlace && device == "cpu")
+  if (inPlace && device == StringRef(::of::plan::kDeviceCpu))
     writeUpdatesInPlace(func);
 
   // Inputs, named by of.name or argN.
@@ -461,10 +465,11 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     Root root{BufferKind::Input, arg, type};
     root.symbol = "arg" + std::to_string(arg.getArgNumber());
     auto name = func.getArgAttrOfType<StringAttr>(
-        arg.getArgNumber(), of::OFDialect::NameAttrHelper::getNameStr());
+        arg.getArgNumber(), mlir::of::OFDialect::NameAttrHelper::getNameStr());
     root.binding = name ? name.str() : root.symbol;
     root.dist = distribution(func.getArgAttrOfType<TypeAttr>(
-        arg.getArgNumber(), of::OFDialect::GlobalAttrHelper::getNameStr()));
+        arg.getArgNumber(),
+        mlir::of::OFDialect::GlobalAttrHelper::getNameStr()));
     rootIndex[arg] = roots.size();
     roots.push_back(root);
   }
@@ -501,9 +506,10 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   };
   SmallVector<Operation *> collectives;
   body.walk([&](Operation *op) {
-    if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp,
-            of::AllToAllOp, of::ShardSliceOp, of::ToPartialOp, of::SendOp,
-            of::RecvOp>(op))
+    if (isa<mlir::of::AllReduceOp, mlir::of::AllGatherOp,
+            mlir::of::ReduceScatterOp, mlir::of::AllToAllOp,
+            mlir::of::ShardSliceOp, mlir::of::ToPartialOp, mlir::of::SendOp,
+            mlir::of::RecvOp>(op))
       collectives.push_back(op);
   });
   for (Operation *op : collectives) {
@@ -516,7 +522,7 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
       Value tmp = memref::AllocOp::create(
           cb, op->getLoc(),
           MemRefType::get(type.getShape(), type.getElementType()));
-      bool written = isa<of::RecvOp>(op) ? i == 0 : i == 1;
+      bool written = isa<mlir::of::RecvOp>(op) ? i == 0 : i == 1;
       if (!written) {
         memref::CopyOp::create(cb, op->getLoc(), v, tmp);
       } else {
@@ -577,19 +583,19 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Step step{Step::Output};
     auto name = func.getResultAttrOfType<StringAttr>(
-        i, of::OFDialect::NameAttrHelper::getNameStr());
+        i, mlir::of::OFDialect::NameAttrHelper::getNameStr());
     step.name = name ? name.str() : "out" + std::to_string(i);
     step.buffers.push_back(rootOf(v));
     step.dist = distribution(func.getResultAttrOfType<TypeAttr>(
-        i, of::OFDialect::GlobalAttrHelper::getNameStr()));
+        i, mlir::of::OFDialect::GlobalAttrHelper::getNameStr()));
     if (auto arg = func.getResultAttrOfType<IntegerAttr>(
-            i, of::OFDialect::UpdateAttrHelper::getNameStr()))
+            i, mlir::of::OFDialect::UpdateAttrHelper::getNameStr()))
       step.updates =
           roots[rootIndex.lookup(body.getArgument(arg.getInt()))].binding;
     steps.push_back(step);
   }
 
-  if (device == "cuda" && commStream)
+  if (device == StringRef(::of::plan::kDeviceCuda) && commStream)
     scheduleCommunication();
 
   // Liveness over the live steps; outputs stay alive to the end.
@@ -666,9 +672,9 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
   // Emit the program.
   MLIRContext *ctx = func.getContext();
   auto entry = func->getAttrOfType<StringAttr>(
-      of::OFDialect::EntryAttrHelper::getNameStr());
+      mlir::of::OFDialect::EntryAttrHelper::getNameStr());
   auto ranks = func->getAttrOfType<DenseI64ArrayAttr>(
-      of::OFDialect::RanksAttrHelper::getNameStr());
+      mlir::of::OFDialect::RanksAttrHelper::getNameStr());
   int64_t numStreams = 1, numEvents = 0;
   for (const Step &step : steps) {
     numStreams = std::max(numStreams, step.stream + 1);
@@ -721,9 +727,10 @@ LogicalResult ProgramBuilder::build(OpBuilder &planBuilder) {
     switch (step.kind) {
     case Step::Launch:
       LaunchOp::create(pb, at,
-                       FlatSymbolRefAttr::get(ctx, device == "cuda"
-                                                       ? "cuda_kernels"
-                                                       : "cpu_kernels"),
+                       FlatSymbolRefAttr::get(
+                           ctx, device == StringRef(::of::plan::kDeviceCuda)
+                                    ? "cuda_kernels"
+                                    : "cpu_kernels"),
                        pb.getStringAttr(step.name), bufferRefs(step));
       break;
     case Step::Library:
@@ -938,7 +945,7 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
             kernels.release(dead.kernel);
         }
         Step step{Step::Library};
-        step.name = "blas.gemm";
+        step.name = ::of::plan::kGemmFunction;
         for (Value v : contract->getOperands())
           step.buffers.push_back(rootOf(v));
         read(step.buffers[0]);
@@ -951,14 +958,15 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
     }
   }
 
-  if (auto call = dyn_cast<of::LibraryCallOp>(op))
+  if (auto call = dyn_cast<mlir::of::LibraryCallOp>(op))
     return visitLibraryCall(call);
 
   // Local collectives of partitioned programs.
-  if (isa<of::AllReduceOp, of::AllGatherOp, of::ReduceScatterOp, of::AllToAllOp,
-          of::ShardSliceOp, of::ToPartialOp>(op))
+  if (isa<mlir::of::AllReduceOp, mlir::of::AllGatherOp,
+          mlir::of::ReduceScatterOp, mlir::of::AllToAllOp,
+          mlir::of::ShardSliceOp, mlir::of::ToPartialOp>(op))
     return visitCollective(op);
-  if (isa<of::SendOp, of::RecvOp>(op))
+  if (isa<mlir::of::SendOp, mlir::of::RecvOp>(op))
     return visitTransfer(op);
 
   // Whole contiguous copies are memcpys.
@@ -995,10 +1003,10 @@ LogicalResult ProgramBuilder::visit(Operation *op) {
 
   // Indices that a gather reads are checked before the kernel runs.
   if (auto range = op->getAttrOfType<DenseI64ArrayAttr>(
-          of::OFDialect::IndexRangeAttrHelper::getNameStr())) {
+          mlir::of::OFDialect::IndexRangeAttrHelper::getNameStr())) {
     Value indices = op->getOperand(range[0]);
     Step check{Step::Library};
-    check.name = "check.index_range";
+    check.name = ::of::plan::kIndexRangeFunction;
     check.buffers.push_back(rootOf(indices));
     check.params = {range[1], range[2]};
     read(check.buffers[0]);
@@ -1042,8 +1050,8 @@ bool ProgramBuilder::foldRoundingIntoGemm(linalg::GenericOp op) {
   if (steps.empty())
     return false;
   Step &gemm = steps.back();
-  if (gemm.kind != Step::Library || gemm.name != "blas.gemm" || gemm.dead ||
-      op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1)
+  if (gemm.kind != Step::Library || gemm.name != ::of::plan::kGemmFunction ||
+      gemm.dead || op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1)
     return false;
   Value in = op.getDpsInputOperand(0)->get();
   Value out = op.getDpsInitOperand(0)->get();
@@ -1095,8 +1103,10 @@ ProgramBuilder::gemmParams(linalg::ContractOp op) {
       types.push_back(type.getElementType());
   if (types.size() != 3 || types[0] != types[1])
     return std::nullopt;
-  bool half = (device == "cuda" && (types[0].isBF16() || types[0].isF16())) ||
-              (device == "cpu" && useDnn && types[0].isBF16());
+  bool half = (device == StringRef(::of::plan::kDeviceCuda) &&
+               (types[0].isBF16() || types[0].isF16())) ||
+              (device == StringRef(::of::plan::kDeviceCpu) && useDnn &&
+               types[0].isBF16());
   if (!(types[0].isF32() || types[0].isF64() || half) ||
       !(types[2] == types[0] || (half && types[2].isF32())))
     return std::nullopt;
@@ -1249,7 +1259,7 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   for (Operation *def : toClone)
     kb.clone(*def, mapping);
   Operation *cloned = kb.clone(*op, mapping);
-  cloned->removeAttr(of::OFDialect::IndexRangeAttrHelper::getNameStr());
+  cloned->removeAttr(mlir::of::OFDialect::IndexRangeAttrHelper::getNameStr());
   func::ReturnOp::create(kb, op->getLoc());
   step.kernel = kernels.intern(kernel);
   step.name = step.kernel.getSymName().str();
@@ -1287,13 +1297,13 @@ ofrt::DistAttr ProgramBuilder::distribution(TypeAttr global) {
   if (!global)
     return nullptr;
   auto type = cast<RankedTensorType>(global.getValue());
-  auto sbp = cast<of::SbpAttr>(type.getEncoding());
+  auto sbp = cast<mlir::of::SbpAttr>(type.getEncoding());
   auto placement =
-      symbols.lookup<of::PlacementOp>(sbp.getPlacement().getValue());
+      symbols.lookup<mlir::of::PlacementOp>(sbp.getPlacement().getValue());
   if (!placement)
     return nullptr;
   SmallVector<int32_t> codes;
-  for (const of::SbpEntry &e : sbp.getEntries())
+  for (const mlir::of::SbpEntry &e : sbp.getEntries())
     codes.push_back(e.code());
   return ofrt::DistAttr::get(func.getContext(), type.getShape(),
                              placement.getGridShape(), placement.getRankList(),
@@ -1302,7 +1312,7 @@ ofrt::DistAttr ProgramBuilder::distribution(TypeAttr global) {
 
 /// A library computation (a oneDNN convolution) on whole buffers, which
 /// its bufferization guarantees: the step's buffers are its operands'.
-LogicalResult ProgramBuilder::visitLibraryCall(of::LibraryCallOp op) {
+LogicalResult ProgramBuilder::visitLibraryCall(mlir::of::LibraryCallOp op) {
   Step step{Step::Library};
   step.name = op.getCallee().str();
   for (Value v : op->getOperands()) {
@@ -1327,19 +1337,21 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
     if (!isWholeBuffer(v))
       return op->emitError("a collective needs whole contiguous buffers");
   auto placementRef = op->getAttrOfType<FlatSymbolRefAttr>("placement");
-  auto placement = symbols.lookup<of::PlacementOp>(placementRef.getValue());
+  auto placement =
+      symbols.lookup<mlir::of::PlacementOp>(placementRef.getValue());
   if (!placement)
     return op->emitError("unknown placement ") << placementRef;
   Step step{Step::Collective};
   step.collective =
       TypeSwitch<Operation *, CollectiveKind>(op)
-          .Case([](of::AllReduceOp) { return CollectiveKind::AllReduce; })
-          .Case([](of::AllGatherOp) { return CollectiveKind::AllGather; })
-          .Case(
-              [](of::ReduceScatterOp) { return CollectiveKind::ReduceScatter; })
-          .Case([](of::AllToAllOp) { return CollectiveKind::AllToAll; })
-          .Case([](of::ShardSliceOp) { return CollectiveKind::Slice; })
-          .Case([](of::ToPartialOp) { return CollectiveKind::ToPartial; })
+          .Case([](mlir::of::AllReduceOp) { return CollectiveKind::AllReduce; })
+          .Case([](mlir::of::AllGatherOp) { return CollectiveKind::AllGather; })
+          .Case([](mlir::of::ReduceScatterOp) {
+            return CollectiveKind::ReduceScatter;
+          })
+          .Case([](mlir::of::AllToAllOp) { return CollectiveKind::AllToAll; })
+          .Case([](mlir::of::ShardSliceOp) { return CollectiveKind::Slice; })
+          .Case([](mlir::of::ToPartialOp) { return CollectiveKind::ToPartial; })
           .Default([](Operation *) -> CollectiveKind {
             llvm_unreachable("visitCollective takes the local collectives");
           });
@@ -1348,23 +1360,24 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
   step.mesh = placement.getGridShape();
   step.group = placement.getRankList();
   step.axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-  if (auto reduce = op->getAttrOfType<StringAttr>("reduce")) {
-    std::optional<ReduceKind> kind = symbolizeReduceKind(reduce.getValue());
-    if (!kind)
-      return op->emitError("unknown reduction '") << reduce.getValue() << "'";
-    step.reduce = *kind;
-  }
+  mlir::of::ReduceKind reduce = mlir::of::ReduceKind::Sum;
+  if (auto allReduce = dyn_cast<mlir::of::AllReduceOp>(op))
+    reduce = allReduce.getReduce();
+  else if (auto scatter = dyn_cast<mlir::of::ReduceScatterOp>(op))
+    reduce = scatter.getReduce();
+  step.reduce =
+      reduce == mlir::of::ReduceKind::Max ? ReduceKind::Max : ReduceKind::Sum;
   ArrayRef<int64_t> inShape = cast<MemRefType>(in.getType()).getShape();
   ArrayRef<int64_t> outShape = cast<MemRefType>(out.getType()).getShape();
   step.shape.assign(inShape.begin(), inShape.end());
-  if (auto gather = dyn_cast<of::AllGatherOp>(op)) {
+  if (auto gather = dyn_cast<mlir::of::AllGatherOp>(op)) {
     step.shape.assign(outShape.begin(), outShape.end());
     step.dim = gather.getDim();
-  } else if (auto scatter = dyn_cast<of::ReduceScatterOp>(op)) {
+  } else if (auto scatter = dyn_cast<mlir::of::ReduceScatterOp>(op)) {
     step.dim = scatter.getDim();
-  } else if (auto slice = dyn_cast<of::ShardSliceOp>(op)) {
+  } else if (auto slice = dyn_cast<mlir::of::ShardSliceOp>(op)) {
     step.dim = slice.getDim();
-  } else if (auto a2a = dyn_cast<of::AllToAllOp>(op)) {
+  } else if (auto a2a = dyn_cast<mlir::of::AllToAllOp>(op)) {
     step.dim = a2a.getGatherDim();
     step.dim2 = a2a.getScatterDim();
     step.shape[step.dim] = outShape[step.dim];
@@ -1384,7 +1397,7 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   if (!isWholeBuffer(v))
     return op->emitError("a transfer needs a whole contiguous buffer");
   auto ranks = func->getAttrOfType<DenseI64ArrayAttr>(
-      of::OFDialect::RanksAttrHelper::getNameStr());
+      mlir::of::OFDialect::RanksAttrHelper::getNameStr());
   int64_t peer = op->getAttrOfType<IntegerAttr>("peer").getInt();
   if (!ranks || ranks.size() != 1)
     return op->emitError("a transfer needs a program of one rank "
@@ -1394,12 +1407,12 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
     return op->emitError("rank ") << peer << " would transfer to itself";
   Step step{Step::Collective};
   step.collective =
-      isa<of::SendOp>(op) ? CollectiveKind::Send : CollectiveKind::Recv;
+      isa<mlir::of::SendOp>(op) ? CollectiveKind::Send : CollectiveKind::Recv;
   step.name = stringifyCollectiveKind(step.collective).str();
   step.buffers = {rootOf(v), rootOf(v)};
   step.group = {std::min(ranks[0], peer), std::max(ranks[0], peer)};
   step.peer = peer;
-  if (isa<of::SendOp>(op))
+  if (isa<mlir::of::SendOp>(op))
     read(step.buffers[0]);
   else
     write(step.buffers[0]);
@@ -1407,7 +1420,7 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   return success();
 }
 
-struct BuildPlanPass : of::impl::BuildPlanPassBase<BuildPlanPass> {
+struct BuildPlanPass : mlir::of::impl::BuildPlanPassBase<BuildPlanPass> {
   using BuildPlanPassBase::BuildPlanPassBase;
 
   void runOnOperation() override {
@@ -1416,14 +1429,14 @@ struct BuildPlanPass : of::impl::BuildPlanPassBase<BuildPlanPass> {
     SymbolTable symbols(module);
     OpBuilder b(ctx);
     b.setInsertionPointToEnd(module.getBody());
-    if (device != "cpu" && device != "cuda") {
+    if (!::of::plan::isDevice(device)) {
       module.emitError("--of-build-plan: device is cpu or cuda, not '")
           << device << "'";
       return signalPassFailure();
     }
     // A plan runs on one kind of device: a placement of another kind (a
     // pipeline stage on GPUs in a CPU plan) would silently run here.
-    for (auto placement : module.getOps<of::PlacementOp>())
+    for (auto placement : module.getOps<mlir::of::PlacementOp>())
       if (placement.getDevice() != device) {
         placement.emitError("placement @")
             << placement.getSymName() << " is on '" << placement.getDevice()
@@ -1432,7 +1445,7 @@ struct BuildPlanPass : of::impl::BuildPlanPassBase<BuildPlanPass> {
             << "); a plan runs on one kind of device";
         return signalPassFailure();
       }
-    bool cuda = device == "cuda";
+    bool cuda = device == StringRef(::of::plan::kDeviceCuda);
     std::string triple = cuda             ? "nvptx64-nvidia-cuda"
                          : target.empty() ? llvm::sys::getDefaultTargetTriple()
                                           : target.getValue();
@@ -1466,7 +1479,7 @@ struct BuildPlanPass : of::impl::BuildPlanPassBase<BuildPlanPass> {
         program.setAllowTf32(true);
     // What remains of the bufferized program is now in the plan.
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-      if (isa<func::FuncOp, memref::GlobalOp, of::PlacementOp>(op))
+      if (isa<func::FuncOp, memref::GlobalOp, mlir::of::PlacementOp>(op))
         op.erase();
   }
 };

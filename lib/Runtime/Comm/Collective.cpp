@@ -93,30 +93,6 @@ std::unique_ptr<CollectiveMemory> createHostCollectiveMemory() {
   return std::make_unique<HostCollectiveMemory>();
 }
 
-const char *collectiveKindName(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all_reduce";
-  case CollectiveKind::AllGather:
-    return "all_gather";
-  case CollectiveKind::ReduceScatter:
-    return "reduce_scatter";
-  case CollectiveKind::AllToAll:
-    return "all_to_all";
-  case CollectiveKind::Broadcast:
-    return "broadcast";
-  case CollectiveKind::Send:
-    return "send";
-  case CollectiveKind::Recv:
-    return "recv";
-  case CollectiveKind::Slice:
-    return "slice";
-  case CollectiveKind::ToPartial:
-    return "to_partial";
-  }
-  return "invalid";
-}
-
 //===----------------------------------------------------------------------===//
 // Layout
 //===----------------------------------------------------------------------===//

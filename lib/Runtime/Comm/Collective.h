@@ -27,6 +27,8 @@
 
 #include "OF/ABI/PlanFormat_generated.h"
 
+#include "OF/ABI/Collectives.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,8 +36,7 @@
 
 namespace of::rt {
 
-/// "all_reduce", "all_gather", ... (the ofrt spelling).
-const char *collectiveKindName(plan::CollectiveKind kind);
+using plan::collectiveKindName;
 
 struct CollectiveLayout {
   /// World ranks of the sub-group, in coordinate order (Send/Recv: empty).

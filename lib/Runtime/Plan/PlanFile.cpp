@@ -351,7 +351,7 @@ private:
       }
 
     std::string_view device = text(program.device());
-    if (device != "cpu" && device != "cuda")
+    if (!plan::isDevice(device))
       return fail(label_, ": unknown device '", device,
                   "' (expected \"cpu\" or \"cuda\")");
     if (program.num_streams() == 0)

@@ -35,10 +35,6 @@ const char *dtypeName(plan::DType dtype);
 /// "[64, 128]" for a shape; "[]" for a scalar or a missing shape.
 std::string formatShape(const flatbuffers::Vector<int64_t> *shape);
 
-/// The names of the library functions a LibraryCall may name.
-inline constexpr std::string_view kGemmFunction = "blas.gemm";
-inline constexpr std::string_view kIndexRangeFunction = "check.index_range";
-
 /// The parameters of a "blas.gemm" call (see PlanFormat.fbs), with the BLAS
 /// layout derived from the strides. Filled by decodeGemm, which the loader
 /// has already run successfully on every gemm of an opened plan.

@@ -122,12 +122,12 @@ Status Session::prepare(const char *requestedEntry, int rank,
   label_ = formatMessage("program '", entry, "'");
 
   std::string_view device = text(program.device());
-  if (device == "cuda" && describeOnly_) {
+  if (device == plan::kDeviceCuda && describeOnly_) {
     executor_ = createDescribingExecutor();
-  } else if (device == "cuda") {
+  } else if (device == plan::kDeviceCuda) {
     if (Status status = createCudaExecutor(rank, executor_); status.failed())
       return fail(label_, " runs on cuda: ", status.message());
-  } else if (device == "cpu") {
+  } else if (device == plan::kDeviceCpu) {
     executor_ = createCpuExecutor();
   } else {
     return fail(label_, " runs on ", device,

@@ -44,7 +44,7 @@ LogicalResult verifyCollectiveGroup(Operation *op,
                                     FlatSymbolRefAttr placement, int64_t axis,
                                     Value input, Value init, ChunkRule rule,
                                     int64_t dim, int64_t dim2 = 0,
-                                    StringRef reduce = "sum") {
+                                    ReduceKind reduce = ReduceKind::Sum) {
   auto p = tables.lookupNearestSymbolFrom<PlacementOp>(op, placement);
   if (!p)
     return op->emitOpError("refers to unknown placement ") << placement;
@@ -53,9 +53,6 @@ LogicalResult verifyCollectiveGroup(Operation *op,
     return op->emitOpError("axis ")
            << axis << " is not an axis of the " << grid.size()
            << "-D placement " << placement;
-  if (reduce != "sum" && reduce != "max")
-    return op->emitOpError("reduce must be \"sum\" or \"max\", not \"")
-           << reduce << "\"";
   int64_t parts = grid[axis];
   ArrayRef<int64_t> in = cast<ShapedType>(input.getType()).getShape();
   ArrayRef<int64_t> out = cast<ShapedType>(init.getType()).getShape();

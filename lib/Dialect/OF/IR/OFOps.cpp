@@ -9,6 +9,7 @@
 
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/ABI/LibraryCalls.h"
+#include "OF/ABI/PlanFormat.h"
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/Dialect/Traits.h"
@@ -225,7 +226,7 @@ SmallVector<int64_t> PlacementOp::getRankList() {
 }
 
 LogicalResult PlacementOp::verify() {
-  if (getDevice() != "cpu" && getDevice() != "cuda")
+  if (!::of::plan::isDevice(getDevice()))
     return emitOpError("device must be \"cpu\" or \"cuda\", got \"")
            << getDevice() << "\"";
   SmallVector<int64_t> shape = getGridShape();

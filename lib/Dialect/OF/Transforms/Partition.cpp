@@ -326,7 +326,9 @@ Value allReduceOver(OpBuilder &b, Location loc, Value v,
                                          type.getElementType());
     v = AllReduceOp::create(b, loc, TypeRange{type}, v, init, placement,
                             b.getI64IntegerAttr(a),
-                            b.getStringAttr(max ? "max" : "sum"))
+                            ReduceKindAttr::get(b.getContext(),
+                                                max ? ReduceKind::Max
+                                                    : ReduceKind::Sum))
             ->getResult(0);
   }
   return v;
@@ -549,7 +551,8 @@ Value emitBoxingSteps(OpBuilder &b, Location loc, Value cur,
     Value init = tensor::EmptyOp::create(b, loc, outType.getShape(),
                                          outType.getElementType());
     IntegerAttr axis = b.getI64IntegerAttr(step.axis);
-    StringAttr reduce = b.getStringAttr(step.max ? "max" : "sum");
+    auto reduce = ReduceKindAttr::get(
+        b.getContext(), step.max ? ReduceKind::Max : ReduceKind::Sum);
     Operation *coll = nullptr;
     switch (step.kind) {
     case BoxingStep::AllReduce:

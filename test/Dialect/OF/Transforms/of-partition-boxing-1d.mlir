@@ -12,7 +12,7 @@ func.func @p_to_b(%x: tensor<4x8xf32, #of.sbp<@p, [P]>>) -> tensor<4x8xf32, #of.
 }
 
 // CHECK-LABEL: func.func @pmax_to_b(
-// CHECK: of.all_reduce %arg0 into %{{.*}} {axis = 0 : i64, placement = @p, reduce = "max"}
+// CHECK: of.all_reduce %arg0 into %{{.*}} {axis = 0 : i64, placement = @p, reduce = #of<reduce max>}
 // CHECK-NEXT: return
 func.func @pmax_to_b(%x: tensor<4x8xf32, #of.sbp<@p, [P(max)]>>) -> tensor<4x8xf32, #of.sbp<@p, [B]>> {
   %y = of.boxing %x : tensor<4x8xf32, #of.sbp<@p, [P(max)]>> -> tensor<4x8xf32, #of.sbp<@p, [B]>>

@@ -147,7 +147,7 @@ func.func @big(%x: tensor<2048x8xf32, #of.sbp<@grid, [S(0)]>>) -> tensor<8xf32, 
 of.placement @p {device = "cpu", shape = [2]}
 // CHECK-LABEL: func.func @softmax_split_axis(
 // CHECK: %[[M:.*]] = of.reduce_max %arg0 {axes = array<i64: 1>, keepdims = true} : (tensor<4x4xf32>) -> tensor<4x1xf32>
-// CHECK: %[[GM:.*]] = of.all_reduce %[[M]] into %{{.*}} {axis = 0 : i64, placement = @p, reduce = "max"}
+// CHECK: %[[GM:.*]] = of.all_reduce %[[M]] into %{{.*}} {axis = 0 : i64, placement = @p, reduce = #of<reduce max>}
 // CHECK: %[[X:.*]] = of.sub %arg0, %[[GM]]
 // CHECK: %[[E:.*]] = of.exp %[[X]]
 // CHECK: %[[S:.*]] = of.reduce_sum %[[E]] {axes = array<i64: 1>, keepdims = true}

@@ -69,6 +69,8 @@ llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const SbpEntry &entry);
 } // namespace of
 } // namespace mlir
 
+#include "OF/Dialect/OF/IR/OFEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "OF/Dialect/OF/IR/OFAttrs.h.inc"
 

@@ -99,4 +99,14 @@ def OF_CompareDirection : I32EnumAttr<"CompareDirection",
   let cppNamespace = "::mlir::of";
 }
 
+// How an all-reduce or a reduce-scatter combines the members' tensors (P
+// and P(max)); the plan's ofrt.collective has the same two.
+def OF_ReduceKind : I32EnumAttr<"ReduceKind",
+    "how a collective combines the members' tensors", [
+      I32EnumAttrCase<"Sum", 0, "sum">, I32EnumAttrCase<"Max", 1, "max">]> {
+  let cppNamespace = "::mlir::of";
+  let genSpecializedAttr = 0;
+}
+def OF_ReduceKindAttr : EnumAttr<OF_Dialect, OF_ReduceKind, "reduce">;
+
 #endif // OF_DIALECT_OF_IR_OFATTRS_TD

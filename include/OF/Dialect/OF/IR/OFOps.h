@@ -19,7 +19,6 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "OF/Dialect/OF/IR/OFEnums.h.inc"
 #include "OF/Dialect/OF/IR/OFInterfaces.h.inc"
 
 namespace mlir {

@@ -746,7 +746,7 @@ class OF_CollectiveOp<string mnemonic, dag extraArgs = (ins)>
 }
 
 def OF_AllReduceOp : OF_CollectiveOp<"all_reduce",
-    (ins DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce)> {
+    (ins DefaultValuedAttr<OF_ReduceKindAttr, "::mlir::of::ReduceKind::Sum">:$reduce)> {
   let summary = "Sum (or max) of the members' tensors, on every member (P to B)";
   let description = [{
     ```mlir
@@ -762,7 +762,7 @@ def OF_AllGatherOp : OF_CollectiveOp<"all_gather", (ins I64Attr:$dim)> {
 }
 
 def OF_ReduceScatterOp : OF_CollectiveOp<"reduce_scatter",
-    (ins I64Attr:$dim, DefaultValuedAttr<StrAttr, "\"sum\"">:$reduce)> {
+    (ins I64Attr:$dim, DefaultValuedAttr<OF_ReduceKindAttr, "::mlir::of::ReduceKind::Sum">:$reduce)> {
   let summary = "This member's chunk along `dim` of the members' sum (P to S(dim))";
 }
 
