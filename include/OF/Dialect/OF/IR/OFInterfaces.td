@@ -43,6 +43,16 @@ def OF_SbpOpInterface : OpInterface<"SbpOpInterface"> {
       "int64_t", "getSbpInternalAllReduce",
       (ins "const ::mlir::of::SbpSignature &":$signature), "",
       [{ return 0; }]>,
+    InterfaceMethod<
+      [{Rewrites the op into its per-rank form where that is not the op
+        itself on local tensors (its operands and results already have their
+        local types; `context` gives their global types and the placement):
+        a softmax over a split axis becomes local statistics, all-reduced,
+        and so on (OF/Dialect/OF/IR/LocalForms.h). The default keeps the op.
+        --of-partition calls it on every op of a partitioned function.}],
+      "::mlir::LogicalResult", "localize",
+      (ins "::mlir::of::LocalizeContext &":$context), "",
+      [{ return ::mlir::success(); }]>,
   ];
 }
 

@@ -19,6 +19,10 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::of {
+class LocalizeContext; // OF/Dialect/OF/IR/LocalForms.h
+} // namespace mlir::of
+
 #include "OF/Dialect/OF/IR/OFInterfaces.h.inc"
 
 namespace mlir {

@@ -267,7 +267,7 @@ def OF_TransposeOp : OF_Op<"transpose", [Pure, OF_InferShapes,
 }
 
 def OF_SliceOp : OF_Op<"slice", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["localize"]>]> {
   let summary = "Strided slice `input[starts : limits : strides]`";
   let description = [{
     One entry per dimension; `strides` defaults to all ones. Result dimension
@@ -299,8 +299,10 @@ def OF_ConcatOp : OF_Op<"concat", [Pure, OF_InferShapes,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class OF_ReduceOp<string mnemonic, Type tensorType>
-    : OF_Op<mnemonic, [Pure, OF_InferShapes, OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+class OF_ReduceOp<string mnemonic, Type tensorType,
+                  list<string> sbpMethods = []>
+    : OF_Op<mnemonic, [Pure, OF_InferShapes, OF_Grad,
+                       DeclareOpInterfaceMethods<OF_SbpOpInterface, sbpMethods>]> {
   let description = [{
     Reduces over `axes` (negative axes count from the end). With
     `keepdims = true` the reduced dimensions stay with size 1.
@@ -319,7 +321,7 @@ class OF_ReduceOp<string mnemonic, Type tensorType>
 def OF_ReduceSumOp : OF_ReduceOp<"reduce_sum", OF_NumericTensor> {
   let summary = "Sum over axes";
 }
-def OF_ReduceMeanOp : OF_ReduceOp<"reduce_mean", OF_FloatTensor> {
+def OF_ReduceMeanOp : OF_ReduceOp<"reduce_mean", OF_FloatTensor, ["localize"]> {
   let summary = "Arithmetic mean over axes";
 }
 def OF_ReduceMaxOp : OF_ReduceOp<"reduce_max", OF_NumericTensor> {
@@ -353,7 +355,7 @@ def OF_MatmulOp : OF_Op<"matmul", [Pure, OF_InferShapes,
 
 class OF_SoftmaxLikeOp<string mnemonic>
     : OF_Op<mnemonic, [Pure, OF_InferShapes,
-        OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+        OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let arguments = (ins OF_FloatTensor:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs OF_FloatTensor:$result);
@@ -369,7 +371,7 @@ def OF_LogSoftmaxOp : OF_SoftmaxLikeOp<"log_softmax"> {
 
 def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
     AttrSizedOperandSegments,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let summary = "Layer normalisation over the dimensions from `axis` on";
   let description = [{
     Normalises over dimensions `[axis, rank)` (`axis` may be negative), then
@@ -393,7 +395,7 @@ def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
 }
 
 def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let summary = "RMS normalisation over the dimensions from `axis` on";
   let description = [{
     `y = x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * weight`.
@@ -409,7 +411,7 @@ def OF_RmsNormOp : OF_Op<"rms_norm", [Pure, OF_InferShapes,
 }
 
 def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["localize"]>]> {
   let summary = "Gather rows of a `[vocab, dim]` table by integer indices";
   let description = [{
     The result has shape `indices.shape + [dim]`. An index outside
@@ -639,7 +641,7 @@ def OF_BatchNormGradOp : OF_Op<"batch_norm_grad", [Pure, OF_InferShapes,
 //===----------------------------------------------------------------------===//
 
 def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["localize"]>]> {
   let summary = "Zero elements with probability `p`, scale the rest by 1/(1-p)";
   let description = [{
     The mask is a pure function of `seed` and the element's global index, so
@@ -670,7 +672,7 @@ def OF_DropoutOp : OF_Op<"dropout", [Pure, OF_InferShapes,
 }
 
 def OF_CrossEntropyOp : OF_Op<"cross_entropy", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce"]>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let summary = "Per-example softmax cross-entropy with integer labels";
   let description = [{
     `logits : [..., C]`, `labels : [...]` (class indices). The result has the
