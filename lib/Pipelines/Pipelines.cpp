@@ -1,16 +1,19 @@
 //===- Pipelines.cpp - The end-to-end OF compilation pipelines ------------===//
 //
 // The CPU pipeline, stage by stage (each can be the last, see stop-after):
-//   sbp       : canonicalize, inline, of-autodiff (with autodiff=true or
-//               train=...), of-training-step and inline (with train=...),
-//               of-schedule-stages,
+//   sbp       : canonicalize, inline, of-amp (with amp=...), of-autodiff
+//               (with autodiff=true or train=...), of-training-step and
+//               inline (with train=...), of-schedule-stages,
 //               of-propagate-sbp, of-insert-boxing
-//   partition : of-partition (per-rank programs with collectives)
-//   linalg    : convert-of-to-linalg
+//   partition : of-early-boxing (cuda), of-partition (per-rank programs
+//               with collectives)
+//   linalg    : of-select-library-calls (a no-op with use-dnn=false),
+//               convert-of-to-linalg
 //   fusion    : of-fuse-elementwise (unless fuse=false), cse
 //   bufferize : one-shot-bufferize at function boundaries, identity layouts
 //   plan      : of-build-plan (kernels outlined, static arena, BLAS steps)
-//   (all)     : of-lower-cpu-kernels (kernels in the LLVM dialect)
+//   (all)     : of-lower-cpu-kernels (kernels in the LLVM dialect), or
+//               of-lower-cuda-kernels (cuda: cubins or PTX)
 // Functions without distributions pass the SBP stages unchanged and run as
 // one rank.
 //
@@ -186,14 +189,15 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   // they stay generated: oneDNN 2.6's batch norm on the plain layout took
   // 9.5 ms forward + gradient where the generated kernels take 4.0
   // (bench/cpu_bench.py --only norm, 32x64x32x32).
-  ConvertOFToLinalgPassOptions linalg;
-  linalg.convLibrary = options.useDnn;
-  linalg.poolLibrary = options.useDnn;
-  linalg.normLibrary =
+  SelectLibraryCallsPassOptions library;
+  library.convLibrary = options.useDnn;
+  library.poolLibrary = options.useDnn;
+  library.normLibrary =
       options.useDnn && options.target == ::of::plan::kDeviceCuda;
-  linalg.dnnLibrary =
+  library.dnnLibrary =
       options.target == ::of::plan::kDeviceCuda ? "cudnn" : "onednn";
-  pm.addPass(createConvertOFToLinalgPass(linalg));
+  pm.addPass(createSelectLibraryCallsPass(library));
+  pm.addPass(createConvertOFToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")
     return;

@@ -19,13 +19,10 @@ namespace of {
 #include "OF/Conversion/Passes.h.inc"
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
-/// converter drops SBP encodings. The options are the pass's: with
-/// `convLibrary` (`poolLibrary`), convolutions (poolings) and their
-/// gradients become of.library_call steps (oneDNN on the CPU, cuDNN on a
-/// GPU), as far as `dnnLibrary` (onednn or cudnn) takes them.
+/// converter drops SBP encodings. Ops that a library runs are chosen
+/// before, by --of-select-library-calls.
 void populateOFToLinalgPatterns(const TypeConverter &converter,
-                                RewritePatternSet &patterns,
-                                const ConvertOFToLinalgPassOptions &options);
+                                RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "OF/Conversion/Passes.h.inc"

@@ -9,6 +9,67 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SelectLibraryCallsPass : Pass<"of-select-library-calls", "ModuleOp"> {
+  let summary = "Choose the ops that a library (oneDNN, cuDNN) runs as plan steps";
+  let description = [{
+    Runs before `--convert-of-to-linalg`: every op that the library of the
+    target runs (and that it can run, see below) becomes an
+    `of.library_call` step, which the lowering keeps and the plan runs
+    through the runtime's library; the others stay for the lowering to
+    generate. The choice, op by op (LibraryCalls.cpp, one pattern each):
+
+    | op | option | step | stays generated |
+    | --- | --- | --- | --- |
+    | `of.conv2d`, `_grad_input`, `_grad_filter` | `conv-library` | `dnn.conv2d`, `dnn.conv2d_grad_input`, `dnn.conv2d_grad_filter` | f64; on cuDNN asymmetric padding |
+    | `of.max_pool2d`, `of.avg_pool2d`, `of.pool2d_grad` | `pool-library` | `dnn.pool2d`, `dnn.pool2d_grad` | f16 on oneDNN; max forward on oneDNN; max gradient on cuDNN; oneDNN gradients of windows that tile the input |
+    | `of.batch_norm` (training), `of.batch_norm_grad` | `norm-library` | `dnn.batch_norm`, `dnn.batch_norm_grad` | not f32; inference |
+
+    With `conv-library`, f32 and bf16 convolutions and their gradients become
+    `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
+    steps on the unpadded tensors, which the CPU runtime runs through oneDNN
+    and the CUDA runtime through cuDNN; with `pool-library`, f32 and bf16
+    poolings and their gradients become `"dnn.pool2d"` and
+    `"dnn.pool2d_grad"` steps; with `norm-library`, f32 training batch norms
+    and their gradients become `"dnn.batch_norm"` and
+    `"dnn.batch_norm_grad"` steps on x collapsed to [N, C, S] (the running
+    statistics' update stays generated). `--of-pipeline=cpu` and
+    `--of-pipeline=cuda` set conv-library and pool-library; only the CUDA
+    pipeline sets norm-library (on the CPU the generated kernels measured
+    faster than oneDNN's). `dnn-library` names the library that will run
+    them, which decides what it is given. `onednn` (the default): f16 convolutions are
+    widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
+    rounded once, f16 poolings stay generated, and so does max pooling's
+    forward pass (oneDNN's max drops NaN, where PyTorch's and the generated
+    kernel's propagate it; its gradient is a library step). `cudnn` (the
+    CUDA pipeline): f16 steps as they are, max pooling's forward pass too
+    (NaN propagated), and only steps padded symmetrically (cuDNN's
+    descriptors pad so), the others generated, as are those with a tensor
+    of 2^31 elements or more (cuDNN's descriptors take int); a training
+    batch norm over one element per channel, or of a batch larger than
+    880801 (where PyTorch stops using cuDNN's), stays generated too.
+
+  }];
+  let options = [
+    Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
+           "Run f32 and bf16 convolutions and their gradients as library steps "
+           "(of.library_call) instead of generated code">,
+    Option<"poolLibrary", "pool-library", "bool", /*default=*/"false",
+           "Run f32 and bf16 poolings and their gradients as library steps "
+           "(of.library_call) instead of generated code">,
+    Option<"normLibrary", "norm-library", "bool", /*default=*/"false",
+           "Run f32 training batch norms and their gradients as library steps "
+           "(of.library_call) instead of generated code">,
+    Option<"dnnLibrary", "dnn-library", "std::string", /*default=*/"\"onednn\"",
+           "The library the runtime runs the dnn steps through, which decides "
+           "the steps it is given: onednn (the CPU) or cudnn (a GPU: only "
+           "symmetric padding, f16 as it is)">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
   let summary = "Lower a single-rank of program to linalg, tensor, arith and math";
   let description = [{
@@ -36,50 +97,14 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     } -> tensor<4xf32>
     ```
 
-    With `conv-library`, f32 and bf16 convolutions and their gradients become
-    `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
-    steps on the unpadded tensors, which the CPU runtime runs through oneDNN
-    and the CUDA runtime through cuDNN; with `pool-library`, f32 and bf16
-    poolings and their gradients become `"dnn.pool2d"` and
-    `"dnn.pool2d_grad"` steps; with `norm-library`, f32 training batch norms
-    and their gradients become `"dnn.batch_norm"` and
-    `"dnn.batch_norm_grad"` steps on x collapsed to [N, C, S] (the running
-    statistics' update stays generated). `--of-pipeline=cpu` and
-    `--of-pipeline=cuda` set conv-library and pool-library; only the CUDA
-    pipeline sets norm-library (on the CPU the generated kernels measured
-    faster than oneDNN's). `dnn-library` names the library that will run
-    them, which decides what it is given. `onednn` (the default): f16 convolutions are
-    widened to f32 (oneDNN 2.6 has no f16 convolution on the CPU) and
-    rounded once, f16 poolings stay generated, and so does max pooling's
-    forward pass (oneDNN's max drops NaN, where PyTorch's and the generated
-    kernel's propagate it; its gradient is a library step). `cudnn` (the
-    CUDA pipeline): f16 steps as they are, max pooling's forward pass too
-    (NaN propagated), and only steps padded symmetrically (cuDNN's
-    descriptors pad so), the others generated, as are those with a tensor
-    of 2^31 elements or more (cuDNN's descriptors take int); a training
-    batch norm over one element per channel, or of a batch larger than
-    880801 (where PyTorch stops using cuDNN's), stays generated too.
+    Ops that `--of-select-library-calls` made `of.library_call`s stay as
+    they are.
 
     Embedding and cross-entropy kernels carry an `of.index_range`
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
     before the kernel reads the table. Function arguments are marked
     `bufferization.writable = false`: they are the caller's inputs.
   }];
-  let options = [
-    Option<"convLibrary", "conv-library", "bool", /*default=*/"false",
-           "Run f32 and bf16 convolutions and their gradients as library steps "
-           "(of.library_call) instead of generated code">,
-    Option<"poolLibrary", "pool-library", "bool", /*default=*/"false",
-           "Run f32 and bf16 poolings and their gradients as library steps "
-           "(of.library_call) instead of generated code">,
-    Option<"normLibrary", "norm-library", "bool", /*default=*/"false",
-           "Run f32 training batch norms and their gradients as library steps "
-           "(of.library_call) instead of generated code">,
-    Option<"dnnLibrary", "dnn-library", "std::string", /*default=*/"\"onednn\"",
-           "The library the runtime runs the dnn steps through, which decides "
-           "the steps it is given: onednn (the CPU) or cudnn (a GPU: only "
-           "symmetric padding, f16 as it is)">
-  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -232,10 +232,6 @@ void populateConvolutionPatterns(const TypeConverter &converter,
 /// Adds the patterns of max and average pooling and their gradients.
 void populatePoolingPatterns(const TypeConverter &converter,
                              RewritePatternSet &patterns);
-/// Adds the patterns of steps that a library runs.
-void populateLibraryCallsPatterns(const TypeConverter &converter,
-                                  RewritePatternSet &patterns,
-                                  const ConvertOFToLinalgPassOptions &options);
 
 } // namespace mlir::of::linalg_lowering
 

@@ -1,10 +1,11 @@
 //===- LibraryCalls.cpp - Steps that a library runs -----------------------===//
 //
-// --convert-of-to-linalg for convolutions, poolings and batch norms as
+// --of-select-library-calls: convolutions, poolings and batch norms as
 // of.library_call steps for the runtime's dnn library (oneDNN on the CPU,
-// cuDNN on a GPU): the pass options conv-library, pool-library and norm-
-// library add these patterns ahead of the generated forms, and DnnLibrary
-// says what each library takes.
+// cuDNN on a GPU), before --convert-of-to-linalg lowers the rest. One
+// pattern per op family (the pass options conv-library, pool-library and
+// norm-library add them); DnnLibrary says what each library takes, and
+// each pattern's match failures say why an op stays generated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,8 +26,14 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #include <cmath>
+
+namespace mlir::of {
+#define GEN_PASS_DEF_SELECTLIBRARYCALLSPASS
+#include "OF/Conversion/Passes.h.inc"
+} // namespace mlir::of
 
 using namespace mlir;
 using namespace mlir::of;
@@ -37,7 +44,7 @@ namespace {
 /// What the library that runs the dnn steps (the pass's dnn-library) takes,
 /// which the convolution and pooling patterns share.
 struct DnnLibrary {
-  explicit DnnLibrary(const ConvertOFToLinalgPassOptions &options)
+  explicit DnnLibrary(const SelectLibraryCallsPassOptions &options)
       : cudnn(options.dnnLibrary == "cudnn") {}
   /// cuDNN: descriptors pad symmetrically and take int extents; f16 steps
   /// run as they are; max pooling propagates NaN. oneDNN: none of these.
@@ -59,13 +66,18 @@ struct DnnLibrary {
   }
 };
 
-/// The base of the convolution and pooling library patterns: ahead of the
-/// generated forms (benefit 2), with the library that will run the step.
-template <typename OpTy> struct DnnLibraryPattern : OpConversionPattern<OpTy> {
-  DnnLibraryPattern(const TypeConverter &converter, MLIRContext *ctx,
-                    const ConvertOFToLinalgPassOptions &options)
-      : OpConversionPattern<OpTy>(converter, ctx, /*benefit=*/2),
-        library(options) {}
+/// The base of the library patterns: with the library that will run the
+/// step. A pattern reads its op's operands through an adaptor.
+template <typename OpTy> struct DnnLibraryPattern : OpRewritePattern<OpTy> {
+  DnnLibraryPattern(MLIRContext *ctx,
+                    const SelectLibraryCallsPassOptions &options)
+      : OpRewritePattern<OpTy>(ctx), library(options) {}
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const final {
+    return matchAndRewrite(op, typename OpTy::Adaptor(op), rewriter);
+  }
+  virtual LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                        PatternRewriter &rewriter) const = 0;
   DnnLibrary library;
 };
 
@@ -84,9 +96,8 @@ template <typename OpTy> struct DnnLibraryPattern : OpConversionPattern<OpTy> {
 template <typename OpTy> struct ConvLibraryLowering : DnnLibraryPattern<OpTy> {
   using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
   using DnnLibraryPattern<OpTy>::library;
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                PatternRewriter &rewriter) const override {
     RankedTensorType type = localType(op.getType());
     Type et = type.getElementType();
     if (!et.isF32() && !et.isBF16() && !et.isF16())
@@ -157,9 +168,8 @@ template <typename OpTy> struct ConvLibraryLowering : DnnLibraryPattern<OpTy> {
 template <typename OpTy> struct PoolLibraryLowering : DnnLibraryPattern<OpTy> {
   using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
   using DnnLibraryPattern<OpTy>::library;
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                PatternRewriter &rewriter) const override {
     RankedTensorType type = localType(op.getType());
     Type et = type.getElementType();
     if (!et.isF32() && !et.isBF16() && !(et.isF16() && library.cudnn))
@@ -267,9 +277,8 @@ template <typename OpTy>
 struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
   using DnnLibraryPattern<OpTy>::DnnLibraryPattern;
   using DnnLibraryPattern<OpTy>::library;
-  LogicalResult
-  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                PatternRewriter &rewriter) const override {
     constexpr bool forward = std::is_same_v<OpTy, BatchNormOp>;
     RankedTensorType type = localType(op->getResult(0).getType());
     if (!type.getElementType().isF32())
@@ -338,23 +347,39 @@ struct BatchNormLibraryLowering : DnnLibraryPattern<OpTy> {
   }
 };
 
-} // namespace
-
-void mlir::of::linalg_lowering::populateLibraryCallsPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns,
-    const ConvertOFToLinalgPassOptions &options) {
+/// The table: which ops the options give to the library.
+void populateLibraryCallsPatterns(
+    RewritePatternSet &patterns, const SelectLibraryCallsPassOptions &options) {
   MLIRContext *ctx = patterns.getContext();
   if (options.convLibrary)
     patterns.add<ConvLibraryLowering<Conv2DOp>,
                  ConvLibraryLowering<Conv2DGradInputOp>,
-                 ConvLibraryLowering<Conv2DGradFilterOp>>(converter, ctx,
-                                                          options);
+                 ConvLibraryLowering<Conv2DGradFilterOp>>(ctx, options);
   if (options.poolLibrary)
     patterns
         .add<PoolLibraryLowering<MaxPool2DOp>, PoolLibraryLowering<AvgPool2DOp>,
-             PoolLibraryLowering<Pool2DGradOp>>(converter, ctx, options);
+             PoolLibraryLowering<Pool2DGradOp>>(ctx, options);
   if (options.normLibrary)
     patterns.add<BatchNormLibraryLowering<BatchNormOp>,
-                 BatchNormLibraryLowering<BatchNormGradOp>>(converter, ctx,
-                                                            options);
+                 BatchNormLibraryLowering<BatchNormGradOp>>(ctx, options);
 }
+
+struct SelectLibraryCallsPass
+    : mlir::of::impl::SelectLibraryCallsPassBase<SelectLibraryCallsPass> {
+  using SelectLibraryCallsPassBase::SelectLibraryCallsPassBase;
+  void runOnOperation() override {
+    if (dnnLibrary != "onednn" && dnnLibrary != "cudnn") {
+      getOperation().emitError("--of-select-library-calls: dnn-library must "
+                               "be onednn or cudnn, got '")
+          << dnnLibrary << "'";
+      return signalPassFailure();
+    }
+    RewritePatternSet patterns(&getContext());
+    populateLibraryCallsPatterns(
+        patterns, {convLibrary, poolLibrary, normLibrary, dnnLibrary});
+    // One walk: no folding or dead-code removal of the ops it leaves.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace

@@ -10,9 +10,9 @@
 // indexing maps), so that upstream elementwise fusion can merge chains;
 // matrix products become linalg.contract, whose indexing maps the plan
 // builder reads to call BLAS; reductions, normalisations and softmax become
-// reductions plus elementwise generics; with the library options,
-// convolutions, poolings and batch norms become library steps
-// (LibraryCalls.cpp).
+// reductions plus elementwise generics. The ops that a library runs were
+// chosen before, by --of-select-library-calls (LibraryCalls.cpp): their
+// of.library_call steps stay.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,12 +52,6 @@ struct ConvertOFToLinalgPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (dnnLibrary != "onednn" && dnnLibrary != "cudnn") {
-      module.emitError("--convert-of-to-linalg: dnn-library must be onednn "
-                       "or cudnn, got '")
-          << dnnLibrary << "'";
-      return signalPassFailure();
-    }
 
     TypeConverter converter;
     converter.addConversion([](Type type) { return stripSbp(type); });
@@ -78,9 +72,7 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(
-        converter, patterns,
-        {convLibrary, poolLibrary, normLibrary, dnnLibrary});
+    populateOFToLinalgPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -102,11 +94,9 @@ struct ConvertOFToLinalgPass
 
 } // namespace
 
-void mlir::of::populateOFToLinalgPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns,
-    const ConvertOFToLinalgPassOptions &options) {
+void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
+                                          RewritePatternSet &patterns) {
   using namespace linalg_lowering;
-  populateLibraryCallsPatterns(converter, patterns, options);
   populateElementwisePatterns(converter, patterns);
   populateDataMovementPatterns(converter, patterns);
   populateReductionsPatterns(converter, patterns);

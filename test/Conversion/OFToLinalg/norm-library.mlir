@@ -3,7 +3,7 @@
 // RUN: of-opt --of-pipeline=cuda,stop-after=linalg,use-dnn=false %s | FileCheck %s --check-prefix=CPU
 // A plan whose batch norm's statistics nothing reads: each init its own
 // buffer, though the tensor.empty inits are one after CSE.
-// RUN: of-opt --convert-of-to-linalg=norm-library=true --canonicalize --cse \
+// RUN: of-opt --of-select-library-calls=norm-library=true --convert-of-to-linalg --canonicalize --cse \
 // RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
 // RUN:   --canonicalize --cse --of-build-plan \
 // RUN:   --of-lower-cpu-kernels %s \

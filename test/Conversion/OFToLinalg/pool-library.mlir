@@ -113,5 +113,5 @@ func.func @asymmetric(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
 }
 
 // A library the pass does not know is an error.
-// RUN: not of-opt --convert-of-to-linalg="pool-library=true dnn-library=mkl" %s 2>&1 | FileCheck %s --check-prefix=BADLIB
+// RUN: not of-opt --of-select-library-calls="pool-library=true dnn-library=mkl" %s 2>&1 | FileCheck %s --check-prefix=BADLIB
 // BADLIB: dnn-library must be onednn or cudnn, got 'mkl'
