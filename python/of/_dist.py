@@ -88,10 +88,16 @@ class _Sbp:
         self.kind = kind  # "S", "B", "P", "Pmax"
         self.axis = axis
 
-    def mlir(self):
+    def code(self):
+        """The entry's code in a plan distribution (OF/ABI/Sbp.h)."""
         if self.kind == "S":
-            return f"S({self.axis})"
-        return {"B": "B", "P": "P", "Pmax": "P(max)"}[self.kind]
+            return self.axis
+        c = _C()
+        return {"B": c.SBP_BROADCAST, "P": c.SBP_PARTIAL_SUM, "Pmax": c.SBP_PARTIAL_MAX}[self.kind]
+
+    def mlir(self):
+        """The entry as #of.sbp writes it (the compiler's printer)."""
+        return _C().sbp_text(self.code())
 
     def __eq__(self, other):
         return isinstance(other, _Sbp) and (self.kind, self.axis) == (other.kind, other.axis)

@@ -330,6 +330,10 @@ PYBIND11_MODULE(_C, m) {
   m.attr("SBP_BROADCAST") = of::sbp::kBroadcast;
   m.attr("SBP_PARTIAL_SUM") = of::sbp::kPartialSum;
   m.attr("SBP_PARTIAL_MAX") = of::sbp::kPartialMax;
+  m.def(
+      "sbp_text", [](int32_t code) { return of::sbp::text(code); },
+      py::arg("code"),
+      "S(d), B, P or P(max): an SBP code as #of.sbp writes it");
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
 
   m.def(

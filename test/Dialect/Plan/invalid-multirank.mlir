@@ -82,7 +82,7 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = a
 // -----
 
 ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0, 1>} {
-  // expected-error@+1 {{expected an SBP entry: S(<dim>), B, P or P(max), not 'Q'}}
+  // expected-error@+1 {{unknown SBP entry 'Q'; expected S(<dim>), B, P or P(max)}}
   ofrt.buffer @x input binding "x" size 8 {dist = #ofrt.dist<global_shape = [4], mesh = [2], mesh_ranks = [0, 1], sbp = [Q]>} : tensor<2xf32>
 }
 

@@ -10,6 +10,7 @@
 #include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/ABI/Sbp.h"
 #include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Dialect/Utils/SbpSyntax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -77,40 +78,11 @@ bool mlir::of::isChunkSize(int64_t size, int64_t extent, int64_t parts) {
 
 /// Parses one entry: `S(<dim>)`, `B`, `P`, `P(sum)` or `P(max)`.
 static ParseResult parseSbpEntry(AsmParser &parser, SbpEntry &entry) {
-  SMLoc loc = parser.getCurrentLocation();
-  StringRef keyword;
-  if (failed(parser.parseOptionalKeyword(&keyword)))
-    return parser.emitError(loc,
-                            "expected an SBP entry: S(<dim>), B, P or P(max)");
-  if (keyword == "B") {
-    entry = SbpEntry::broadcast();
-    return success();
-  }
-  if (keyword == "S") {
-    int64_t dim;
-    if (parser.parseLParen() || parser.parseInteger(dim) ||
-        parser.parseRParen())
-      return failure();
-    entry = SbpEntry::split(dim);
-    return success();
-  }
-  if (keyword == "P") {
-    entry = SbpEntry::partialSum();
-    if (failed(parser.parseOptionalLParen()))
-      return success();
-    SMLoc reductionLoc = parser.getCurrentLocation();
-    StringRef reduction;
-    if (parser.parseKeyword(&reduction))
-      return failure();
-    if (reduction == "max")
-      entry = SbpEntry::partialMax();
-    else if (reduction != "sum")
-      return parser.emitError(reductionLoc, "unknown partial reduction '")
-             << reduction << "'; expected P, P(sum) or P(max)";
-    return parser.parseRParen();
-  }
-  return parser.emitError(loc, "unknown SBP entry '")
-         << keyword << "'; expected S(<dim>), B, P or P(max)";
+  int32_t code;
+  if (of_syntax::parseSbpCode(parser, code))
+    return failure();
+  entry = SbpEntry::fromCode(code);
+  return success();
 }
 
 Attribute SbpAttr::parse(AsmParser &parser, Type) {

@@ -9,6 +9,7 @@
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/ABI/Sbp.h"
 #include "OF/ABI/StreamOrder.h"
+#include "OF/Dialect/Utils/SbpSyntax.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -125,38 +126,18 @@ static ParseResult parseSbpCodes(AsmParser &parser,
                                  SmallVector<int32_t> &codes) {
   return parser.parseCommaSeparatedList(
       AsmParser::Delimiter::Square, [&]() -> ParseResult {
-        SMLoc loc = parser.getCurrentLocation();
-        StringRef keyword;
-        if (parser.parseKeyword(&keyword))
+        int32_t code;
+        if (of_syntax::parseSbpCode(parser, code))
           return failure();
-        std::string text = keyword.str();
-        if (keyword == "S" || keyword == "P") {
-          if (succeeded(parser.parseOptionalLParen())) {
-            int64_t dim;
-            StringRef reduction;
-            if (keyword == "S" ? parser.parseInteger(dim)
-                               : parser.parseKeyword(&reduction))
-              return failure();
-            if (parser.parseRParen())
-              return failure();
-            text += "(" +
-                    (keyword == "S" ? std::to_string(dim) : reduction.str()) +
-                    ")";
-          }
-        }
-        std::optional<int32_t> code = ::of::sbp::parse(text);
-        if (!code)
-          return parser.emitError(loc, "expected an SBP entry: S(<dim>), B, "
-                                       "P or P(max), not '")
-                 << text << "'";
-        codes.push_back(*code);
+        codes.push_back(code);
         return success();
       });
 }
 static void printSbpCodes(AsmPrinter &printer, ArrayRef<int32_t> codes) {
   printer << '[';
-  llvm::interleaveComma(
-      codes, printer, [&](int32_t code) { printer << ::of::sbp::text(code); });
+  llvm::interleaveComma(codes, printer, [&](int32_t code) {
+    of_syntax::printSbpCode(printer, code);
+  });
   printer << ']';
 }
 
