@@ -44,22 +44,18 @@ LogicalResult mlir::of::parsePipelineOptions(
   text.split(parts, ',', -1, /*KeepEmpty=*/false);
   if (parts.empty())
     return errorHandler("--of-pipeline needs a target, e.g. --of-pipeline=cpu");
-  std::string spaced;
+  SmallVector<std::string> words;
   for (auto [i, part] : llvm::enumerate(parts)) {
     StringRef p = part.trim();
     if (p.contains(' '))
       return errorHandler("--of-pipeline: '" + p +
                           "' has a space; options are key=value, "
                           "comma-separated");
-    if (i == 0 && !p.contains('='))
-      spaced += "target=";
-    spaced += p.str() + " ";
+    words.push_back((i == 0 && !p.contains('=') ? "target=" : "") + p.str());
   }
-  if (failed(options.parseFromString(spaced, llvm::nulls()))) {
+  if (failed(options.parseFromString(llvm::join(words, " "), llvm::nulls()))) {
     // The option parser reports a bad value on stderr only: find the part
     // that fails on its own and name it.
-    SmallVector<StringRef> words;
-    StringRef(spaced).split(words, ' ', -1, /*KeepEmpty=*/false);
     for (StringRef word : words) {
       PipelineOptions scratch;
       std::string message;

@@ -129,9 +129,7 @@ def _sbp_from_runtime(code):
     """The entry of a runtime distribution's SBP code (OF/ABI/Sbp.h)."""
     if code >= 0:
         return sbp.split(code)
-    c = _C()
-    return {c.SBP_BROADCAST: sbp.broadcast, c.SBP_PARTIAL_SUM: sbp.partial_sum,
-            c.SBP_PARTIAL_MAX: sbp.partial_max}[code]
+    return {s.code(): s for s in (sbp.broadcast, sbp.partial_sum, sbp.partial_max)}[code]
 
 
 class placement:

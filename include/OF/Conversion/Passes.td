@@ -24,6 +24,17 @@ def SelectLibraryCallsPass : Pass<"of-select-library-calls", "ModuleOp"> {
     | `of.max_pool2d`, `of.avg_pool2d`, `of.pool2d_grad` | `pool-library` | `dnn.pool2d`, `dnn.pool2d_grad` | f16 on oneDNN; max forward on oneDNN; max gradient on cuDNN; oneDNN gradients of windows that tile the input |
     | `of.batch_norm` (training), `of.batch_norm_grad` | `norm-library` | `dnn.batch_norm`, `dnn.batch_norm_grad` | not f32; inference |
 
+    ```mlir
+    %y = of.conv2d %x, %w : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>)
+        -> tensor<1x4x4x4xf32>
+    // becomes, with conv-library
+    %e = tensor.empty() : tensor<1x4x4x4xf32>
+    %y = of.library_call "dnn.conv2d"(%x, %w) into %e
+        {params = array<i64: 1, 2, 6, 6, 4, 3, 3, 4, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1>}
+        : (tensor<1x2x6x6xf32>, tensor<4x2x3x3xf32>) into tensor<1x4x4x4xf32>
+        -> tensor<1x4x4x4xf32>
+    ```
+
     With `conv-library`, f32 and bf16 convolutions and their gradients become
     `of.library_call "dnn.conv2d"` (and `_grad_input`, `_grad_filter`)
     steps on the unpadded tensors, which the CPU runtime runs through oneDNN

@@ -1355,7 +1355,6 @@ LogicalResult ProgramBuilder::visitCollective(Operation *op) {
           .Default([](Operation *) -> CollectiveKind {
             llvm_unreachable("visitCollective takes the local collectives");
           });
-  step.name = stringifyCollectiveKind(step.collective).str();
   step.buffers = {rootOf(in), rootOf(out)};
   step.mesh = placement.getGridShape();
   step.group = placement.getRankList();
@@ -1408,7 +1407,6 @@ LogicalResult ProgramBuilder::visitTransfer(Operation *op) {
   Step step{Step::Collective};
   step.collective =
       isa<mlir::of::SendOp>(op) ? CollectiveKind::Send : CollectiveKind::Recv;
-  step.name = stringifyCollectiveKind(step.collective).str();
   step.buffers = {rootOf(v), rootOf(v)};
   step.group = {std::min(ranks[0], peer), std::max(ranks[0], peer)};
   step.peer = peer;

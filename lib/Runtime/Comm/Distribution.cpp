@@ -49,7 +49,7 @@ int DistSpec::memberIndex(int worldRank) const {
 
 bool DistSpec::partial() const {
   for (int entry : sbp)
-    if (entry == sbp::kPartialSum || entry == sbp::kPartialMax)
+    if (sbp::isPartial(entry))
       return true;
   return false;
 }

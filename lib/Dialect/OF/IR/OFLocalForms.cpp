@@ -28,11 +28,7 @@ using namespace mlir::of;
 //===----------------------------------------------------------------------===//
 
 bool LocalizeContext::isSplitOn(Value v, int64_t dim) const {
-  RankedTensorType type = globalType(v);
-  SbpAttr sbp = type ? getSbp(type) : SbpAttr();
-  return sbp && llvm::any_of(sbp.getEntries(), [&](const SbpEntry &e) {
-           return e.isSplit() && e.dim == dim;
-         });
+  return !axesSplitting(v, dim, dim).empty();
 }
 
 SmallVector<unsigned> LocalizeContext::axesSplitting(Value v, int64_t first,

@@ -24,7 +24,8 @@ namespace mlir::of {
 class LocalizeContext {
 public:
   /// `global` maps each value that the driver has given its local type to
-  /// its global type; the op runs on `placement`, a grid of shape `grid`.
+  /// its global type; the op runs on `placement`, a grid of shape `grid`
+  /// (which outlives the context).
   LocalizeContext(DenseMap<Value, RankedTensorType> &global,
                   FlatSymbolRefAttr placement, ArrayRef<int64_t> grid)
       : global(global), placement(placement), grid(grid) {}
@@ -61,7 +62,7 @@ public:
 private:
   DenseMap<Value, RankedTensorType> &global;
   FlatSymbolRefAttr placement;
-  SmallVector<int64_t> grid;
+  ArrayRef<int64_t> grid;
 };
 
 } // namespace mlir::of
