@@ -206,7 +206,9 @@ with tempfile.TemporaryDirectory() as tmp:
         if "remark: chose" in line:
             print("[main] sbp:", line.split("remark: ")[1].split("; alternatives")[0])
     plan_text = step("compile", [TOOLS / "of-opt", "--of-pipeline=cpu", example])
-    collectives = [l.split('"')[1] for l in plan_text.splitlines() if "ofrt.collective" in l]
+    # `ofrt.collective <kind> @src to @dst group [...]`
+    collectives = [l.split("ofrt.collective", 1)[1].split()[0]
+                   for l in plan_text.splitlines() if "ofrt.collective" in l]
     print(f"[main] collectives in the plan: {', '.join(collectives)}")
     plan = work / "mlp.ofp"
     step("pack", [TOOLS / "of-translate", "--of-plan-to-binary", "-o", plan], input=plan_text)
