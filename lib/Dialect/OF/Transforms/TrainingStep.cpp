@@ -482,10 +482,12 @@ struct TrainingStepPass
     Value adamStep, bias1, bias2;
     if (adam) {
       adamStep = u.add(stateArgAt(*adamStepState), u.scalarLike(lr, 1.0));
-      // 1 - beta^t.
+      // 1 - beta^t, in f64 as PyTorch computes it: in f32 it cancels
+      // (1 - 0.999f is 4.7e-5 off 1e-3, and Adam's steps with it).
       auto correction = [&](double beta) {
-        Value power = PowOp::create(b, loc, u.scalarLike(lr, beta), adamStep);
-        return u.sub(u.scalarLike(lr, 1.0), power);
+        Value t = u.castTo(adamStep, b.getF64Type());
+        Value power = PowOp::create(b, loc, u.scalarLike(t, beta), t);
+        return u.castLike(u.sub(u.scalarLike(t, 1.0), power), lr);
       };
       bias1 = correction(beta1);
       bias2 = correction(beta2);
