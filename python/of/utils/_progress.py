@@ -13,7 +13,7 @@ rank 0 prints.
 import sys
 import time
 
-from ._runtime import world
+from .._runtime import world
 
 
 class Progress:

@@ -1,0 +1,11 @@
+"""of.utils: what training scripts use beside the model.
+
+- `of.utils.Progress`: a progress bar with per-step loss and throughput.
+- `of.utils.data`: PyTorch's `torch.utils.data` (datasets, samplers,
+  `DataLoader`, `default_collate`), yielding of tensors.
+"""
+
+from . import data
+from ._progress import Progress
+
+__all__ = ["Progress", "data"]
