@@ -196,7 +196,7 @@ def both_schedulers(make):
         seen = []
         for _ in range(25):
             seen.append(opt.param_groups[0]["lr"])
-            opt.step() if framework is torch else None
+            opt.step()
             sched.step()
         rates.append(seen)
     return rates
