@@ -4,10 +4,13 @@ writes one or a few `of` ops through `_apply.apply`; the Tensor methods and
 operators that are operations (installed on Tensor here); moves between
 devices and placements; factories."""
 
+import functools
 import math
+import warnings
 
 import numpy as np
 
+from . import _compat
 from . import _dtype as dt
 from . import _global, _random
 from ._apply import apply, apply1
@@ -45,14 +48,64 @@ def _broadcast(a, b, op):
 
 
 def _promote_for_float_scalar(t, scalar):
-    """PyTorch's rule: an integer tensor with a Python float computes in the
-    default float type."""
-    if isinstance(scalar, float) and not t.dtype.is_floating_point:
+    """PyTorch's rule: an integer tensor with a Python float (or a NumPy
+    floating-point scalar) computes in the default float type."""
+    if isinstance(scalar, (float, np.floating)) and not t.dtype.is_floating_point:
         return cast(t, dt.float32)
     return t
 
 
+def _kind(dtype):
+    """PyTorch's categories of dtypes: bool < integer < floating point."""
+    return 2 if dtype.is_floating_point else 0 if dtype is dt.bool else 1
+
+
+def _foreign_array(value):
+    """`value` as a NumPy array where it is one or a torch.Tensor (on the
+    CPU, without autograd), else None. torch is recognised by duck typing,
+    so it is never imported here."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, Tensor) or type(value).__module__.split(".")[0] != "torch" or \
+            not all(hasattr(value, a) for a in ("detach", "numpy", "requires_grad", "device")):
+        return None
+    if value.requires_grad:
+        raise TypeError("an of op got a torch.Tensor that requires grad: pass "
+                        "t.detach().cpu() (of copies its value) or an of tensor")
+    if value.device.type != "cpu":
+        raise TypeError(f"an of op got a torch.Tensor on {value.device}: pass "
+                        "t.detach().cpu() (of copies its value) or an of tensor")
+    if str(value.dtype) == "torch.bfloat16":  # NumPy has no bfloat16 of torch's
+        return value.float().numpy().astype(dt.bfloat16.np)
+    return value.numpy()
+
+
+def _foreign_operands(a, b):
+    """The operands of a binary op, NumPy arrays and torch tensors among
+    them made of tensors: a copy with its dtype, on the other operand's
+    device. A 0-d one is a number, as a Python number is; where its kind
+    (bool < integer < floating point) is above the other operand's, the
+    other is first cast to its dtype (PyTorch's rule for 0-d tensors)."""
+    ops = [a, b]
+    for i in (0, 1):
+        array = _foreign_array(ops[i])
+        if array is None:
+            continue
+        dtype, other = dt.from_numpy(array.dtype), ops[1 - i]
+        if array.ndim == 0:
+            if isinstance(other, Tensor) and _kind(dtype) > _kind(other.dtype):
+                ops[1 - i] = cast(other, dtype)
+            ops[i] = float(array) if dtype.is_floating_point else \
+                bool(array) if dtype is dt.bool else int(array)
+        else:
+            local = isinstance(other, Tensor) and other._placement is None
+            ops[i] = Tensor(np.array(array, copy=True, order="C"), dtype=dtype,
+                            device=other._local_device if local else None)
+    return ops
+
+
 def _binary(name, a, b):
+    a, b = _foreign_operands(a, b)
     if isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _promote_for_float_scalar(a, b)
     elif isinstance(b, Tensor) and not isinstance(a, Tensor):
@@ -87,8 +140,14 @@ def mul(input, other):
 
 
 def div(input, other, *, rounding_mode=None):
+    """True division, as PyTorch's: integer (and bool) operands divide in
+    float32."""
     unsupported("div", rounding_mode=(rounding_mode, None))
-    return _binary("div", input, other)
+    a, b = _foreign_operands(input, other)
+    if not any(v.dtype.is_floating_point if isinstance(v, Tensor) else
+               isinstance(v, (float, np.floating)) for v in (a, b)):
+        a, b = (cast(v, dt.float32) if isinstance(v, Tensor) else v for v in (a, b))
+    return _binary("div", a, b)
 
 
 def pow(input, exponent):  # noqa: A001
@@ -104,6 +163,7 @@ def minimum(input, other):
 
 
 def _compare(direction, a, b):
+    a, b = _foreign_operands(a, b)
     if not isinstance(b, Tensor):
         b = as_tensor_like(b, a)
     if not isinstance(a, Tensor):
@@ -555,6 +615,353 @@ def dropout_with_seed(x, seed, p):
 
 
 # --------------------------------------------------------------------------
+# The small methods and torch.* functions training scripts use, with
+# PyTorch's signatures, results and errors, composed of the ops above.
+
+# PyTorch's names of the scalar types (in its messages) and tensor types
+# (Tensor.type()).
+_SCALAR_NAMES = {dt.float32: "Float", dt.float64: "Double", dt.float16: "Half",
+                 dt.bfloat16: "BFloat16", dt.int64: "Long", dt.int32: "Int", dt.int8: "Char",
+                 dt.bool: "Bool"}
+_TYPE_NAMES = {d: n + "Tensor" for d, n in _SCALAR_NAMES.items()}
+_BY_TYPE_NAME = {n: d for d, n in _TYPE_NAMES.items()}
+
+
+def _wrap_dim(dim, ndim, scalar_ok=False):
+    """PyTorch's reading of a dimension index (negative from the end), with
+    its errors; `scalar_ok` lets a 0-d tensor be indexed as if 1-d."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, Tensor)):
+        raise TypeError(f"a dimension must be an int, not {type(dim).__name__}")
+    dim = int(dim)
+    if ndim == 0 and not scalar_ok:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+def _tensor_size(self, dim=None):
+    """Tensor.size(): the shape, or the size of dimension `dim` (negative
+    from the end)."""
+    return self.shape if dim is None else self.shape[_wrap_dim(dim, self.ndim)]
+
+
+def _element_size(self):
+    return self.dtype.itemsize
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.dtype.is_floating_point
+
+
+def _is_contiguous(self):
+    """True: every of tensor is dense in row-major order (PyTorch's
+    `memory_format=` is not taken, as nowhere in of)."""
+    return True
+
+
+def _tensor_type(self, dtype=None):
+    """Tensor.type(): PyTorch's name of the tensor's type ('torch.FloatTensor',
+    'torch.cuda.LongTensor', ...: the strings scripts written for PyTorch
+    compare against); with a dtype or such a name, the tensor converted to
+    it (moved too where the name says 'cuda.' or not)."""
+    cuda = self.device == "cuda"
+    if dtype is None:
+        return "torch." + ("cuda." if cuda else "") + _TYPE_NAMES[self.dtype]
+    if isinstance(dtype, dt.dtype):
+        return cast(self, dtype)
+    if not isinstance(dtype, str):
+        raise TypeError(f"type(): dtype must be an of dtype or a type name such as "
+                        f"'torch.FloatTensor', not {type(dtype).__name__}")
+    name = dtype[len("torch."):] if dtype.startswith("torch.") else ""
+    on_cuda = name.startswith("cuda.")
+    target = _BY_TYPE_NAME.get(name[len("cuda."):] if on_cuda else name)
+    if target is None:
+        raise ValueError(f"invalid type: {dtype!r}")
+    return to(self, "cuda" if on_cuda else "cpu", target)
+
+
+def _type_as(self, tensor):
+    return cast(self, tensor.dtype)
+
+
+def _new_size(size, more):
+    """The size a new_* method got: one sequence, or the dimensions as
+    arguments."""
+    shape = _shape_arg((size,) + more)
+    if any(d < 0 for d in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
+    return shape
+
+
+def _new_filled(self, shape, fill, dtype, device, requires_grad):
+    dtype = self.dtype if dtype is None else dtype
+    dev = self.device if device is None else _device_arg(device)
+    out = Tensor(np.full(shape, fill, dtype.np), dtype=dtype, device=dev)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _new_zeros(self, size, *more, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros with this tensor's dtype and device (by default)."""
+    return _new_filled(self, _new_size(size, more), 0, dtype, device,
+                       requires_grad)
+
+
+def _new_ones(self, size, *more, dtype=None, device=None, requires_grad=False):
+    return _new_filled(self, _new_size(size, more), 1, dtype, device,
+                       requires_grad)
+
+
+def _new_empty(self, size, *more, dtype=None, device=None, requires_grad=False):
+    """Uninitialised memory in PyTorch; here zeros (one of its values)."""
+    return _new_filled(self, _new_size(size, more), 0, dtype, device,
+                       requires_grad)
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
+                        f"not {type(size).__name__}")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _new_filled(self, _new_size(size, ()), fill_value, dtype, device,
+                       requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    """A copy of `data` (nested lists, a NumPy array, a tensor) with this
+    tensor's dtype and device (by default)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        data = data.numpy()
+    dtype = self.dtype if dtype is None else dtype
+    array = np.array(data)
+    out = Tensor(_c_order(array.astype(dtype.np)), dtype=dtype,
+                 device=self.device if device is None else _device_arg(device))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def t(input):  # noqa: A002
+    """The transpose of a matrix; a tensor of rank 0 or 1 as it is."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def narrow(input, dim, start, length):  # noqa: A002
+    """`length` elements of dimension `dim` from `start` (negative: from the
+    end)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    start, length = int(start), int(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    if length == 0 and input._program is None and input._placement is None:
+        shape = tuple(0 if i == d else s for i, s in enumerate(input.shape))
+        return Tensor(np.zeros(shape, input.dtype.np), dtype=input.dtype,
+                      device=input.device)  # (of.slice does not compile empty results)
+    starts = [start if i == d else 0 for i in range(input.ndim)]
+    limits = [start + length if i == d else s for i, s in enumerate(input.shape)]
+    return slice_(input, starts, limits)
+
+
+def flip(input, dims):  # noqa: A002
+    """Reverses `dims`: only where they have at most one element, as
+    of.slice takes positive strides only and of has no gather of every
+    dtype."""
+    dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
+    axes = [_wrap_dim(d, input.ndim, scalar_ok=True) for d in dims]
+    for i, a in enumerate(axes):
+        if a in axes[:i]:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    if all(input.ndim == 0 or input.shape[a] <= 1 for a in axes):
+        return input
+    raise NotImplementedError(
+        "torch.flip is not supported yet: of.slice takes positive strides only and of has "
+        "no gather of every dtype; reverse the data before making the tensor (np.flip)")
+
+
+def clamp(input, min=None, max=None):  # noqa: A001,A002
+    """min(max(input, min), max), with PyTorch's promotion of an integer
+    tensor clamped by a float; a NaN stays NaN. The bound is the left
+    operand, which of.maximum/minimum give the gradient of ties: as in
+    PyTorch, an input equal to a bound gets none."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    out = input
+    if min is not None:
+        out = maximum(min, out)
+    if max is not None:
+        out = minimum(max, out)
+    return out
+
+
+def clamp_min(input, min):  # noqa: A001,A002
+    return maximum(min, input)
+
+
+def clamp_max(input, max):  # noqa: A001,A002
+    return minimum(max, input)
+
+
+def clip(input, min=None, max=None):  # noqa: A001,A002
+    """torch.clip: clamp's other name."""
+    return clamp(input, min, max)
+
+
+def square(input):  # noqa: A002
+    """input * input; a bool tensor squares as int64, as in PyTorch."""
+    if input.dtype is dt.bool:
+        input = cast(input, dt.int64)
+    return mul(input, input)
+
+
+def sign(input):  # noqa: A002
+    """-1, 0 or 1 in the input's dtype: (input > 0) - (input < 0), so NaN
+    gives 0 as PyTorch's does; a bool tensor is its own sign."""
+    if input.dtype is dt.bool:
+        return input
+    return sub(cast(_compare("gt", input, 0), input.dtype),
+               cast(_compare("lt", input, 0), input.dtype))
+
+
+def abs(input):  # noqa: A001,A002
+    """input * sign(input): PyTorch's value and gradient (0 at 0); + 0.0
+    makes abs(-0.0) +0.0 as there."""
+    if input.dtype is dt.bool:
+        raise NotImplementedError("torch.abs is not implemented for bool tensors (in "
+                                  "PyTorch neither); convert with .long() first")
+    out = mul(input, sign(input))
+    return add(out, 0.0) if input.dtype.is_floating_point else out
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """input + value * tensor1 * tensor2, in PyTorch's order."""
+    scaled = tensor1 if value == 1 else mul(tensor1, value)
+    return add(input, mul(scaled, tensor2))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """input + value * tensor1 / tensor2, in PyTorch's order."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    scaled = tensor1 if value == 1 else mul(tensor1, value)
+    return add(input, div(scaled, tensor2))
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """input + weight * (end - input), computed as PyTorch does: from `end`
+    (end - (end - input) * (1 - weight)) where |weight| >= 0.5."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"torch.lerp is not implemented for {input.dtype} tensors "
+                                  "(in PyTorch neither); convert with .float() first")
+    diff = sub(end, input)
+    if isinstance(weight, Tensor):
+        small = _compare("lt", abs(weight), 0.5)
+        return where(small, add(input, mul(weight, diff)), sub(end, mul(diff, sub(1, weight))))
+    # the weight as the kernel sees it (in float32 for float32, float16 and bfloat16)
+    w = float(np.float64(weight).astype(np.float64 if input.dtype is dt.float64 else np.float32))
+    if -0.5 < w < 0.5:
+        return add(input, mul(diff, w))
+    return sub(end, mul(diff, 1.0 - w))
+
+
+def _expand_as(self, other):
+    return broadcast_to(self, other.shape)
+
+
+def _view_as(self, other):
+    return reshape(self, other.shape)
+
+
+def _reshape_as(self, other):
+    return reshape(self, other.shape)
+
+
+def _repeat(self, repeats, *more):
+    """Tensor.repeat: the tensor tiled `repeats` times along each dimension
+    (leading ones added), as a broadcast between interleaved unit
+    dimensions and a reshape."""
+    reps = _shape_arg((repeats,) + more)
+    if len(reps) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
+                           "number of dimensions of tensor")
+    shape = (1,) * (len(reps) - self.ndim) + tuple(self.shape)
+    result = [r * s for r, s in zip(reps, shape)]
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(result)}: {result}")
+    interleaved = tuple(d for s in shape for d in (1, s))
+    tiled = tuple(d for r, s in zip(reps, shape) for d in (r, s))
+    return reshape(broadcast_to(reshape(self, interleaved), tiled), tuple(result))
+
+
+def _write_inplace(api, self, out):
+    """`out`, the result an in-place method computed out of place, written
+    into `self` (returned), with PyTorch's checks: the result keeps self's
+    shape, and self's dtype can hold it (an integer tensor cannot take a
+    floating-point result)."""
+    if out is self:
+        return self
+    if tuple(out.shape) != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                           f"broadcast shape {list(out.shape)}")
+    if out.dtype is not self.dtype:
+        if _kind(out.dtype) > _kind(self.dtype):
+            raise RuntimeError(f"result type {_SCALAR_NAMES[out.dtype]} can't be cast to "
+                               f"the desired output type {_SCALAR_NAMES[self.dtype]}")
+        out = cast(out, self.dtype)
+    if self._placement is not None and (out._placement, out._sbp) != (self._placement,
+                                                                       self._sbp):
+        out = to_global(out, self._placement, self._sbp)
+    return _compat.inplace(api, self, out)
+
+
+def _inplace_method(name, fn, float_result=False):
+    """Tensor.<name>: `fn` computed out of place, then written into the
+    tensor. `float_result`: fn's result is floating point whatever the
+    input (PyTorch's exp, sqrt, ...), so an integer tensor is refused."""
+    api = f"Tensor.{name}"
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        if float_result and not self.dtype.is_floating_point:
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{_SCALAR_NAMES[self.dtype]}")
+        return _write_inplace(api, self, fn(self, *args, **kwargs))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In place: {fn.__name__} written into this tensor, which is returned."
+    return method
+
+
+# --------------------------------------------------------------------------
 # Tensor methods and operators.
 
 def _install():
@@ -611,7 +1018,29 @@ def _install():
     T.long = lambda x: cast(x, dt.int64)
     T.int = lambda x: cast(x, dt.int32)
     T.bool = lambda x: cast(x, dt.bool)
-    T.type_as = lambda x, tensor: cast(x, tensor.dtype)
+    T.type_as = _type_as
+    T.type = _tensor_type
+
+    T.size = _tensor_size
+    T.element_size = _element_size
+    T.is_floating_point = is_floating_point
+    T.is_contiguous = _is_contiguous
+    T.new_zeros, T.new_ones, T.new_empty = _new_zeros, _new_ones, _new_empty
+    T.new_full, T.new_tensor = _new_full, _new_tensor
+    T.t, T.narrow, T.flip = t, narrow, flip
+    T.expand_as, T.view_as, T.reshape_as, T.repeat = _expand_as, _view_as, _reshape_as, _repeat
+    T.clamp, T.clamp_min, T.clamp_max, T.clip = clamp, clamp_min, clamp_max, clip
+    T.abs, T.square, T.sign = abs, square, sign
+    T.addcmul, T.addcdiv, T.lerp = addcmul, addcdiv, lerp
+    for name, fn in [("add_", add), ("sub_", sub), ("mul_", mul), ("div_", div),
+                     ("pow_", pow), ("clamp_", clamp), ("clamp_min_", clamp_min),
+                     ("clamp_max_", clamp_max), ("clip_", clip), ("neg_", neg),
+                     ("abs_", abs), ("square_", square), ("sign_", sign),
+                     ("addcmul_", addcmul), ("addcdiv_", addcdiv), ("lerp_", lerp)]:
+        setattr(T, name, _inplace_method(name, fn))
+    for name, fn in [("exp_", exp), ("log_", log), ("sqrt_", sqrt), ("rsqrt_", rsqrt),
+                     ("tanh_", tanh), ("sigmoid_", sigmoid)]:
+        setattr(T, name, _inplace_method(name, fn, float_result=True))
 
 
 
@@ -764,49 +1193,58 @@ def from_numpy(ndarray):
     return Tensor(_c_order(array), dtype=dt.from_numpy(array.dtype))
 
 
-def zeros(*size, dtype=None, device=None):
+def _leaf(t, requires_grad):
+    """A factory's result, a leaf that requires gradients if asked."""
+    return t.requires_grad_() if requires_grad else t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.float32
-    return Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype, device=device)
+    return _leaf(Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype, device=device),
+                 requires_grad)
 
 
-def ones(*size, dtype=None, device=None):
+def ones(*size, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.float32
-    return Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype, device=device)
+    return _leaf(Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype, device=device),
+                 requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.default_for(fill_value)
-    return Tensor(np.full(_shape_arg((size,)), fill_value, dtype.np), dtype=dtype,
-                  device=device)
+    return _leaf(Tensor(np.full(_shape_arg((size,)), fill_value, dtype.np), dtype=dtype,
+                        device=device), requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None):
-    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None):
-    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
 
 
-def randn(*size, dtype=None, device=None):
+def randn(*size, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.float32
-    return Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype,
-                  device=device)
+    return _leaf(Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype,
+                        device=device), requires_grad)
 
 
-def rand(*size, dtype=None, device=None):
+def rand(*size, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.float32
-    return Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype,
-                  device=device)
+    return _leaf(Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype,
+                        device=device), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, device=None):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
     values = np.arange(start, end, step)
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, int) for v in (start, end, step)) else dt.float32
-    return Tensor(values.astype(dtype.np), dtype=dtype, device=device)
+    return _leaf(Tensor(values.astype(dtype.np), dtype=dtype, device=device), requires_grad)
 
 
 def tril(input, diagonal=0):
