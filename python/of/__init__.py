@@ -15,20 +15,23 @@ docs/python.md.
 
 from . import _ops
 from ._compile import CompileError, cache_stats
+from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
+                         is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
-from ._ops import (add, amax, arange, cat, chunk, exp, from_numpy,  # noqa: F401
-                   full, log, matmul, maximum, mean, minimum, ones, ones_like, rand,
-                   randn, rsqrt, sigmoid, sqrt, sum, tanh, tensor,
-                   tril, where, zeros, zeros_like)
+from ._ops import (abs, add, addcdiv, addcmul, amax, arange, cat, chunk,  # noqa: F401,A004
+                   clamp, clamp_max, clamp_min, clip, exp, flip, from_numpy, full,
+                   is_floating_point, lerp, log, matmul, maximum, mean, minimum, narrow,
+                   ones, ones_like, rand, randn, rsqrt, sigmoid, sign, sqrt, square, sum,
+                   t, tanh, tensor, tril, where, zeros, zeros_like)
 from ._random import manual_seed
 from ._tensor import Parameter, Size, Tensor
 from .serialization import load, save
 
 __version__ = "0.1.0"
 
-from . import cuda, env, nn, optim, utils  # noqa: E402
+from . import autograd, cuda, env, nn, optim, utils  # noqa: E402
 from . import _jit  # noqa: E402
 
 class Generator:
@@ -38,12 +41,6 @@ class Generator:
     def __init__(self, device="cpu"):
         raise NotImplementedError("torch.Generator is not supported yet: of has one random "
                                   "generator; seed it with of.manual_seed(seed)")
-
-
-def no_grad():
-    """A no-op context (of computes gradients only in compiled steps)."""
-    import contextlib
-    return contextlib.nullcontext()
 
 
 # torch.* functions whose parameters are named or passed otherwise than

@@ -2,8 +2,11 @@
 `of.nn.Graph`) the op is written into the traced program; otherwise (eager)
 the op alone is a program, compiled once per signature (shapes, dtypes,
 SBP, attributes), cached with its session, and run at once. Eager and
-compiled code therefore run the same kernels."""
+compiled code therefore run the same kernels. An eager op on tensors that
+require gradients is recorded for the backward pass (_autograd.py)."""
 
+from . import _grad_mode
+from ._autograd import record
 from ._compile import CompileError, compile_program, pipeline_for
 from ._dist import sbp
 from ._program import Program, _trace, _write_op, user_frame
@@ -133,6 +136,9 @@ def _eager(spec, inputs):
                                sbp=runner.output_dist(i) or (sbp.broadcast,) * plc.ndim))
         else:
             outs.append(Tensor(data, dtype=dtype, device=runner.device))
+    if _grad_mode._mode.enabled and any(t._requires_grad or t._grad_fn is not None
+                                        for t in inputs):
+        record(spec, inputs, outs, scalar_mix)
     return outs
 
 

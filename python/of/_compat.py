@@ -5,6 +5,8 @@ meaning (docs/python.md, "The rule")."""
 
 import warnings
 
+from ._grad_mode import check_inplace_leaf
+
 
 def unsupported(api, **given):
     """Raises NotImplementedError naming `api(name=value)` for the first
@@ -47,7 +49,9 @@ def inplace(api, input, out):  # noqa: A002
     change."""
     program = input._program
     if program is None:
+        check_inplace_leaf(input, api)
         input._set_value(out._value())
+        input._grad_fn = out._grad_fn  # it now holds the op's result
         return input
     if any(t is input for t in program.arg_tensors):
         raise NotImplementedError(

@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from . import _dtype as dt
-from . import _random
+from . import _grad_mode, _random
+from ._autograd import TracedSpec, record
 from ._compile import compile_program, pipeline_for
 from ._dist import sbp as S
 from ._log import log_debug, progress
@@ -59,6 +60,8 @@ class _Executable:
         self.seed_index = seed_index
         self.plan = plan
         self.lr_index = runner.input_index.get("lr") if train else None
+        self.seed = None
+        self.traced = None  # (program, result refs): a forward's, for autograd
         self.initialised = False
         # the module state a run replaces (parameters, optimizer-independent
         # state such as running statistics)
@@ -78,6 +81,9 @@ class _Executable:
             for index, info in enumerate(r.inputs):
                 if _optimizer_state(info["name"]):
                     r.set(index, np.zeros(info["shape"], dt.from_mlir(info["dtype"]).np))
+            if getattr(self.optimizer, "_pending", None):  # load_state_dict's
+                self.optimizer._load_pending(r, {id(t): r.inputs[i]["name"]
+                                                 for i, t in self.state})
             self.initialised = True
 
     def take_optimizer_state(self, previous):
@@ -109,7 +115,8 @@ class _Executable:
         if self.lr_index is not None:
             r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
         if self.seed_index is not None:
-            r.set(self.seed_index, np.array(_random.seed64(), np.int64))
+            self.seed = np.array(_random.seed64(), np.int64)
+            r.set(self.seed_index, self.seed)
         r.run()
         for index, t in self.updated_state:
             t._version += 1
@@ -117,6 +124,8 @@ class _Executable:
             r.versions[index] = (id(t), t._version)
         if self.train:
             self.optimizer._steps += 1
+            if getattr(self.optimizer, "_pending", None):
+                self.optimizer._pending = {}  # taken by this step
         results = []
         for index, plc in self.outputs:
             info = r.outputs[index]
@@ -170,6 +179,24 @@ def _unflatten(structure, tensors, loss=None):
     return tuple(items) if kind == "tuple" else items
 
 
+def _record_call(name, executable, args, results):
+    """Records a run of a compiled forward for the eager backward pass when
+    one of its inputs (parameters included) requires gradients: the traced
+    program is one op of the recorded program (_autograd.py)."""
+    program = executable.traced
+    inputs, positions = [], {id(t): i for i, t in enumerate(program.data_proxies)}
+    for t in program.arg_tensors:
+        if id(t) in positions:
+            inputs.append(args[program.data_positions[positions[id(t)]]])
+        elif t is program.seed_arg:
+            inputs.append(Tensor(executable.seed, dtype=dt.int64))
+        else:
+            inputs.append(t)
+    if not any(t.requires_grad for t in inputs):
+        return
+    record(TracedSpec(name, program), inputs, results, False)
+
+
 class CompiledFunction:
     """A function traced and compiled per input signature. Call it like the
     function; `save_plan(path)` writes the last compiled plan, and
@@ -186,6 +213,8 @@ class CompiledFunction:
         self.zero = zero
         self.max_grad_norm = max_grad_norm
         self.loss_only = False  # of.compile(model, loss_fn, optimizer): the loss alone
+        if optimizer is not None and hasattr(optimizer, "_compiled_steps"):
+            optimizer._compiled_steps.add(self)  # its state_dict reads the step's
         self._cache = {}
         self._last = None
         self.compiles = 0
@@ -220,6 +249,8 @@ class CompiledFunction:
 
     def _trace(self, args):
         train = self.optimizer is not None
+        if train and hasattr(self.optimizer, "_check_one_update"):
+            self.optimizer._check_one_update()
         program = Program(self.name, trace=True)
         program.train = train
         program.bindings = self._bindings()
@@ -237,6 +268,8 @@ class CompiledFunction:
             else:
                 sym_args.append(a)
                 data_args.append(None)
+        program.data_proxies = [a for a in sym_args if isinstance(a, Tensor)]
+        program.data_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         previous = _trace.program
         _trace.program = program
         try:
@@ -306,6 +339,7 @@ class CompiledFunction:
             refs.append((ref, arg_type))
             name = program.bindings[id(buffer)][0]
             attrs.append(f'of.name = "{name}", of.update = {index} : i64')
+        program.result_refs = [ref for ref, _ in refs[:len(names)]]
         text = program.text(refs, attrs)
         device = program.device or "cpu"
         plan = compile_program(text, self._pipeline(device), self.name,
@@ -327,8 +361,11 @@ class CompiledFunction:
         outputs = [(out_map[n], plc) for n in names]
         seed_index = index.get("dropout_seed")
         log_debug(f"{self.name}: traced and compiled in {time.perf_counter() - start:.2f} s")
-        return _Executable(runner, data_inputs, state, self.optimizer is not None,
-                           self.optimizer, outputs, seed_index, plan), layout
+        executable = _Executable(runner, data_inputs, state, self.optimizer is not None,
+                                 self.optimizer, outputs, seed_index, plan)
+        if self.optimizer is None:
+            executable.traced = program
+        return executable, layout
 
     def _module_key(self):
         """What of the modules changes the traced program: train/eval modes,
@@ -341,12 +378,25 @@ class CompiledFunction:
                 key.append((id(t), t.requires_grad, t.device, t.dtype.name))
         return tuple(key)
 
-    def __call__(self, *args):
-        key = (_signature(args), self._module_key())
+    def _entry(self, args):
+        # the optimizer's compiled-in settings (momentum, betas: a scheduler
+        # may cycle them) are part of the key; a new executable continues the
+        # optimizer state of the last one
+        options = tuple(self.optimizer._pipeline_options()) if self.optimizer else ()
+        key = (_signature(args), self._module_key(), options)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._build(args)
             self._cache[key] = entry
+        return entry
+
+    def executable(self, args):
+        """The compiled signature `args` run (compiled now if it is new),
+        without running it."""
+        return self._entry(args)[0]
+
+    def __call__(self, *args):
+        entry = self._entry(args)
         previous = self._last[0] if self._last is not None else None
         self._last = entry
         executable, layout = entry
@@ -354,6 +404,8 @@ class CompiledFunction:
                 previous.initialised:
             executable.take_optimizer_state(previous)
         results = executable.run(args)
+        if executable.traced is not None and _grad_mode._mode.enabled:
+            _record_call(self.name, executable, args, results)
         loss = None
         if self.optimizer is not None:
             # of.compile(model, ..., optimizer) returns the loss; a Graph

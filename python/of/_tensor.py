@@ -57,7 +57,13 @@ class Tensor:
         # part, which it takes when first needed (_global.materialize).
         self._logical = None
         self._version = 0
-        self.requires_grad = False
+        # autograd (of.autograd): a leaf's flag, a recorded op's result
+        # (node, index), the hooks on a leaf's gradient, and for `.data`
+        # the tensor whose value this one is
+        self._requires_grad = False
+        self._grad_fn = None
+        self._grad_hooks = None
+        self._alias = None
         self.grad = None
 
     # -- value --------------------------------------------------------------
@@ -67,6 +73,8 @@ class Tensor:
             raise RuntimeError(
                 "this tensor is a value of a traced program and has no data yet; "
                 "return it from the compiled function to get its value")
+        if self._alias is not None:
+            return self._alias._value()
         if self._source is not None:
             self._pull()
         if self._data is None and self._logical is not None:
@@ -79,6 +87,9 @@ class Tensor:
         self._data = runner.input(index, self._dtype)
 
     def _set_value(self, data):
+        if self._alias is not None:
+            self._alias._set_value(data)
+            return
         self._data = data
         self._source = None
         self._logical = None
@@ -158,10 +169,6 @@ class Tensor:
     def sbp(self):
         return self._sbp
 
-    @property
-    def is_leaf(self):
-        return True
-
     def numpy(self, force=False):
         """The logical value as a NumPy array (for a global tensor: gathered
         on every rank, a collective call). It never shares memory with the
@@ -218,25 +225,99 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
-    # -- autograd placeholders ---------------------------------------------
+    # -- autograd (of.autograd) --------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can "
+                               "require gradients")
+        self._requires_grad = bool(requires_grad)
         return self
 
-    def detach(self):
-        if self._program is not None and self._program.train:
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        """The recorded op that computed this tensor (None for a leaf)."""
+        return None if self._grad_fn is None else self._grad_fn[0]
+
+    def register_hook(self, hook):
+        """Calls `hook(grad)` on the gradient accumulated into this leaf
+        (its result, if not None, replaces it); returns a handle whose
+        remove() takes the hook away."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self._grad_fn is not None:
             raise NotImplementedError(
-                "Tensor.detach() in a compiled training step: of has no stop-gradient op "
-                "yet, so the gradient would flow through it; compute the detached value "
-                "outside the step and pass it in as an input")
-        return self  # eager tensors carry no autograd history yet
+                "Tensor.register_hook on a non-leaf tensor is not supported yet: of "
+                "differentiates the recorded ops as one program; hook the leaves instead")
+        if self._grad_hooks is None:
+            self._grad_hooks = []
+        self._grad_hooks.append(hook)
+        return _HookHandle(self._grad_hooks, hook)
+
+    def retain_grad(self):
+        if self._grad_fn is None:
+            return  # a leaf keeps its gradient anyway, as in PyTorch
+        raise NotImplementedError(
+            "Tensor.retain_grad() on a non-leaf tensor is not supported yet: use "
+            "torch.autograd.grad(loss, [tensor], retain_graph=True) for its gradient")
+
+    def detach(self):
+        """This value without its autograd history. In a traced training
+        step there is no stop-gradient op yet, so it is refused there."""
+        if self._program is not None:
+            if self._program.train:
+                raise NotImplementedError(
+                    "Tensor.detach() in a compiled training step: of has no stop-gradient "
+                    "op yet, so the gradient would flow through it; compute the detached "
+                    "value outside the step and pass it in as an input")
+            return self
+        return self._detached(alias=False)
+
+    def detach_(self):
+        if self._program is not None:
+            raise NotImplementedError("Tensor.detach_() of a value of a traced program")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def _detached(self, alias):
+        if self._lazy():
+            out = Tensor(None, shape=self.shape, dtype=self.dtype, placement=self._placement,
+                         sbp=self._sbp)
+            out._logical = self._logical
+        else:
+            out = Tensor(self._value(), shape=self.shape, dtype=self.dtype,
+                         placement=self._placement, sbp=self._sbp, device=self._local_device)
+        if alias:
+            out._alias = self
+        return out
 
     @property
     def data(self):
-        """The tensor's value outside autograd (PyTorch's `.data`): writes
-        to it in place change this tensor. Eager tensors carry no autograd
-        history yet, so it is the tensor itself."""
-        return self.detach()
+        """The tensor's value outside autograd (PyTorch's `.data`): a tensor
+        without history whose in-place writes change this tensor."""
+        if self._program is not None:
+            return self.detach()
+        return self._detached(alias=True)
 
     @data.setter
     def data(self, value):
@@ -259,39 +340,19 @@ class Tensor:
                 f"{self._sbp or ''}: move it first (.to(...) or .to_global(...))")
         self._set_value(np.array(value._value(), copy=True))
 
-    def backward(self):
-        program = self._program
-        if program is None or not program.trace:
-            raise RuntimeError(
-                "of computes gradients in compiled training steps: call loss.backward() "
-                "inside of.nn.Graph.build() (with an optimizer added) or use "
-                "of.compile(model, loss_fn=..., optimizer=...)")
-        if self.numel() != 1 or self.dtype not in (dt.float32, dt.float64):
-            raise RuntimeError("backward() needs a scalar floating-point loss, not "
-                               f"shape {list(self.shape)} {self.dtype}")
-        program.loss = self
-
     def contiguous(self):
         return self
 
-    def clone(self):
-        if self._program is not None:
-            return self
-        if self._lazy():
-            out = Tensor(None, shape=self.shape, dtype=self.dtype, placement=self._placement,
-                         sbp=self._sbp)
-            out._logical = self._logical.copy()
-            return out
-        return Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp,
-                      device=self._local_device)
-
     # -- in-place initialisers (eager) -------------------------------------
     def _inplace(self, data):
+        """Writes `data` into this tensor: a value that depends on nothing
+        (an initialiser, run under no_grad in PyTorch's nn.init)."""
         if self._program is not None:
             raise RuntimeError("in-place initialisation of a traced value")
         if self._placement is not None:
             raise RuntimeError("initialise tensors before to_global()")
         self._set_value(np.ascontiguousarray(data.astype(self._dtype.np)).reshape(self._shape))
+        self._grad_fn = None  # a recorded result now holds a constant
         return self
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -307,11 +368,14 @@ class Tensor:
     def zero_(self):
         return self.fill_(0)
 
-    def copy_(self, src):
-        src = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
-        if tuple(src.shape) != tuple(self._shape):
-            raise ValueError(f"copy_: shape {list(src.shape)} into {list(self._shape)}")
-        return self._inplace(src)
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
 
 
 class Parameter(Tensor):

@@ -138,7 +138,9 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        pass  # gradients live inside compiled steps
+        from ..optim.optimizer import _zero_grad
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
 
     def to(self, *args, **kwargs):
         """Moves the parameters and buffers to a device ("cpu", "cuda")
@@ -394,17 +396,21 @@ class BatchNorm2d(Module):
         self.bias = Parameter(np.zeros(num_features, np.float32))
         self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
         self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+        self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
         _place(self, device, dtype)
 
     def forward(self, x):
         y, mean, var = _ops.batch_norm(x, self.running_mean, self.running_var, self.weight,
                                        self.bias, self.training, self.momentum, self.eps)
         if self.training:
+            count = self.num_batches_tracked
             if y._program is None:
                 self.running_mean._set_value(mean._value())
                 self.running_var._set_value(var._value())
+                count._set_value(count._value() + 1)
             else:  # a traced program returns them as updates of its state
-                y._program.updates += [(self.running_mean, mean), (self.running_var, var)]
+                y._program.updates += [(self.running_mean, mean), (self.running_var, var),
+                                       (count, count + 1)]
         return y
 
 

@@ -1,48 +1,287 @@
-"""The optimizer base class: parameter groups and their hyperparameters,
-which the compiled training step reads (torch.optim.Optimizer's
-interface)."""
+"""The optimizer base class (torch.optim.Optimizer's interface): parameter
+groups and their hyperparameters, which a compiled training step reads,
+and the eager `step()` of the standard loop.
+
+The update itself is the compiler's (`--of-training-step`), never written
+here: `step()` runs, per parameter group, a compiled training step of
+sum(p * p.grad) over the group's parameters that have a gradient, whose
+gradient with respect to p is p.grad itself. The step's session keeps the
+parameters and the optimizer state (momentum, Adam's moments and step)
+between calls, as a compiled training step of the model does; the
+learning rate is read from the group at every call."""
+
+import collections
+import weakref
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+
+
+class _GroupParams:
+    """The parameters of one group that have gradients, as the module a
+    compiled update reads: named `p<index>` by their index in the
+    optimizer (state_dict's numbering)."""
+
+    training = True
+
+    def __init__(self):
+        self.named = []
+
+    def parameters(self):
+        return (t for _, t in self.named)
+
+    def state_dict(self):
+        return collections.OrderedDict(self.named)
+
+    def modules(self):
+        return [self]
+
+
+class _GroupView:
+    """One parameter group as the optimizer of a compiled update."""
+
+    def __init__(self, optimizer, group):
+        self.optimizer, self.group = optimizer, group
+        self._steps = 0
+
+    @property
+    def param_groups(self):
+        return [self.group]
+
+    def _pipeline_options(self):
+        return self.optimizer._pipeline_options(self.group)
+
+    def _weight_decays(self):
+        return {}
 
 
 class Optimizer:
+    # per parameter: PyTorch's state_dict key of each compiled state name's
+    # prefix (of.ABI StateNames.h), set by the optimizers
+    _STATE_NAMES = {}
+
     def __init__(self, params, defaults):
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__name__}")
         params = list(params)
-        if params and isinstance(params[0], dict):
-            groups = [dict(defaults, **g) for g in params]
-        else:
-            groups = [dict(defaults, params=params)]
-        for g in groups:
-            g["params"] = list(g["params"])
-            g.setdefault("initial_lr", g["lr"])
-        self.param_groups = groups
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
         self.defaults = defaults
+        self.param_groups = []
+        self.state = collections.defaultdict(dict)
         self._steps = 0
-        # Groups may differ in weight decay (compiled per parameter); the
-        # other settings are one compiled update for every parameter.
-        keys = [k for k in defaults if k != "weight_decay"]
-        for g in groups[1:]:
-            for k in keys:
-                if g[k] != groups[0][k]:
-                    raise NotImplementedError(
-                        f"{type(self).__name__}: parameter groups with different '{k}' "
-                        "are not supported yet (groups may differ in weight_decay only)")
+        self._updaters = {}      # group index -> CompiledFunction
+        self._pending = {}       # (parameter index, state key) -> value (load_state_dict)
+        # compiled training steps of a model using it (_jit), weakly
+        self._compiled_steps = weakref.WeakSet()
+        for g in (params if isinstance(params[0], dict) else [{"params": params}]):
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        group = dict(param_group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
 
     def _weight_decays(self):
-        """id(parameter) -> its group's weight decay, when groups differ."""
+        """id(parameter) -> its group's weight decay, when groups differ
+        (a compiled training step of a model: one update for every
+        parameter, each with its group's decay)."""
         decays = {g["weight_decay"] for g in self.param_groups}
         if len(decays) <= 1:
             return {}
         return {id(p): float(g["weight_decay"]) for g in self.param_groups
                 for p in g["params"]}
 
-    def zero_grad(self, set_to_none=True):
-        pass  # gradients live inside the compiled step
+    def _check_one_update(self):
+        """A compiled training step of a model updates every parameter with
+        one set of hyperparameters (groups may differ in weight decay)."""
+        keys = [k for k in self.defaults if k != "weight_decay"]
+        for g in self.param_groups[1:]:
+            for k in keys:
+                if g[k] != self.param_groups[0][k]:
+                    raise NotImplementedError(
+                        f"{type(self).__name__}: parameter groups with different '{k}' in a "
+                        "compiled training step (of.compile(model, loss_fn, optimizer)) are "
+                        "not supported yet (groups may differ in weight_decay only); the "
+                        "eager loop (loss.backward(); optimizer.step()) takes them")
 
-    def step(self):
-        raise RuntimeError("of applies the optimizer inside the compiled training step: "
-                           "pass it to of.compile(..., optimizer=opt) or "
-                           "Graph.add_optimizer(opt) and call the compiled step")
+    def _pipeline_options(self, group=None):
+        raise NotImplementedError
+
+    # -- the eager loop ------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        for g in self.param_groups:
+            for p in g["params"]:
+                _zero_grad(p, set_to_none)
+
+    def _index(self):
+        return {id(p): i for i, p in enumerate(p for g in self.param_groups
+                                               for p in g["params"])}
+
+    def step(self, closure=None):
+        """Updates every parameter that has a gradient, group by group, with
+        the group's hyperparameters (PyTorch's torch.optim semantics)."""
+        loss = None
+        if closure is not None:
+            from .._grad_mode import enable_grad
+            with enable_grad():
+                loss = closure()
+        from .._grad_mode import no_grad
+        index = self._index()
+        with no_grad():
+            for gi, group in enumerate(self.param_groups):
+                items = [(f"p{index[id(p)]}", p) for p in group["params"]
+                         if p.grad is not None]
+                if items:
+                    self._update(gi, group, items)
+        self._pending = {}  # loaded state: taken by each group's first update
+        self._steps += 1
+        return loss
+
+    def _updater(self, gi, group):
+        cf = self._updaters.get(gi)
+        if cf is None:
+            from .._jit import CompiledFunction
+            holder = _GroupParams()
+
+            def update(*grads):
+                total = None
+                for (_, p), g in zip(holder.named, grads):
+                    term = (p * g).sum()
+                    total = term if total is None else total + term
+                return total
+            cf = CompiledFunction(update, [("", holder)], f"{type(self).__name__.lower()}_update",
+                                  _GroupView(self, group))
+            cf.loss_only = True
+            cf.holder = holder
+            self._updaters[gi] = cf
+        return cf
+
+    def _update(self, gi, group, items):
+        cf = self._updater(gi, group)
+        cf.holder.named = items
+        grads = []
+        for _, p in items:
+            g = p.grad
+            if tuple(g.shape) != tuple(p.shape) or g.dtype != p.dtype:
+                raise RuntimeError(f"{type(self).__name__}.step: the gradient of a parameter of "
+                                   f"shape {list(p.shape)} {p.dtype} is {list(g.shape)} "
+                                   f"{g.dtype}")
+            grads.append(g)
+        executable = cf.executable(grads)
+        if self._pending and not executable.initialised:
+            self._load_pending(executable.runner, {id(p): name for name, p in items})
+            executable.initialised = True
+        cf(*grads)
+
+    # -- state ---------------------------------------------------------------
+    def _sources(self):
+        """(runner, id(parameter) -> its name in the runner's plan) of the
+        last update of each group and of each compiled training step."""
+        for cf in self._updaters.values():
+            if cf._last is not None:
+                yield cf._last[0].runner, {id(p): name for name, p in cf.holder.named}
+        for cf in self._compiled_steps:
+            if cf._last is not None:
+                yield cf._last[0].runner, {i: name for i, (name, _) in cf._bindings().items()}
+
+    def _state_name(self, prefix, param_name):
+        return prefix if self._STATE_NAMES[prefix] == "step" else prefix + param_name
+
+    def _load_pending(self, runner, names):
+        """Sets the loaded state (load_state_dict) of the parameters `names`
+        (id -> name in the plan) as the inputs of a new update's `runner`."""
+        index = self._index()
+        for p_id, pname in names.items():
+            i = index.get(p_id)
+            for prefix, key in self._STATE_NAMES.items():
+                value = self._pending.get((i, key))
+                j = runner.input_index.get(self._state_name(prefix, pname))
+                if value is None or j is None:
+                    continue
+                info = runner.inputs[j]
+                runner.set(j, np.asarray(value, dt.from_mlir(info["dtype"]).np)
+                           .reshape(info["shape"]))
 
     def state_dict(self):
-        return {"param_groups": [{k: v for k, v in g.items() if k != "params"}
-                                 for g in self.param_groups], "step": self._steps}
+        """PyTorch's layout: `state` (per parameter index, e.g.
+        momentum_buffer, or step/exp_avg/exp_avg_sq) and `param_groups`
+        (hyperparameters and parameter indices)."""
+        index = self._index()
+        values = dict(self._pending)
+        for runner, names in self._sources():
+            for p_id, pname in names.items():
+                i = index.get(p_id)
+                for prefix, key in self._STATE_NAMES.items():
+                    j = runner.input_index.get(self._state_name(prefix, pname))
+                    if i is not None and j is not None:
+                        info = runner.inputs[j]
+                        values[(i, key)] = runner.input(j, dt.from_mlir(info["dtype"]))
+        state = {}
+        for (i, key), value in sorted(values.items()):
+            value = np.array(value, np.float32) if key == "step" else np.array(value)
+            state.setdefault(i, {})[key] = Tensor(value)
+        groups = []
+        for g in self.param_groups:
+            d = {k: v for k, v in g.items() if k != "params"}
+            d["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(d)
+        return {"state": state, "param_groups": groups}
 
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+        for mine, theirs in zip(self.param_groups, groups):
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = v
+        pending = {}
+        for i, entry in state_dict["state"].items():
+            for key in self._STATE_NAMES.values():
+                if entry.get(key) is not None:
+                    value = entry[key]
+                    value = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+                    pending[(int(i), key)] = value
+        self._pending = pending
+        # the next step starts from the loaded state
+        self._updaters = {}
+        for cf in self._compiled_steps:
+            for executable, _ in cf._cache.values():
+                executable.initialised = False
+
+
+def _is_state(name):
+    from .._jit import _optimizer_state
+    return _optimizer_state(name)
+
+
+def _zero_grad(p, set_to_none):
+    if p.grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+    else:
+        p.grad._set_value(np.zeros_like(p.grad._value()))
+        p.grad._grad_fn = None

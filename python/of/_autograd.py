@@ -1,0 +1,469 @@
+"""Eager autograd (torch.autograd's engine; `of.autograd` is its public
+face): what eager ops record, and the backward pass.
+
+An eager op whose inputs require gradients (while gradients are enabled)
+records a `Node`: its op (the same `OpSpec` the op ran) and where each
+operand came from: the output of an earlier node, a leaf that requires
+gradients, or a value that needs none. The values are kept as they were
+when the op ran (eager values are replaced, never written in place, so
+keeping the array keeps the value).
+
+`backward` replays the recorded ops that lead to the roots as one `of`
+function whose leaves are `{of.param}` arguments and whose result is the
+scalar to differentiate (the root itself, or the sum of each root times
+its gradient), and compiles it with `--of-autodiff`: the gradients come
+from each op's `GradientOpInterface`, the one definition the compiled
+training step uses too, and no formula is written here. One plan per
+recorded program text, cached as eager ops' are: a training loop of fixed
+shapes compiles its backward pass once. The plan recomputes the forward
+values it needs (the eager ones are not fed back), as activation
+checkpointing does.
+"""
+
+import itertools
+import re
+
+import numpy as np
+
+from . import _dtype as dt
+from ._compat import unsupported
+from ._compile import compile_program, pipeline_for
+from ._dist import sbp as S
+from ._grad_mode import check_inplace_leaf, is_grad_enabled
+from ._program import OpSpec, Program, _type, _write_op
+from ._session import Runner
+from ._tensor import Tensor
+
+_sequence = itertools.count()
+
+
+class Node:
+    """A recorded op (the `grad_fn` of its floating-point results)."""
+
+    __slots__ = ("seq", "spec", "inputs", "freed", "__weakref__")
+
+    def __init__(self, spec, inputs):
+        self.seq = next(_sequence)
+        self.spec = spec
+        # per operand: ("n", node, index) an earlier node's result,
+        # ("l", tensor, value) a leaf that requires gradients, ("c", tensor,
+        # value) a value that needs none, ("k", tensor, value) a Python
+        # number the op embedded as a constant
+        self.inputs = inputs
+        self.freed = False
+
+    def name(self):
+        op = self.spec.fmt.split()[0].split(".")[-1]
+        return "".join(w.capitalize() for w in op.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self):
+        if self.inputs is None:
+            return ()
+        return tuple((ref[1], ref[2]) if ref[0] == "n" else (None, 0) for ref in self.inputs)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+_SSA = re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class TracedSpec:
+    """A compiled function's traced program (`of.compile(module)`'s
+    forward) as one recorded op: replayed by inlining its ops under fresh
+    names, its arguments replaced by the operands."""
+
+    def __init__(self, name, program):
+        self.fmt = f"of.{name}"
+        self.program = program
+
+    def write(self, program, operands):
+        inner = self.program
+        mapping = {ssa: op for (ssa, _, _), op in zip(inner.args, operands)}
+        prefix = program.fresh("f")[1:] + "_"
+
+        def rename(m):
+            return mapping.get(m.group(0)) or f"%{prefix}{m.group(1)}"
+        program.lines += [_SSA.sub(rename, line) for line in inner.lines]
+        program.placements.update(inner.placements)
+        if inner.device is not None:
+            program.note_device(inner.device, "a compiled function's program")
+        refs = []
+        for r in inner.result_refs:
+            ref = _SSA.sub(rename, r)
+            program._types[ref] = inner._types[r]
+            refs.append(ref)
+        return refs
+
+
+def _write(program, spec, operands):
+    if isinstance(spec, TracedSpec):
+        return spec.write(program, operands)
+    return _write_op(program, spec, operands, None)
+
+
+def record(spec, inputs, outs, scalar_mix):
+    """Records op `spec`, which ran on `inputs` and gave `outs`, when an
+    input requires gradients; its floating-point results then do."""
+    refs = []
+    for t in inputs:
+        if t._grad_fn is not None:
+            refs.append(("n",) + t._grad_fn)
+        elif scalar_mix and t._placement is None:
+            refs.append(("k", t, t._value()))
+        else:
+            refs.append(("l" if t._requires_grad else "c", t, t._value()))
+    node = Node(spec, refs)
+    for i, o in enumerate(outs):
+        if o._dtype.is_floating_point:
+            o._grad_fn = (node, i)
+
+
+_SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+def _nodes(roots):
+    """The nodes the roots depend on, in the order they ran."""
+    seen, stack = {}, [t._grad_fn[0] for t in roots if t._grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        if node.freed:
+            raise RuntimeError(_SECOND_BACKWARD)
+        seen[id(node)] = node
+        for ref in node.inputs:
+            if ref[0] == "n":
+                stack.append(ref[1])
+    return sorted(seen.values(), key=lambda n: n.seq)
+
+
+_runners = {}
+_RUNNER_LIMIT = 64
+
+
+def _runner(text, device):
+    runner = _runners.pop(text, None)  # re-inserted: the most recent last
+    if runner is None:
+        plan = compile_program(text, pipeline_for(device) + ",autodiff=true", "backward")
+        runner = Runner(plan, "autograd_grad", device)
+        if len(_runners) >= _RUNNER_LIMIT:
+            _runners.pop(next(iter(_runners)))
+    _runners[text] = runner
+    return runner
+
+
+def _check_root(t, grad, i):
+    if t._grad_fn is None and not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                           "a grad_fn")
+    if grad is None:
+        if t.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not t._dtype.is_floating_point:
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                               f"but got {t._dtype}")
+        return None
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"gradient must be a Tensor or None, not {type(grad).__name__}")
+    if tuple(grad.shape) != tuple(t.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{_size_text(grad.shape)} and output[{i}] has a shape of {_size_text(t.shape)}.")
+    if grad.dtype != t.dtype:
+        raise RuntimeError(f"gradient {i} is {grad.dtype} but its output is {t.dtype}")
+    return grad
+
+
+def _size_text(shape):
+    return "torch.Size([" + ", ".join(str(d) for d in shape) + "])"
+
+
+def gradients(roots, grads, wrt=None, retain_graph=False):
+    """The gradients of sum(root * grad) over the roots (a root without a
+    grad: itself, of one element) with respect to `wrt` (tensors; None:
+    every leaf that requires gradients), as [(tensor, gradient)] with one
+    entry per tensor in `wrt` order (None for one nothing depends on).
+    The gradient of a recorded result (not a leaf) is that of a zero added
+    to it where it was computed. Frees the recorded graph unless
+    `retain_graph`."""
+    grads = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(roots, grads))]
+    probes = {}
+    if wrt is not None:
+        for t in wrt:
+            if t._grad_fn is not None:
+                probes[(id(t._grad_fn[0]), t._grad_fn[1])] = t
+            elif not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+    nodes = _nodes(roots)
+
+    program = Program("autograd")
+    ssa, values, params = {}, [], []
+    wrt_ids = None if wrt is None else {id(t) for t in wrt}
+
+    def argument(t, value, param):
+        ref = program.add_arg(t, param=param)
+        values.append(value)
+        if param:
+            params.append(t)
+        return ref
+
+    def leaf(kind, t, value):
+        key = (id(t), id(value))
+        if key not in ssa:
+            param = kind == "l" and (wrt_ids is None or id(t) in wrt_ids)
+            ssa[key] = argument(t, value, param)
+        return ssa[key]
+
+    for node in nodes:
+        operands = []
+        for ref in node.inputs:
+            if ref[0] == "n":
+                operands.append(ssa[(id(ref[1]), ref[2])])
+            elif ref[0] == "k":
+                operands.append(program.constant(ref[2], ref[1]._dtype))
+            else:
+                operands.append(leaf(*ref))
+        for i, r in enumerate(_write(program, node.spec, operands)):
+            t = probes.get((id(node), i))
+            if t is not None:  # r + 0, the zero a parameter
+                zero = argument(t, np.zeros(t.shape, t._dtype.np), True)
+                r = _write_op(program, OpSpec("of.add {0}, {1}", "", [(t.shape, t._dtype)]),
+                              [r, zero], None)[0]
+            ssa[(id(node), i)] = r
+
+    def root_ref(t):
+        if t._grad_fn is not None:
+            return ssa[(id(t._grad_fn[0]), t._grad_fn[1])]
+        return leaf("l", t, t._value())
+
+    terms = []
+    for t, g in zip(roots, grads):
+        ref = root_ref(t)
+        if g is None and not t.shape:
+            terms.append((ref, t._dtype))
+            continue
+        if g is not None:
+            gref = argument(g, g._value(), False)
+            ref = _write_op(program, OpSpec("of.mul {0}, {1}", "", [(t.shape, t._dtype)]),
+                            [ref, gref], None)[0]
+        axes = ", ".join(str(a) for a in range(len(t.shape)))
+        ref = _write_op(program, OpSpec("of.reduce_sum {0}", f"axes = array<i64: {axes}>",
+                                        [((), t._dtype)]), [ref], None)[0]
+        terms.append((ref, t._dtype))
+    loss, dtype = terms[0]
+    for ref, d in terms[1:]:
+        if d != dtype:
+            raise RuntimeError(f"backward of outputs of different dtypes ({dtype}, {d})")
+        loss = _write_op(program, OpSpec("of.add {0}, {1}", "", [((), dtype)]),
+                         [loss, ref], None)[0]
+
+    if not params:  # nothing differentiated is used (autograd.grad's unused inputs)
+        if wrt is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not "
+                               "have a grad_fn")
+        _free(nodes, retain_graph)
+        return [(t, None) for t in wrt]
+    if program.placements and any(t._placement is None and not t._device_neutral()
+                                  for t in program.arg_tensors):
+        raise ValueError("backward through ops that mix global and local tensors")
+    text = program.text([(loss, _type((), dtype))])
+    runner = _runner(text, program.device or "cpu")
+    for i, v in enumerate(values):
+        runner.set(i, v)
+    runner.run()
+
+    by_tensor = {}
+    for k, t in enumerate(params):
+        data = runner.output(k + 1)
+        if t._placement is not None:
+            g = Tensor(data, shape=t.shape, dtype=t._dtype, placement=t._placement,
+                       sbp=runner.output_dist(k + 1) or (S.broadcast,) * t._placement.ndim)
+        else:
+            g = Tensor(data, dtype=t._dtype, device=runner.device)
+        if id(t) in by_tensor:  # a leaf read at two versions
+            prev = by_tensor[id(t)][1]
+            g = Tensor(prev._value() + g._value(), shape=t.shape, dtype=t._dtype,
+                       placement=t._placement, sbp=prev._sbp,
+                       device=None if t._placement is not None else runner.device)
+        by_tensor[id(t)] = (t, g)
+
+    _free(nodes, retain_graph)
+    if wrt is None:
+        return list(by_tensor.values())
+    return [(t, by_tensor.get(id(t), (t, None))[1]) for t in wrt]
+
+
+def _free(nodes, retain_graph):
+    if not retain_graph:
+        for node in nodes:
+            node.freed = True
+            node.inputs = None
+
+
+def accumulate(pairs):
+    """Adds each gradient to its leaf's `.grad` (after the leaf's hooks),
+    as PyTorch's AccumulateGrad does."""
+    for t, g in pairs:
+        if g is None:
+            continue
+        for hook in t._grad_hooks or ():
+            out = hook(g)
+            if out is not None:
+                g = out
+        if t.grad is None:
+            t.grad = g
+        else:
+            t.grad._set_value(t.grad._value() + g._value())
+
+
+# --------------------------------------------------------------------------
+# torch.autograd's functions.
+
+def _as_list(x, what):
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return list(x)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, not "
+                    f"{type(x).__name__}")
+
+
+def _grad_list(grads, n):
+    if grads is None:
+        return [None] * n
+    grads = [grads] if isinstance(grads, Tensor) else list(grads)
+    if len(grads) != n:
+        raise RuntimeError(f"got {len(grads)} tensors and {n} gradients")
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulates into the `.grad` of the leaves (or of `inputs`) the
+    gradient of the sum of `tensors` weighted by `grad_tensors`."""
+    unsupported("torch.autograd.backward", create_graph=(create_graph, False),
+                grad_variables=(grad_variables, None))
+    roots = _as_list(tensors, "tensors")
+    wrt = None if inputs is None else _as_list(inputs, "inputs")
+    if wrt is not None and not wrt:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    pairs = gradients(roots, _grad_list(grad_tensors, len(roots)), wrt,
+                            bool(retain_graph))
+    accumulate(pairs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """The gradients of the sum of `outputs` weighted by `grad_outputs`
+    with respect to `inputs` (a tuple), without touching any `.grad`."""
+    unsupported("torch.autograd.grad", create_graph=(create_graph, False),
+                is_grads_batched=(is_grads_batched, False))
+    roots = _as_list(outputs, "outputs")
+    wrt = _as_list(inputs, "inputs")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    allow_unused = bool(allow_unused) or materialize_grads
+    pairs = gradients(roots, _grad_list(grad_outputs, len(roots)), wrt,
+                            bool(retain_graph))
+    result = []
+    for i, (t, g) in enumerate(pairs):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads:
+                g = Tensor(np.zeros(t.shape, t._dtype.np), dtype=t._dtype,
+                           placement=t._placement, sbp=t._sbp,
+                           device=None if t._placement is not None else t.device)
+        result.append(g)
+    return tuple(result)
+
+
+class Function:
+    """torch.autograd.Function (custom forward/backward in Python): of
+    differentiates with the compiler's gradients only."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+        def apply(*args, **kw):
+            raise NotImplementedError(
+                f"torch.autograd.Function ({cls.__name__}.apply) is not supported: of "
+                "computes gradients from its ops' own gradients; write the forward with "
+                "of ops and drop the custom backward")
+        cls.apply = staticmethod(apply)
+
+
+# --------------------------------------------------------------------------
+# The Tensor methods that record or differentiate.
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """In a traced training step: marks the loss its gradients are of.
+    Eager: accumulates the gradient into the leaves' `.grad`
+    (torch.autograd.backward)."""
+    program = self._program
+    if program is not None:
+        if not program.trace or not program.train:
+            raise RuntimeError(
+                "loss.backward() in a compiled function without an optimizer: pass the "
+                "optimizer to of.compile(..., optimizer=...) or Graph.add_optimizer(), or "
+                "run the loop eagerly")
+        unsupported("Tensor.backward in a compiled training step", gradient=(gradient, None),
+                    create_graph=(create_graph, False), inputs=(inputs, None))
+        if self.numel() != 1 or self.dtype not in (dt.float32, dt.float64):
+            raise RuntimeError("backward() needs a scalar floating-point loss, not "
+                               f"shape {list(self.shape)} {self.dtype}")
+        program.loss = self
+        return
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _record_identity(src, out):
+    """Records `out` as a copy of `src` (clone, copy_) when gradients flow
+    through it."""
+    if src.requires_grad and is_grad_enabled():
+        record(OpSpec("of.reshape {0}", "", [(tuple(src.shape), src.dtype)]), [src], [out],
+               False)
+
+
+def _clone(self):
+    if self._program is not None:
+        return self
+    if self._lazy():
+        out = Tensor(None, shape=self.shape, dtype=self.dtype, placement=self._placement,
+                     sbp=self._sbp)
+        out._logical = self._logical.copy()
+        return out
+    out = Tensor(self._value().copy(), placement=self._placement, sbp=self._sbp,
+                 device=self._local_device)
+    _record_identity(self, out)
+    return out
+
+
+def _copy_(self, src, non_blocking=False):
+    """Copies `src` (a tensor, or a NumPy array) into this tensor; the
+    gradient flows to `src` as in PyTorch."""
+    tracked = isinstance(src, Tensor) and src.requires_grad and is_grad_enabled()
+    if tracked:
+        check_inplace_leaf(self, "copy_")
+    data = src.numpy() if isinstance(src, Tensor) else np.asarray(src)
+    if tuple(data.shape) != tuple(self._shape):
+        raise ValueError(f"copy_: shape {list(data.shape)} into {list(self._shape)}")
+    self._inplace(data)
+    if tracked:
+        _record_identity(src, self)
+    return self
+
+
+Tensor.backward = _backward
+Tensor.clone = _clone
+Tensor.copy_ = _copy_

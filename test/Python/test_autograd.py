@@ -1,0 +1,318 @@
+"""Eager autograd and the standard training loop against PyTorch: leaf
+gradients of recorded programs, accumulation, retain_graph, autograd.grad,
+gradient modes, detach/.data, in-place rules, hooks, eager optimizer steps
+with their state_dict, clip_grad_norm_, and the loop under of.compile(model).
+Every expected value is PyTorch's, from the same inputs."""
+
+import numpy as np
+import pytest
+
+import of
+import of.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def pair(a, requires_grad=False):
+    return (of.tensor(a, requires_grad=requires_grad),
+            torch.tensor(a, requires_grad=requires_grad))
+
+
+def close(o, t, rtol=1e-5, atol=1e-6):
+    o = o.numpy() if isinstance(o, of.Tensor) else o
+    t = t.detach().numpy() if isinstance(t, torch.Tensor) else t
+    np.testing.assert_allclose(o, t, rtol=rtol, atol=atol)
+
+
+def test_leaf_gradients_of_a_recorded_program(rng):
+    # against PyTorch in float64, relative to each tensor's largest element
+    # (a layer norm of saturated tanh rows amplifies float32 rounding: one
+    # draw in 30 puts PyTorch's own float32 gradient 3e-6 off, of's 3e-5)
+    w_, b_ = rng.standard_normal((8, 5)), rng.standard_normal(5)
+    x_ = rng.standard_normal((6, 8))
+    y_ = rng.integers(0, 5, 6)
+    outs = []
+    for fw, f, dtype in ((of, F, np.float32), (torch, TF, np.float64)):
+        w = fw.tensor(w_.astype(dtype), requires_grad=True)
+        b = fw.tensor(b_.astype(dtype), requires_grad=True)
+        g = fw.tensor(np.full(5, 1.5, dtype), requires_grad=True)
+        x = fw.tensor(x_.astype(dtype))
+        h = f.layer_norm((x @ w + b).tanh(), (5,), weight=g)
+        loss = f.cross_entropy(h * 2.0 - h.softmax(-1), fw.tensor(y_))
+        assert loss.requires_grad and not loss.is_leaf and loss.grad_fn is not None
+        assert w.is_leaf and w.grad_fn is None
+        loss.backward()
+        outs.append((loss, w.grad, b.grad, g.grad))
+    for o, t in zip(*outs):
+        t = t.detach().numpy()
+        assert np.abs(o.numpy() - t).max() <= 1e-4 * np.abs(t).max()
+
+
+def test_gradients_accumulate_and_zero_grad(rng):
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for fw in (of, torch):
+        w = fw.tensor(a, requires_grad=True)
+        (w * w).sum().backward()
+        first = w.grad.numpy().copy() if fw is of else w.grad.numpy().copy()
+        (w.exp()).sum().backward()
+        results.append((first, w.grad))
+    close(*[r[0] for r in results])
+    close(results[0][1], results[1][1])
+    lin = of.nn.Linear(3, 2)
+    lin(of.ones(1, 3)).sum().backward()
+    assert lin.weight.grad is not None
+    lin.zero_grad(set_to_none=False)
+    assert np.all(lin.weight.grad.numpy() == 0)
+    lin.zero_grad()
+    assert lin.weight.grad is None
+
+
+def test_retain_graph_and_a_second_backward(rng):
+    w = of.tensor(rng.standard_normal(4).astype(np.float32), requires_grad=True)
+    loss = (w * 3.0).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    close(w.grad, np.full(4, 6.0, np.float32))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_backward_of_a_tensor_with_a_gradient_argument(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    g = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = []
+    for fw in (of, torch):
+        w = fw.tensor(a, requires_grad=True)
+        y = w.sigmoid() * w
+        with pytest.raises(RuntimeError, match="only for scalar outputs"):
+            y.backward(retain_graph=True)
+        y.backward(fw.tensor(g))
+        grads.append(w.grad)
+    close(*grads)
+
+
+def test_autograd_grad_of_leaves_and_intermediates(rng):
+    a = rng.standard_normal(5).astype(np.float32)
+    res = []
+    for fw in (of, torch):
+        x = fw.tensor(a, requires_grad=True)
+        u = fw.tensor(a * 2, requires_grad=True)
+        h = x.tanh()
+        loss = (h * h * 3.0 + x).sum()
+        gx, gh = fw.autograd.grad(loss, (x, h), retain_graph=True)
+        (gu,) = fw.autograd.grad(loss, [u], allow_unused=True, retain_graph=True)
+        with pytest.raises(RuntimeError, match="allow_unused"):
+            fw.autograd.grad(loss, [u], retain_graph=True)
+        assert x.grad is None
+        res.append((gx, gh, gu))
+    close(res[0][0], res[1][0])
+    close(res[0][1], res[1][1])
+    assert res[0][2] is None and res[1][2] is None
+
+
+def test_grad_modes_as_contexts_and_decorators():
+    w = of.ones(3, requires_grad=True)
+    with of.no_grad():
+        assert not (w * 2).requires_grad
+        with of.enable_grad():
+            assert (w * 2).requires_grad
+    with of.set_grad_enabled(False):
+        assert not (w * 2).requires_grad
+    assert of.is_grad_enabled()
+    with of.inference_mode():
+        assert not (w * 2).requires_grad and of.is_inference_mode_enabled()
+
+    @of.no_grad()
+    def f(t):
+        return t * 2
+
+    @of.no_grad
+    def g(t):
+        return t * 2
+
+    assert not f(w).requires_grad
+    assert not g(w).requires_grad
+    assert (w * 2).requires_grad
+
+
+def test_detach_data_and_inplace_rules(rng):
+    w = of.tensor(rng.standard_normal(4).astype(np.float32), requires_grad=True)
+    d = w.detach()
+    assert not d.requires_grad and d.grad_fn is None
+    close(d, w.numpy())
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.relu(w, inplace=True)
+    # an in-place op on a recorded result takes the op's history, as PyTorch's
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = []
+    for fw, f in ((of, F), (torch, TF)):
+        x = fw.tensor(a, requires_grad=True)
+        h = x * 2.0
+        f.relu(h, inplace=True)
+        (h * x).sum().backward()
+        grads.append(x.grad)
+    close(*grads)
+    # writes through .data change the parameter, outside autograd
+    p = of.nn.Parameter(np.ones(3, np.float32))
+    (p * 2).sum().backward()
+    with of.no_grad():
+        p.data.copy_(p - 0.5 * p.grad)
+    close(p, np.zeros(3, np.float32))
+    assert p.requires_grad and p.is_leaf
+    with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+        (p * 2).requires_grad_(False)
+    with pytest.raises(RuntimeError, match="floating point"):
+        of.tensor([1, 2]).requires_grad_()
+
+
+def test_leaf_hooks_see_the_gradient_first():
+    w = of.ones(3, requires_grad=True)
+    seen = []
+    handle = w.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10.0)
+    (w * 2.0).sum().backward()
+    close(seen[0], np.full(3, 2.0, np.float32))
+    close(w.grad, np.full(3, 20.0, np.float32))
+    handle.remove()
+    (w * 2.0).sum().backward()
+    close(w.grad, np.full(3, 22.0, np.float32))
+
+
+def _mlp(fw, rng_seed=0):
+    fw.manual_seed(rng_seed)
+    nn = fw.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
+                         nn.Linear(16, 3))
+
+
+def _same_weights(om, tm):
+    om.load_state_dict({k: of.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+
+
+OPTIMIZERS = {
+    "sgd": lambda fw, ps: fw.optim.SGD(ps, lr=0.1),
+    "sgd-momentum-wd": lambda fw, ps: fw.optim.SGD(ps, lr=0.1, momentum=0.9,
+                                                   weight_decay=1e-2),
+    "adam": lambda fw, ps: fw.optim.Adam(ps, lr=1e-2),
+    "adamw-groups": lambda fw, ps: fw.optim.AdamW(
+        [{"params": ps[:2], "lr": 3e-2, "weight_decay": 0.1},
+         {"params": ps[2:], "weight_decay": 0.0}], lr=1e-2, eps=1e-6),
+}
+
+
+def _train(fw, model, opt, batches, compiled=False, clip=None):
+    run = of.compile(model) if compiled else model
+    losses = []
+    for x, y in batches:
+        loss = fw.nn.functional.cross_entropy(run(fw.tensor(x)), fw.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        if clip is not None:
+            fw.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_the_standard_loop_matches_pytorch(rng, name, compiled):
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, 8))
+               for _ in range(4)]
+    tm, om = _mlp(torch), _mlp(of)
+    _same_weights(om, tm)
+    make = OPTIMIZERS[name]
+    topt, oopt = make(torch, list(tm.parameters())), make(of, list(om.parameters()))
+    tl = _train(torch, tm, topt, batches, clip=0.5)
+    ol = _train(of, om, oopt, batches, compiled=compiled, clip=0.5)
+    np.testing.assert_allclose(ol, tl, rtol=1e-5)
+    for (k, o), t in zip(om.state_dict().items(), tm.state_dict().values()):
+        close(o, t, rtol=1e-4, atol=1e-5)
+    # the optimizer state in PyTorch's layout
+    osd, tsd = oopt.state_dict(), topt.state_dict()
+    assert sorted(osd["state"]) == sorted(tsd["state"])
+    for i, entry in tsd["state"].items():
+        assert sorted(osd["state"][i]) == sorted(k for k, v in entry.items()
+                                                 if v is not None)
+        for k, v in entry.items():
+            if v is not None:
+                close(osd["state"][i][k], v, rtol=1e-4, atol=1e-6)
+    assert [g["params"] for g in osd["param_groups"]] == \
+        [g["params"] for g in tsd["param_groups"]]
+
+
+def test_optimizer_state_dict_resumes(rng):
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, 8))
+               for _ in range(4)]
+    a, b = _mlp(of), _mlp(of)
+    b.load_state_dict(a.state_dict())
+    make = OPTIMIZERS["adamw-groups"]
+    oa = make(of, list(a.parameters()))
+    straight = _train(of, a, oa, batches)
+    ob = make(of, list(b.parameters()))
+    first = _train(of, b, ob, batches[:2])
+    saved = ob.state_dict()
+    ob2 = make(of, list(b.parameters()))
+    ob2.load_state_dict(saved)
+    rest = _train(of, b, ob2, batches[2:])
+    np.testing.assert_allclose(first + rest, straight, rtol=1e-6)
+
+
+def test_clip_grad_norm_as_pytorch(rng):
+    a = rng.standard_normal((5, 4)).astype(np.float32)
+    norms, grads = [], []
+    for fw in (of, torch):
+        w = fw.tensor(a, requires_grad=True)
+        v = fw.tensor(a[0] * 3, requires_grad=True)
+        ((w * w).sum() * 4.0 + (v * w[1]).sum()).backward()
+        norms.append(fw.nn.utils.clip_grad_norm_([w, v], 1.0))
+        grads.append((w.grad, v.grad))
+    close(norms[0], norms[1])
+    close(grads[0][0], grads[1][0])
+    close(grads[0][1], grads[1][1])
+
+
+def test_batch_norm_model_under_compile_and_eager(rng):
+    x_ = rng.standard_normal((8, 3, 6, 6)).astype(np.float32)
+    y_ = rng.integers(0, 4, 8)
+    models = []
+    for fw in (torch, of, of):
+        nn = fw.nn
+        models.append(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4),
+                                    nn.ReLU(), nn.Flatten(), nn.Linear(144, 4)))
+    for m in models[1:]:
+        _same_weights(m, models[0])
+    results = []
+    for (fw, compiled), m in zip(((torch, False), (of, False), (of, True)), models):
+        opt = fw.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+        results.append(_train(fw, m, opt, [(x_, y_)] * 3, compiled=compiled))
+    for m, losses in zip(models[1:], results[1:]):
+        np.testing.assert_allclose(losses, results[0], rtol=1e-5)
+        for (k, o), t in zip(m.state_dict().items(), models[0].state_dict().values()):
+            close(o, t, rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_step_optimizer_state_dict(rng):
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, 8))
+               for _ in range(4)]
+    tm, a, b = _mlp(torch), _mlp(of), _mlp(of)
+    _same_weights(a, tm)
+    _same_weights(b, tm)
+    topt = torch.optim.AdamW(tm.parameters(), lr=1e-2, eps=1e-6)
+    tl = _train(torch, tm, topt, batches)
+    oa = of.optim.AdamW(a.parameters(), lr=1e-2, eps=1e-6)
+    step = of.compile(a, loss_fn=F.cross_entropy, optimizer=oa)
+    losses = [step(of.tensor(x), of.tensor(y)).item() for x, y in batches[:2]]
+    saved = oa.state_dict()
+    assert sorted(saved["state"]) == list(range(6))
+    assert sorted(saved["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
+    assert saved["state"][0]["step"].item() == 2
+    # the state continues in the eager loop of another optimizer
+    b.load_state_dict(a.state_dict())
+    ob = of.optim.AdamW(b.parameters(), lr=1e-2, eps=1e-6)
+    ob.load_state_dict(saved)
+    losses += _train(of, b, ob, batches[2:])
+    np.testing.assert_allclose(losses, tl, rtol=1e-5)
+    for (k, o), t in zip(b.state_dict().items(), tm.state_dict().values()):
+        close(o, t, rtol=1e-4, atol=1e-5)
