@@ -4,9 +4,13 @@
 - gpt: steps per second of the nanoGPT-style training loop of
   examples/python/nanogpt.py (ported to of by its imports; 2 layers, d_model
   64, 4 heads, vocabulary 64, batch 8 x 16 tokens, AdamW), driven from
-  Python: `of.compile(model, optimizer=...)` against PyTorch eager (and
-  torch.compile where it works). Interleaved rounds; the figure is the
-  median over rounds of each round's median step time.
+  Python, three ways in of: `of.compile(model, optimizer=...)` (one plan per
+  step: "of fused"), the standard loop `loss = model(x, y);
+  opt.zero_grad(); loss.backward(); opt.step()` under `model =
+  of.compile(model)` ("of compile loop") and without it ("of eager loop"),
+  against PyTorch eager (and torch.compile where it works). Interleaved
+  rounds; the figure is the median over rounds of each round's median step
+  time.
 - compile: seconds of the first call of of.compile (trace + compile, an
   empty plan cache) against torch.compile's first call.
 - eager: latency of one small eager op (add of two 64x64 float32 tensors,
@@ -81,6 +85,21 @@ def main():
     ostep(ox, oy).item()
     of_compile = time.perf_counter() - t0
 
+    def of_loop(model, opt):
+        def step():
+            _, loss = model(ox, oy)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return step
+
+    loops = {}
+    for name, wrap in (("of compile loop", of.compile), ("of eager loop", lambda m: m)):
+        m = ons["GPT"](ons["GPTConfig"]())
+        m.load_state_dict(tmodel.state_dict())
+        loops[name] = of_loop(wrap(m), of.optim.AdamW(m.parameters(), lr=1e-3))
+
     peers = {"pytorch eager": torch_step}
     tc_compile = None
     try:
@@ -94,7 +113,7 @@ def main():
     except Exception as e:  # no C compiler for inductor, etc.
         print(f"torch.compile unavailable: {type(e).__name__}: {e}".splitlines()[0])
 
-    systems = {"of": lambda: ostep(ox, oy).item(), **peers}
+    systems = {"of fused": lambda: ostep(ox, oy).item(), **loops, **peers}
     rounds = {name: [] for name in systems}
     for _ in range(options.rounds):
         for name, fn in systems.items():
@@ -104,8 +123,13 @@ def main():
     print(f"GPT training step from Python (batch {options.batch}x{cfg.block_size}, "
           f"{options.rounds} rounds x {options.steps} steps, median)")
     for name, seconds in med.items():
-        ratio = "" if name == "of" else f"   of/peer time ratio {med['of'] / seconds:.2f}"
-        print(f"  {name:15s} {seconds * 1e3:8.2f} ms/step {1 / seconds:8.1f} steps/s{ratio}")
+        print(f"  {name:16s} {seconds * 1e3:8.2f} ms/step {1 / seconds:8.1f} steps/s")
+    print("time ratios:")
+    for a, b in (("of fused", "pytorch eager"), ("of compile loop", "of fused"),
+                 ("of compile loop", "pytorch eager"), ("of eager loop", "pytorch eager"),
+                 ("of fused", "torch.compile"), ("of compile loop", "torch.compile")):
+        if a in med and b in med:
+            print(f"  {a} / {b}: {med[a] / med[b]:.2f}")
     print(f"first call: of.compile {of_compile:.2f} s"
           + (f", torch.compile {tc_compile:.2f} s" if tc_compile else ""))
 
