@@ -90,7 +90,8 @@ LogicalResult mlir::of::parsePipelineOptions(
                 {"sbp", "partition", "linalg", "fusion", "bufferize", "plan"})))
     return failure();
   if (!options.train.empty() &&
-      failed(oneOf("train", options.train, {"sgd", "adamw"})))
+      failed(oneOf("train", options.train,
+                   {"sgd", "adamw", "adagrad", "rmsprop", "adadelta"})))
     return failure();
   if (!options.amp.empty() &&
       failed(oneOf("amp", options.amp, {"bf16", "f16"})))
@@ -103,7 +104,11 @@ LogicalResult mlir::of::parsePipelineOptions(
         {"max-grad-norm", options.maxGradNorm},
         {"beta1", options.beta1},
         {"beta2", options.beta2},
-        {"epsilon", options.epsilon}})
+        {"epsilon", options.epsilon},
+        {"dampening", options.dampening},
+        {"alpha", options.alpha},
+        {"rho", options.rho},
+        {"lr-decay", options.lrDecay}})
     if (!(value >= 0))
       return errorHandler("--of-pipeline: " + key +
                           " takes a non-negative number, not '" +
@@ -144,6 +149,12 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       TrainingStepPassOptions train;
       train.optimizer = options.train;
       train.momentum = options.momentum;
+      train.dampening = options.dampening;
+      train.nesterov = options.nesterov;
+      train.alpha = options.alpha;
+      train.centered = options.centered;
+      train.rho = options.rho;
+      train.lrDecay = options.lrDecay;
       train.weightDecay = options.weightDecay;
       train.maxGradNorm = options.maxGradNorm;
       train.beta1 = options.beta1;

@@ -195,6 +195,13 @@ OPTIMIZERS = {
     "sgd-momentum-wd": lambda fw, ps: fw.optim.SGD(ps, lr=0.1, momentum=0.9,
                                                    weight_decay=1e-2),
     "adam": lambda fw, ps: fw.optim.Adam(ps, lr=1e-2),
+    "sgd-dampening": lambda fw, ps: fw.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3),
+    "sgd-nesterov": lambda fw, ps: fw.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True,
+                                                weight_decay=1e-2),
+    "adagrad": lambda fw, ps: fw.optim.Adagrad(ps, lr=0.05, lr_decay=0.01),
+    "rmsprop-centered": lambda fw, ps: fw.optim.RMSprop(ps, lr=1e-2, momentum=0.5,
+                                                        centered=True, weight_decay=0.1),
+    "adadelta": lambda fw, ps: fw.optim.Adadelta(ps, rho=0.8),
     "adamw-groups": lambda fw, ps: fw.optim.AdamW(
         [{"params": ps[:2], "lr": 3e-2, "weight_decay": 0.1},
          {"params": ps[2:], "weight_decay": 0.0}], lr=1e-2, eps=1e-6),
@@ -240,6 +247,26 @@ def test_the_standard_loop_matches_pytorch(rng, name, compiled):
                 close(osd["state"][i][k], v, rtol=1e-4, atol=1e-6)
     assert [g["params"] for g in osd["param_groups"]] == \
         [g["params"] for g in tsd["param_groups"]]
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_updates_match_pytorch_float64(rng, name):
+    """Five steps on given gradients against torch.optim in float64,
+    relative to the parameter's largest element."""
+    init = rng.standard_normal((4, 3)).astype(np.float32)
+    grads = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(5)]
+    result = []
+    for fw in (torch, of):
+        ps = [torch.nn.Parameter(torch.tensor(init[i].astype(np.float64))) if fw is torch
+              else of.nn.Parameter(init[i].copy()) for i in range(4)]
+        opt = OPTIMIZERS[name](fw, ps)
+        for g in grads:
+            for p, row in zip(ps, g):
+                p.grad = torch.tensor(row.astype(np.float64)) if fw is torch else of.tensor(row)
+            opt.step()
+        result.append(np.stack([np.asarray(p.detach().numpy(), np.float64) for p in ps]))
+    want, got = result
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
 
 
 def test_optimizer_state_dict_resumes(rng):

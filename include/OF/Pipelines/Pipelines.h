@@ -45,11 +45,30 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
   Option<std::string> train{
       *this, "train",
-      llvm::cl::desc("sgd or adamw: also run --of-training-step (implies "
+      llvm::cl::desc("sgd, adamw, adagrad, rmsprop or adadelta: also run "
+                     "--of-training-step (implies "
                      "autodiff), so each differentiated @f gets "
                      "@f_train_step")};
-  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("SGD and RMSprop momentum"),
                           llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening", llvm::cl::desc("SGD dampening"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> alpha{*this, "alpha",
+                       llvm::cl::desc("RMSprop smoothing constant"),
+                       llvm::cl::init(0.99)};
+  Option<bool> centered{*this, "centered",
+                        llvm::cl::desc("RMSprop: the centred second moment"),
+                        llvm::cl::init(false)};
+  Option<double> rho{*this, "rho",
+                     llvm::cl::desc("Adadelta running-average decay"),
+                     llvm::cl::init(0.9)};
+  Option<double> lrDecay{*this, "lr-decay",
+                         llvm::cl::desc("Adagrad rate decay"),
+                         llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
                              llvm::cl::init(0.0)};
@@ -61,7 +80,8 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
                        llvm::cl::init(0.999)};
-  Option<double> epsilon{*this, "epsilon", llvm::cl::desc("AdamW epsilon"),
+  Option<double> epsilon{*this, "epsilon",
+                         llvm::cl::desc("AdamW/Adagrad/RMSprop/Adadelta epsilon"),
                          llvm::cl::init(1e-8)};
   Option<unsigned> accumulate{
       *this, "accumulate",

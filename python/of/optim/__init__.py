@@ -13,11 +13,15 @@ from .._compat import unsupported
 from .optimizer import Optimizer
 
 
+def _number(value):
+    return f"{float(value)!r}"
+
+
 class SGD(Optimizer):
-    """torch.optim.SGD, with PyTorch's argument checks. `foreach` and
-    `fused` choose PyTorch's implementation, not its result, and are
-    accepted; dampening, nesterov, maximize and differentiable are not
-    supported yet (NotImplementedError)."""
+    """torch.optim.SGD, with PyTorch's argument checks (momentum, dampening,
+    nesterov, weight decay). `foreach` and `fused` choose PyTorch's
+    implementation, not its result, and are accepted; maximize and
+    differentiable are not supported yet (NotImplementedError)."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
@@ -30,16 +34,20 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        unsupported("SGD", dampening=(dampening, 0), nesterov=(nesterov, False),
-                    maximize=(maximize, False), differentiable=(differentiable, False))
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+        unsupported("SGD", maximize=(maximize, False), differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
 
-    _STATE_NAMES = {"momentum_": "momentum_buffer"}
+    # sgd_step (with dampening: whether the buffer has started) is not in
+    # PyTorch's state; a loaded momentum_buffer means it has
+    _STATE_NAMES = {"momentum_": "momentum_buffer", "sgd_step": "_started"}
 
     def _pipeline_options(self, group=None):
         g = group or self.param_groups[0]
-        return ["train=sgd", f"momentum={float(g['momentum'])!r}",
-                f"weight-decay={float(g['weight_decay'])!r}"]
+        return ["train=sgd", f"momentum={_number(g['momentum'])}",
+                f"dampening={_number(g['dampening'])}",
+                f"nesterov={'true' if g['nesterov'] else 'false'}",
+                f"weight-decay={_number(g['weight_decay'])}"]
 
 
 class AdamW(Optimizer):
@@ -70,9 +78,9 @@ class AdamW(Optimizer):
 
     def _pipeline_options(self, group=None):
         g = group or self.param_groups[0]
-        return ["train=adamw", f"beta1={float(g['betas'][0])!r}",
-                f"beta2={float(g['betas'][1])!r}", f"epsilon={float(g['eps'])!r}",
-                f"weight-decay={float(g['weight_decay'])!r}"]
+        return ["train=adamw", f"beta1={_number(g['betas'][0])}",
+                f"beta2={_number(g['betas'][1])}", f"epsilon={_number(g['eps'])}",
+                f"weight-decay={_number(g['weight_decay'])}"]
 
 
 class Adam(AdamW):
@@ -92,3 +100,95 @@ class Adam(AdamW):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          foreach=foreach, capturable=capturable, differentiable=differentiable,
                          fused=fused)
+
+
+class Adagrad(Optimizer):
+    """torch.optim.Adagrad; initial_accumulator_value other than 0 is not
+    supported yet (the compiled state starts at zero)."""
+
+    _STATE_NAMES = {"adagrad_sum_": "sum", "adagrad_step": "step"}
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
+                 initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        unsupported("Adagrad", initial_accumulator_value=(initial_accumulator_value, 0),
+                    maximize=(maximize, False), differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      eps=eps))
+
+    def _pipeline_options(self, group=None):
+        g = group or self.param_groups[0]
+        return ["train=adagrad", f"lr-decay={_number(g['lr_decay'])}",
+                f"epsilon={_number(g['eps'])}", f"weight-decay={_number(g['weight_decay'])}"]
+
+
+class RMSprop(Optimizer):
+    """torch.optim.RMSprop (alpha, eps, weight decay, momentum, centered)."""
+
+    _STATE_NAMES = {"rmsprop_square_avg_": "square_avg", "momentum_": "momentum_buffer",
+                    "rmsprop_grad_avg_": "grad_avg"}
+    _COUNTS_STEPS = True
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        unsupported("RMSprop", maximize=(maximize, False),
+                    differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered))
+
+    def _pipeline_options(self, group=None):
+        g = group or self.param_groups[0]
+        return ["train=rmsprop", f"alpha={_number(g['alpha'])}", f"epsilon={_number(g['eps'])}",
+                f"momentum={_number(g['momentum'])}",
+                f"centered={'true' if g['centered'] else 'false'}",
+                f"weight-decay={_number(g['weight_decay'])}"]
+
+
+class Adadelta(Optimizer):
+    """torch.optim.Adadelta (rho, eps, weight decay; lr scales the update)."""
+
+    _STATE_NAMES = {"adadelta_square_avg_": "square_avg",
+                    "adadelta_acc_delta_": "acc_delta"}
+    _COUNTS_STEPS = True
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        unsupported("Adadelta", maximize=(maximize, False),
+                    differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+
+    def _pipeline_options(self, group=None):
+        g = group or self.param_groups[0]
+        return ["train=adadelta", f"rho={_number(g['rho'])}", f"epsilon={_number(g['eps'])}",
+                f"weight-decay={_number(g['weight_decay'])}"]

@@ -61,6 +61,9 @@ class Optimizer:
     # per parameter: PyTorch's state_dict key of each compiled state name's
     # prefix (of.ABI StateNames.h), set by the optimizers
     _STATE_NAMES = {}
+    # PyTorch's state has a per-parameter "step" that the compiled update
+    # does not need: counted here
+    _COUNTS_STEPS = False
 
     def __init__(self, params, defaults):
         if isinstance(params, Tensor):
@@ -77,6 +80,7 @@ class Optimizer:
         self._pending = {}       # (parameter index, state key) -> value (load_state_dict)
         # compiled training steps of a model using it (_jit), weakly
         self._compiled_steps = weakref.WeakSet()
+        self._counts = collections.Counter()  # parameter index -> updates
         for g in (params if isinstance(params[0], dict) else [{"params": params}]):
             self.add_param_group(g)
 
@@ -185,6 +189,9 @@ class Optimizer:
                                    f"shape {list(p.shape)} {p.dtype} is {list(g.shape)} "
                                    f"{g.dtype}")
             grads.append(g)
+        index = self._index()
+        for _, p in items:
+            self._counts[index[id(p)]] += 1
         executable = cf.executable(grads)
         if self._pending and not executable.initialised:
             self._load_pending(executable.runner, {id(p): name for name, p in items})
@@ -202,8 +209,10 @@ class Optimizer:
             if cf._last is not None:
                 yield cf._last[0].runner, {i: name for i, (name, _) in cf._bindings().items()}
 
-    def _state_name(self, prefix, param_name):
-        return prefix if self._STATE_NAMES[prefix] == "step" else prefix + param_name
+    @staticmethod
+    def _state_name(prefix, param_name):
+        """A per-parameter kind's name (`momentum_<p>`), or a scalar's."""
+        return prefix + param_name if prefix.endswith("_") else prefix
 
     def _load_pending(self, runner, names):
         """Sets the loaded state (load_state_dict) of the parameters `names`
@@ -234,8 +243,13 @@ class Optimizer:
                     if i is not None and j is not None:
                         info = runner.inputs[j]
                         values[(i, key)] = runner.input(j, dt.from_mlir(info["dtype"]))
+        if self._COUNTS_STEPS:
+            for i, count in self._counts.items():
+                values[(i, "step")] = count
         state = {}
         for (i, key), value in sorted(values.items()):
+            if key.startswith("_"):
+                continue  # of's own (SGD's sgd_step)
             value = np.array(value, np.float32) if key == "step" else np.array(value)
             state.setdefault(i, {})[key] = Tensor(value)
         groups = []
@@ -258,12 +272,19 @@ class Optimizer:
                 if k != "params":
                     mine[k] = v
         pending = {}
+        self._counts = collections.Counter()
         for i, entry in state_dict["state"].items():
             for key in self._STATE_NAMES.values():
                 if entry.get(key) is not None:
                     value = entry[key]
                     value = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
                     pending[(int(i), key)] = value
+            if entry.get("momentum_buffer") is not None and "_started" in \
+                    self._STATE_NAMES.values():
+                pending[(int(i), "_started")] = np.float32(1)
+            if self._COUNTS_STEPS and entry.get("step") is not None:
+                step = entry["step"]
+                self._counts[int(i)] = int(step.item() if isinstance(step, Tensor) else step)
         self._pending = pending
         # the next step starts from the loaded state
         self._updaters = {}

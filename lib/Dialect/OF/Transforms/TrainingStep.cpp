@@ -146,9 +146,15 @@ struct TrainingStepPass
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
-    if (optimizer != "sgd" && optimizer != "adamw") {
+    if (!llvm::is_contained(
+            {"sgd", "adamw", "adagrad", "rmsprop", "adadelta"}, optimizer)) {
       getOperation().emitError("--of-training-step: unknown optimizer '")
-          << optimizer << "' (sgd, adamw)";
+          << optimizer << "' (sgd, adamw, adagrad, rmsprop, adadelta)";
+      return signalPassFailure();
+    }
+    if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
+      getOperation().emitError("--of-training-step: nesterov needs a momentum "
+                               "and zero dampening");
       return signalPassFailure();
     }
     ModuleOp module = getOperation();
@@ -213,12 +219,25 @@ struct TrainingStepPass
     };
 
     // The optimizer's state, per parameter and kind.
-    bool adam = optimizer == "adamw";
+    namespace names = ::of::state;
+    bool adam = optimizer == "adamw", adagrad = optimizer == "adagrad",
+         rmsprop = optimizer == "rmsprop", adadelta = optimizer == "adadelta";
     SmallVector<StringRef> kinds;
     if (adam)
-      kinds = {::of::state::kAdamFirstMoment, ::of::state::kAdamSecondMoment};
-    else if (momentum != 0.0)
-      kinds = {::of::state::kMomentum};
+      kinds = {names::kAdamFirstMoment, names::kAdamSecondMoment};
+    else if (adagrad)
+      kinds = {names::kAdagradSum};
+    else if (adadelta)
+      kinds = {names::kAdadeltaSquareAvg, names::kAdadeltaAccDelta};
+    else if (rmsprop)
+      kinds = {names::kRmspropSquareAvg};
+    if ((rmsprop || optimizer == "sgd") && momentum != 0.0)
+      kinds.push_back(names::kMomentum);
+    if (rmsprop && centered)
+      kinds.push_back(names::kRmspropGradAvg);
+    auto kindIndex = [&](StringRef kind) -> unsigned {
+      return llvm::find(kinds, kind) - kinds.begin();
+    };
     SmallVector<StateArg> state;
     for (StringRef kind : kinds)
       for (unsigned p : params)
@@ -228,10 +247,20 @@ struct TrainingStepPass
                              : primal.getArgumentTypes()[p],
                          kind.str() + paramName(p)});
     // Scalars of the state, each at its index in `state`.
-    std::optional<unsigned> adamStepState, scaleLog2State, goodStepsState;
+    std::optional<unsigned> countState, scaleLog2State, goodStepsState;
     if (adam) {
-      adamStepState = state.size();
-      state.push_back({scalarType, std::string(::of::state::kAdamStep)});
+      countState = state.size();
+      state.push_back({scalarType, std::string(names::kAdamStep)});
+    } else if (adagrad) {
+      countState = state.size(); // the step count, for lr-decay
+      state.push_back({scalarType, std::string(names::kAdagradStep)});
+    }
+    // SGD with dampening: the step count tells the first step, whose
+    // buffer is the gradient itself.
+    std::optional<unsigned> sgdStepState;
+    if (optimizer == "sgd" && momentum != 0.0 && dampening != 0.0) {
+      sgdStepState = state.size();
+      state.push_back({scalarType, std::string(names::kSgdStep)});
     }
     // Dynamic loss scaling: the backward pass takes the loss's cotangent as
     // the argument loss_seed.
@@ -479,13 +508,24 @@ struct TrainingStepPass
                               attrs.getI64IntegerAttr(argIndex))}));
     };
 
-    Value adamStep, bias1, bias2;
+    Value stepCount, bias1, bias2, decayedLr, firstStep;
+    if (sgdStepState) {
+      stepCount = u.add(stateArgAt(*sgdStepState), u.scalarLike(lr, 1.0));
+      firstStep = u.compare(CompareDirection::eq, stateArgAt(*sgdStepState),
+                            u.scalarLike(lr, 0.0));
+    }
+    if (adagrad) {
+      // lr / (1 + (t - 1) lr_decay)
+      stepCount = u.add(stateArgAt(*countState), u.scalarLike(lr, 1.0));
+      decayedLr = u.div(lr, u.add(u.scalarLike(lr, 1.0),
+                                  u.scale(stateArgAt(*countState), lrDecay)));
+    }
     if (adam) {
-      adamStep = u.add(stateArgAt(*adamStepState), u.scalarLike(lr, 1.0));
+      stepCount = u.add(stateArgAt(*countState), u.scalarLike(lr, 1.0));
       // 1 - beta^t, in f64 as PyTorch computes it: in f32 it cancels
       // (1 - 0.999f is 4.7e-5 off 1e-3, and Adam's steps with it).
       auto correction = [&](double beta) {
-        Value t = u.castTo(adamStep, b.getF64Type());
+        Value t = u.castTo(stepCount, b.getF64Type());
         Value power = PowOp::create(b, loc, u.scalarLike(t, beta), t);
         return u.castLike(u.sub(u.scalarLike(t, 1.0), power), lr);
       };
@@ -528,16 +568,67 @@ struct TrainingStepPass
       } else {
         if (weightDecay != 0.0)
           g = u.add(g, u.scale(param, weightDecay));
-        if (momentum != 0.0) {
-          g = u.add(u.scale(stateArg(0, k), momentum), g);
-          newState[k] = g;
+        auto kept = [&](StringRef kind, Value v) {
+          newState[kindIndex(kind) * params.size() + k] = v;
+          return v;
+        };
+        auto old = [&](StringRef kind) { return stateArg(kindIndex(kind), k); };
+        auto average = [&](Value avg, Value v, double decay) {
+          return u.add(u.scale(avg, decay), u.scale(v, 1 - decay));
+        };
+        Value eps = u.scalarLike(param, epsilon);
+        if (adagrad) {
+          Value sum = kept(names::kAdagradSum, u.add(old(names::kAdagradSum),
+                                                     u.mul(g, g)));
+          Value clr = u.castLike(here(decayedLr, param), param);
+          next = u.sub(param, u.mul(clr, u.div(g, u.add(SqrtOp::create(b, loc, sum),
+                                                         eps))));
+        } else if (adadelta) {
+          Value sq = kept(names::kAdadeltaSquareAvg,
+                          average(old(names::kAdadeltaSquareAvg), u.mul(g, g), rho));
+          Value acc = old(names::kAdadeltaAccDelta);
+          Value delta = u.mul(u.div(SqrtOp::create(b, loc, u.add(acc, eps)),
+                                    SqrtOp::create(b, loc, u.add(sq, eps))),
+                              g);
+          kept(names::kAdadeltaAccDelta, average(acc, u.mul(delta, delta), rho));
+          next = u.sub(param, u.mul(lrp, delta));
+        } else if (rmsprop) {
+          Value sq = kept(names::kRmspropSquareAvg,
+                          average(old(names::kRmspropSquareAvg), u.mul(g, g), alpha));
+          Value avg;
+          if (centered) {
+            Value ga = kept(names::kRmspropGradAvg,
+                            average(old(names::kRmspropGradAvg), g, alpha));
+            avg = SqrtOp::create(b, loc, u.sub(sq, u.mul(ga, ga)));
+          } else {
+            avg = SqrtOp::create(b, loc, sq);
+          }
+          Value step = u.div(g, u.add(avg, eps));
+          if (momentum != 0.0)
+            step = kept(names::kMomentum,
+                        u.add(u.scale(old(names::kMomentum), momentum), step));
+          next = u.sub(param, u.mul(lrp, step));
+        } else {
+          if (momentum != 0.0) {
+            // PyTorch's buffer is g at the first step, then momentum buf +
+            // (1 - dampening) g.
+            Value buf = old(names::kMomentum);
+            Value damped = g;
+            if (dampening != 0.0)
+              damped = u.select(here(firstStep, param), g,
+                                u.scale(g, 1 - dampening));
+            buf = kept(names::kMomentum, u.add(u.scale(buf, momentum), damped));
+            g = nesterov ? u.add(g, u.scale(buf, momentum)) : buf;
+          }
+          next = u.sub(param, u.mul(lrp, g));
         }
-        next = u.sub(param, u.mul(lrp, g));
       }
       update(keep(next, param), p, paramName(p));
     }
-    if (adam)
-      newState[*adamStepState] = adamStep;
+    if (countState)
+      newState[*countState] = stepCount;
+    if (sgdStepState)
+      newState[*sgdStepState] = stepCount;
     for (auto [i, s] : llvm::enumerate(state))
       if (newState[i])
         newState[i] = keep(newState[i], stateArgAt(i));

@@ -5,6 +5,11 @@
 // RUN: of-opt %s --of-autodiff --of-training-step=optimizer=adamw | FileCheck %s --check-prefix=ADAM
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd,momentum=0.9,stop-after=plan | FileCheck %s --check-prefix=PLAN
 // RUN: not of-opt %s --of-training-step=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not of-opt %s --of-training-step="optimizer=sgd nesterov=true" 2>&1 | FileCheck %s --check-prefix=NESTEROV
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd momentum=0.9 dampening=0.5" | FileCheck %s --check-prefix=DAMP
+// RUN: of-opt %s --of-autodiff --of-training-step=optimizer=adagrad | FileCheck %s --check-prefix=ADAGRAD
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=rmsprop momentum=0.5 centered=true" | FileCheck %s --check-prefix=RMS
+// RUN: of-opt %s --of-autodiff --of-training-step=optimizer=adadelta | FileCheck %s --check-prefix=ADADELTA
 // A plan whose output updates an input it does not have is refused when
 // the session is made, with the names:
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd | sed 's/updates = "w"/updates = "nope"/' \
@@ -32,7 +37,25 @@
 // PLAN: ofrt.output "w" = @{{.*}} {updates = "w"}
 // PLAN: ofrt.output "momentum_w" = @{{.*}} {updates = "momentum_w"}
 
-// BAD: unknown optimizer 'lion' (sgd, adamw)
+// BAD: unknown optimizer 'lion' (sgd, adamw, adagrad, rmsprop, adadelta)
+// NESTEROV: nesterov needs a momentum and zero dampening
+
+// With dampening, the step count tells the first step (whose buffer is the
+// gradient itself, as PyTorch's).
+// DAMP-LABEL: func.func @loss_train_step(
+// DAMP-SAME: {of.name = "momentum_w"}, %{{.*}}: tensor<f32> {of.name = "sgd_step"}, %{{.*}}: tensor<f32> {of.name = "lr"})
+// DAMP: of.compare eq
+// DAMP: of.select
+
+// ADAGRAD-LABEL: func.func @loss_train_step(
+// ADAGRAD-SAME: {of.name = "adagrad_sum_w"}, %{{.*}}: tensor<f32> {of.name = "adagrad_step"}, %{{.*}}: tensor<f32> {of.name = "lr"})
+// ADAGRAD: of.sqrt
+
+// RMS-LABEL: func.func @loss_train_step(
+// RMS-SAME: {of.name = "rmsprop_square_avg_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "momentum_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "rmsprop_grad_avg_w"}, %{{.*}}: tensor<f32> {of.name = "lr"})
+
+// ADADELTA-LABEL: func.func @loss_train_step(
+// ADADELTA-SAME: {of.name = "adadelta_square_avg_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "adadelta_acc_delta_w"}, %{{.*}}: tensor<f32> {of.name = "lr"})
 
 func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x2xf32> {of.param, of.name = "w"}) -> tensor<f32> {
   %y = of.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>

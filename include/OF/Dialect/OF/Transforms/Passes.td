@@ -149,9 +149,21 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     results after every step, on every rank its own shard.
 
     Optimizers follow PyTorch's definitions: SGD
-    (`g += wd p; buf = momentum buf + g; p -= lr buf`) and AdamW
+    (`g += wd p; buf = momentum buf + (1 - dampening) g` (`buf = g` at the
+    first step); `g = nesterov ? g + momentum buf : buf; p -= lr g`), AdamW
     (`p *= 1 - lr wd; m, v` moving averages with bias correction
-    `1 - beta^t`; `p -= lr m_hat / (sqrt(v_hat) + eps)`). A parameter
+    `1 - beta^t`, computed in f64; `p -= lr m_hat / (sqrt(v_hat) + eps)`),
+    Adagrad (`g += wd p; sum += g^2; p -= lr / (1 + (t - 1) lr_decay) g /
+    (sqrt(sum) + eps)`), RMSprop (`g += wd p; sq = alpha sq + (1 - alpha)
+    g^2`; centered: `ga = alpha ga + (1 - alpha) g`, `avg = sqrt(sq - ga^2)
+    + eps`, else `sqrt(sq) + eps`; with momentum `buf = momentum buf + g /
+    avg; p -= lr buf`, else `p -= lr g / avg`) and Adadelta (`g += wd p;
+    sq = rho sq + (1 - rho) g^2; d = sqrt(acc + eps) / sqrt(sq + eps) g;
+    acc = rho acc + (1 - rho) d^2; p -= lr d`). Their state: `momentum_<p>`;
+    `adam_m_<p>`, `adam_v_<p>`, `adam_step`; `adagrad_sum_<p>`,
+    `adagrad_step`; `rmsprop_square_avg_<p>` (`momentum_<p>`,
+    `rmsprop_grad_avg_<p>`); `adadelta_square_avg_<p>`,
+    `adadelta_acc_delta_<p>`, all starting at zero. A parameter
     argument with `of.weight_decay = <f64>` uses that decay instead of the
     option's (PyTorch's parameter groups: no decay for biases and norms).
     With `max-grad-norm > 0` the gradients are first scaled by
@@ -200,13 +212,22 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "sgd or adamw">,
-    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+           "sgd, adamw, adagrad, rmsprop or adadelta">,
+    Option<"momentum", "momentum", "double", "0.0",
+           "SGD and RMSprop momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"alpha", "alpha", "double", "0.99", "RMSprop smoothing constant">,
+    Option<"centered", "centered", "bool", "false",
+           "RMSprop: normalise by the centred second moment">,
+    Option<"rho", "rho", "double", "0.9", "Adadelta running-average decay">,
+    Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad rate decay">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
            "Weight decay (SGD: added to the gradient; AdamW: decoupled)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW first-moment decay">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW second-moment decay">,
-    Option<"epsilon", "epsilon", "double", "1.0e-8", "AdamW denominator term">,
+    Option<"epsilon", "epsilon", "double", "1.0e-8",
+           "Denominator term (AdamW, Adagrad, RMSprop, Adadelta)">,
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
            "Clip the gradients to this global norm (0: no clipping)">,
     Option<"accumulate", "accumulate", "unsigned", "1",
