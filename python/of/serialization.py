@@ -608,6 +608,11 @@ def _load_torch(stream, name, is_zip, map_location, weights_only):
             "itself; with torch installed, of.load reads it through torch.load("
             "weights_only=True). Install torch, or convert the checkpoint to safetensors "
             "(safetensors.torch.save_file(state_dict, path))") from None
+    if "__of_module__" in vars(torch):  # of.mock_torch: `torch` is of itself
+        raise RuntimeError(
+            f"{name} is {what}, which of reads through the real torch.load, but "
+            "of.mock_torch is on (import torch gives of): load it with the mock off, or "
+            "convert it to safetensors first")
     try:
         obj = torch.load(stream, map_location=map_location, weights_only=True)
     except Exception as e:  # noqa: BLE001 - whatever torch says, with the file named
