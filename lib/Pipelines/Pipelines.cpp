@@ -163,6 +163,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.accumulate = options.accumulate;
       train.zero = options.zero;
       train.lossScaling = lossScaling;
+      train.gradsOut = options.gradsOut;
       train.lossScaleLog2 = options.lossScaleLog2;
       train.lossScaleWindow = options.lossScaleWindow;
       pm.addPass(createTrainingStepPass(train));

@@ -192,6 +192,9 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
     The gradient of a recorded result (not a leaf) is that of a zero added
     to it where it was computed. Frees the recorded graph unless
     `retain_graph`."""
+    for t in roots:  # results of compiled forwards not run yet run now
+        if t._pending is not None:
+            t._value()
     grads = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(roots, grads))]
     probes = {}
     if wrt is not None:
@@ -353,8 +356,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     wrt = None if inputs is None else _as_list(inputs, "inputs")
     if wrt is not None and not wrt:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if len(roots) == 1 and roots[0]._pending is not None and grad_tensors is None and \
+            wrt is None and roots[0]._pending.request_backward(roots[0], bool(retain_graph)):
+        return  # pending with its compiled forward (the standard loop under of.compile)
     pairs = gradients(roots, _grad_list(grad_tensors, len(roots)), wrt,
-                            bool(retain_graph))
+                      bool(retain_graph))
     accumulate(pairs)
 
 

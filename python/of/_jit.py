@@ -19,6 +19,9 @@ import numpy as np
 from . import _dtype as dt
 from . import _grad_mode, _random
 from ._autograd import TracedSpec, record
+from ._autograd import accumulate as _autograd_accumulate
+from ._autograd import gradients as _autograd_gradients
+from ._tensor import _pending_calls
 from ._compile import compile_program, pipeline_for
 from ._dist import sbp as S
 from ._log import log_debug, progress
@@ -106,7 +109,7 @@ class _Executable:
                 r.set(index, np.zeros(info["shape"], np_dtype))
         self.initialised = True
 
-    def run(self, args):
+    def run(self, args, seed=None):
         r = self.runner
         for a, index in zip(args, self.data_inputs):
             if index is not None:
@@ -115,7 +118,7 @@ class _Executable:
         if self.lr_index is not None:
             r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
         if self.seed_index is not None:
-            self.seed = np.array(_random.seed64(), np.int64)
+            self.seed = seed if seed is not None else np.array(_random.seed64(), np.int64)
             r.set(self.seed_index, self.seed)
         r.run()
         for index, t in self.updated_state:
@@ -126,18 +129,18 @@ class _Executable:
             self.optimizer._steps += 1
             if getattr(self.optimizer, "_pending", None):
                 self.optimizer._pending = {}  # taken by this step
-        results = []
-        for index, plc in self.outputs:
-            info = r.outputs[index]
-            data = r.output(index)
-            dtype = dt.from_mlir(info["dtype"])
-            if plc is not None:
-                results.append(Tensor(data, shape=tuple(info["global_shape"]), dtype=dtype,
-                                      placement=plc,
-                                      sbp=r.output_dist(index) or (S.broadcast,) * plc.ndim))
-            else:
-                results.append(Tensor(data, dtype=dtype, device=r.device))
-        return results
+        return [self.result(index, plc, r.output(index)) for index, plc in self.outputs]
+
+    def result(self, index, plc, data=None):
+        """Output `index` as a tensor: `data` (this rank's part), or none
+        yet (a pending result, _PendingCall)."""
+        r = self.runner
+        info = r.outputs[index]
+        dtype = dt.from_mlir(info["dtype"])
+        if plc is not None:
+            return Tensor(data, shape=tuple(info["global_shape"]), dtype=dtype, placement=plc,
+                          sbp=r.output_dist(index) or (S.broadcast,) * plc.ndim)
+        return Tensor(data, shape=tuple(info["shape"]), dtype=dtype, device=r.device)
 
 
 def _flatten(out, loss=None):
@@ -197,6 +200,192 @@ def _record_call(name, executable, args, results):
     record(TracedSpec(name, program), inputs, results, False)
 
 
+class _PendingCall:
+    """A call of a compiled forward (`of.compile(model)`) whose inputs
+    require gradients: the standard loop's `model(x, y)`. It runs when one
+    of its results is read (forward alone, then recorded for an eager
+    backward), or, when `loss.backward()` on one of its results and then
+    `opt.step()` follow with nothing read in between, as one compiled
+    training step of the forward, the loss and the optimizer (the plan
+    `of.compile(model, loss_fn, optimizer)` runs), which also returns the
+    gradients, for a script that reads `.grad` after the step."""
+
+    freed = False
+    next_functions = ()
+
+    def __init__(self, cf, entry, args):
+        # a call before this one may be read later: it runs now, before
+        # this one's step changes the parameters
+        force_pending()
+        self.cf, self.entry, self.args = cf, entry, list(args)
+        executable = entry[0]
+        self.seed = np.array(_random.seed64(), np.int64) \
+            if executable.seed_index is not None else None
+        self.outputs = []
+        for i, (index, plc) in enumerate(executable.outputs):
+            t = executable.result(index, plc)
+            t._pending = self
+            if t.dtype.is_floating_point:
+                t._grad_fn = (self, i)
+            self.outputs.append(t)
+        self.state = "pending"  # then "run" or "fused"
+        self.loss_index = None  # loss.backward() on outputs[loss_index]
+        self.grads = {}         # id(parameter) -> (parameter, its pending .grad)
+        self.clip = None        # clip_grad_norm_'s max_norm on those gradients
+        self.norm = None        # and its pending result
+        self.fused = None       # after a fused step: (runner, its runs, names)
+        # the module state its run writes (batch norm's statistics): read,
+        # it runs first
+        self.writes = {id(t) for _, t in executable.updated_state}
+        self.retain_graph = False
+        _pending_calls.add(self)
+
+    def name(self):
+        return f"{self.cf.name}Backward0"
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def params(self):
+        return [t for _, t in self.entry[0].state if t.requires_grad]
+
+    # -- reading ----------------------------------------------------------
+    def value(self, t):
+        """The value of pending tensor `t`: a result, a gradient or the
+        clipped norm."""
+        if self.fused is not None:
+            runner, runs, names = self.fused
+            if runner.runs != runs:
+                raise RuntimeError(
+                    "this gradient was computed by a fused training step (of.compile(model) "
+                    "with loss.backward(); opt.step()) whose plan has run again since; read "
+                    ".grad before the next step")
+            j = runner.output_index[names[id(t)]]
+            t._data = runner.output(j)
+            t._pending = None
+            return
+        self.run()
+        if t._pending is self:  # a gradient or the norm
+            self._backward()
+
+    def run(self):
+        """The forward alone, recorded for an eager backward."""
+        if self.state != "pending":
+            return
+        self.state = "run"
+        _pending_calls.discard(self)
+        results = self.cf._run(self.entry, self.args, self.seed)
+        for t, r in zip(self.outputs, results):
+            t._data = r._data
+            t._pending = None
+            t._grad_fn = None
+        _record_call(self.cf.name, self.entry[0], self.args, self.outputs)
+
+    def _backward(self):
+        """The eager backward that loss.backward() asked for (and the clip
+        of clip_grad_norm_ recorded on its gradients)."""
+        grads, self.grads = self.grads, {}
+        pending = [g for _, g in grads.values() if g._pending is self]
+        if not pending and self.norm is None:
+            return
+        root = self.outputs[self.loss_index]
+        pairs = _autograd_gradients([root], [None], None, self.retain_graph)
+        mine = {pid: g for pid, (_, g) in grads.items()}
+        others = []
+        for t, value in pairs:
+            g = mine.get(id(t))
+            if g is not None and g._pending is self:
+                g._data, g._pending = value._value(), None
+            elif g is None:
+                others.append((t, value))
+        _autograd_accumulate(others)
+        if self.norm is not None:
+            norm, self.norm = self.norm, None
+            total = self.clip_now()  # clip_grad_norm_ on the computed gradients
+            norm._data, norm._pending = total._value(), None
+
+    # -- the loop's steps ---------------------------------------------------
+    def request_backward(self, t, retain_graph):
+        """loss.backward() on result `t`: gradients pending for the
+        parameters (None if the backward must run now instead)."""
+        if self.state != "pending" or self.loss_index is not None or retain_graph or \
+                t.numel() != 1 or not t.dtype.is_floating_point or \
+                not any(o is t for o in self.outputs):
+            return False
+        if any(isinstance(a, Tensor) and a.requires_grad for a in self.args):
+            return False
+        params = self.params()
+        if any(p.grad is not None for p in params):
+            return False  # accumulation needs the values
+        self.loss_index = next(i for i, o in enumerate(self.outputs) if o is t)
+        for p in params:
+            g = Tensor(None, shape=p.shape, dtype=p.dtype, placement=p._placement, sbp=p._sbp,
+                       device=None if p._placement is not None else p.device)
+            g._pending = self
+            p.grad = g
+            self.grads[id(p)] = (p, g)
+        return True
+
+    def request_clip(self, params, max_norm, clip_now):
+        """clip_grad_norm_ on this call's pending gradients: the norm,
+        pending (None where it must be computed now); `clip_now()` clips
+        them where they are computed eagerly after all."""
+        if self.state != "pending" or self.clip is not None or not self.grads:
+            return None
+        if {id(p) for p in params if p.grad is not None} != set(self.grads) or \
+                any(p.grad is not self.grads[id(p)][1] for p in params if p.grad is not None):
+            return None
+        self.clip, self.clip_now = float(max_norm), clip_now
+        self.norm = Tensor(None, shape=(), dtype=dt.float32)
+        self.norm._pending = self
+        return self.norm
+
+    def fused_step(self, optimizer, params):
+        """opt.step() on exactly this call's pending gradients: one compiled
+        training step; False where it cannot be (the step then runs eagerly)."""
+        if self.state != "pending" or self.loss_index is None:
+            return False
+        mine = self.params()
+        if {id(p) for p in params} != {id(p) for p in mine} or \
+                any(p.grad is not self.grads[id(p)][1] for p in mine):
+            return False
+        try:
+            optimizer._check_one_update()
+        except NotImplementedError:
+            return False
+        key = (id(optimizer), self.loss_index, self.clip)
+        step = self.cf._fused.get(key)
+        if step is None:
+            step = CompiledFunction(self.cf.fn, self.cf.modules, self.cf.name, optimizer,
+                                    self.cf.dump_dir, self.cf.amp,
+                                    max_grad_norm=self.clip)
+            step.loss_leaf, step.grads_out = self.loss_index, True
+            self.cf._fused[key] = step
+        optimizer._hand_over(step)
+        self.state = "fused"
+        _pending_calls.discard(self)
+        force_pending()
+        entry = step._entry(self.args)
+        results = step._run(entry, self.args, self.seed)
+        loss, rest = results[0], iter(results[1:])
+        for i, t in enumerate(self.outputs):
+            r = loss if i == self.loss_index else next(rest)
+            t._data, t._pending, t._grad_fn = r._data, None, None
+        runner = entry[0].runner
+        bindings = step._bindings()
+        names = {id(g): "grad_" + bindings[pid][0] for pid, (_, g) in self.grads.items()}
+        if self.norm is not None:
+            names[id(self.norm)] = "grad_norm"
+        self.fused = (runner, runner.runs, names)
+        return True
+
+
+def force_pending():
+    """Runs every pending call (before the parameters change)."""
+    for call in list(_pending_calls):
+        call.run()
+
+
 class CompiledFunction:
     """A function traced and compiled per input signature. Call it like the
     function; `save_plan(path)` writes the last compiled plan, and
@@ -213,6 +402,12 @@ class CompiledFunction:
         self.zero = zero
         self.max_grad_norm = max_grad_norm
         self.loss_only = False  # of.compile(model, loss_fn, optimizer): the loss alone
+        # a fused step of the standard loop (_PendingCall): the loss is the
+        # function's result `loss_leaf` (in _flatten's order), and the plan
+        # also returns the gradients (grads-out)
+        self.loss_leaf = None
+        self.grads_out = False
+        self._fused = {}  # (optimizer, loss leaf, clip) -> its CompiledFunction
         if optimizer is not None and hasattr(optimizer, "_compiled_steps"):
             optimizer._compiled_steps.add(self)  # its state_dict reads the step's
         self._cache = {}
@@ -233,6 +428,8 @@ class CompiledFunction:
                 parts.append(f"max-grad-norm={float(self.max_grad_norm)!r}")
             if self.zero:
                 parts.append("zero=true")
+            if self.grads_out:
+                parts.append("grads-out=true")
         if self.amp:
             parts.append(f"amp={self.amp}")
         return ",".join(parts)
@@ -285,7 +482,9 @@ class CompiledFunction:
         loss.backward() was called on, else the scalar `out` is or ends
         with."""
         loss = None
-        if self.optimizer is not None:
+        if self.optimizer is not None and self.loss_leaf is not None:
+            loss = _flatten(out)[0][self.loss_leaf]
+        elif self.optimizer is not None:
             loss = program.loss
             last = out[-1] if isinstance(out, (tuple, list)) and out else out
             if loss is None and isinstance(last, Tensor) and last._program is program and \
@@ -395,17 +594,29 @@ class CompiledFunction:
         without running it."""
         return self._entry(args)[0]
 
-    def __call__(self, *args):
-        entry = self._entry(args)
+    def _run(self, entry, args, seed=None):
+        """Runs compiled signature `entry` (continuing the optimizer state of
+        the signature run before); its result tensors."""
         previous = self._last[0] if self._last is not None else None
         self._last = entry
-        executable, layout = entry
+        executable = entry[0]
+        if executable.train and hasattr(self.optimizer, "_hand_over"):
+            self.optimizer._hand_over(self)
         if executable.train and previous is not None and previous is not executable and \
                 previous.initialised:
             executable.take_optimizer_state(previous)
-        results = executable.run(args)
-        if executable.traced is not None and _grad_mode._mode.enabled:
-            _record_call(self.name, executable, args, results)
+        return executable.run(args, seed)
+
+    def __call__(self, *args):
+        entry = self._entry(args)
+        executable, layout = entry
+        if executable.traced is not None and _grad_mode._mode.enabled and (
+                any(t.requires_grad for _, t in executable.state) or
+                any(isinstance(a, Tensor) and a.requires_grad for a in args)):
+            # the standard loop: run when a value is needed, or fused with
+            # loss.backward() and opt.step() into one training step
+            return _unflatten(layout, iter(_PendingCall(self, entry, args).outputs), None)
+        results = self._run(entry, args)
         loss = None
         if self.optimizer is not None:
             # of.compile(model, ..., optimizer) returns the loss; a Graph

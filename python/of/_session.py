@@ -8,6 +8,16 @@ from ._dist import _sbp_from_runtime
 from ._runtime import _C, world
 
 
+def _raw(array):
+    """`array` as the binding's buffer: a dtype that is not NumPy's own
+    (ml_dtypes' bfloat16, whose format character 'E' the buffer protocol
+    cannot export) is viewed as unsigned integers of its size, the same
+    bytes; the runtime only copies bytes, checked by count."""
+    if array.dtype.isbuiltin == 2:
+        return array.view(np.dtype(f"u{array.dtype.itemsize}"))
+    return array
+
+
 class Runner:
     """An entry of a plan as a session of this rank, with its inputs' and
     outputs' descriptions."""
@@ -29,6 +39,7 @@ class Runner:
         self.outputs = self.session.outputs()
         self.input_index = {d["name"]: i for i, d in enumerate(self.inputs)}
         self.versions = {}  # input index -> (id, version) last set
+        self.runs = 0
 
         self._out_np = [(tuple(d["shape"]), dt.from_mlir(d["dtype"]).np)
                         for d in self.outputs]
@@ -36,22 +47,23 @@ class Runner:
     def set(self, index, array, global_value=False):
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
-        self.session.set_input(index, array, global_value)
+        self.session.set_input(index, _raw(array), global_value)
 
     def run(self):
         self.session.run()
+        self.runs += 1
 
     def input(self, index, dtype):
         """This rank's part of input `index` as the session holds it now (a
         parameter a training step updated), read as `dtype`."""
         out = np.empty(self.inputs[index]["shape"], dtype=dtype.np)
-        self.session.get_input(index, out)
+        self.session.get_input(index, _raw(out))
         return out
 
     def output(self, index):
         shape, np_dtype = self._out_np[index]
         out = np.empty(shape, dtype=np_dtype)
-        self.session.get_output(index, out)
+        self.session.get_output(index, _raw(out))
         return out
 
     def output_dist(self, index):

@@ -6,6 +6,8 @@ session holds (a parameter a compiled step trained) is read from it when
 needed; a global tensor made ahead of time takes its part when first used
 (`_global`)."""
 
+import weakref
+
 import numpy as np
 
 from . import _dtype as dt
@@ -23,6 +25,11 @@ def _device_arg(value):
     if isinstance(value, Tensor):
         return value.device
     return device(value)
+
+
+# Calls of compiled forwards not run yet (_jit._PendingCall): they run
+# before a tensor's value changes, since they read the values of now.
+_pending_calls = weakref.WeakSet()
 
 
 class Size(tuple):
@@ -64,6 +71,7 @@ class Tensor:
         self._grad_fn = None
         self._grad_hooks = None
         self._alias = None
+        self._pending = None  # the _PendingCall that computes this value
         self.grad = None
 
     # -- value --------------------------------------------------------------
@@ -75,6 +83,12 @@ class Tensor:
                 "return it from the compiled function to get its value")
         if self._alias is not None:
             return self._alias._value()
+        if self._pending is not None:
+            self._pending.value(self)
+        if _pending_calls:  # module state a pending call writes: it runs first
+            for call in list(_pending_calls):
+                if id(self) in call.writes:
+                    call.run()
         if self._source is not None:
             self._pull()
         if self._data is None and self._logical is not None:
@@ -90,7 +104,11 @@ class Tensor:
         if self._alias is not None:
             self._alias._set_value(data)
             return
+        if _pending_calls:  # they read the value before this write
+            for call in list(_pending_calls):
+                call.run()
         self._data = data
+        self._pending = None
         self._source = None
         self._logical = None
         self._version += 1

@@ -343,3 +343,66 @@ def test_compiled_step_optimizer_state_dict(rng):
     np.testing.assert_allclose(losses, tl, rtol=1e-5)
     for (k, o), t in zip(b.state_dict().items(), tm.state_dict().values()):
         close(o, t, rtol=1e-4, atol=1e-5)
+
+
+def _with_loss(fw):
+    """An MLP whose forward returns (logits, loss), as nanoGPT's does: under
+    of.compile the standard loop's backward and step fuse with it."""
+    nn = fw.nn
+
+    class WithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = _mlp(fw)
+
+        def forward(self, x, y):
+            logits = self.body(x)
+            return logits, fw.nn.functional.cross_entropy(logits, y)
+    return WithLoss()
+
+
+LOOPS = ["fused", "fused-clip", "read-before-step", "zero-grad-zeros", "alternating"]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_loop_under_compile_fuses_and_matches_pytorch(rng, loop):
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, 8))
+               for _ in range(4)]
+    tm, om = _with_loss(torch), _with_loss(of)
+    _same_weights(om, tm)
+    model = of.compile(om)
+    runs = []
+    for fw, m in ((torch, tm), (of, model)):
+        opt = fw.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2)
+        losses, grads = [], []
+        for step, (x, y) in enumerate(batches):
+            if loop == "zero-grad-zeros":
+                opt.zero_grad(set_to_none=False)
+            _, loss = m(fw.tensor(x), fw.tensor(y))
+            if loop == "read-before-step" or (loop == "alternating" and step % 2):
+                losses.append(loss.item())
+            if loop != "zero-grad-zeros":
+                opt.zero_grad()
+            loss.backward()
+            if loop == "fused-clip":
+                norm = fw.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+            if not (loop == "read-before-step" or (loop == "alternating" and step % 2)):
+                losses.append(loss.item())
+            # .grad stays readable after the step, as in PyTorch
+            grads.append([p.grad.numpy().copy() if fw is of else p.grad.numpy().copy()
+                          for p in m.parameters()])
+            if loop == "fused-clip":
+                grads[-1].append(np.array(norm.item()))
+        runs.append((losses, grads))
+    (tl, tg), (ol, og) = runs
+    np.testing.assert_allclose(ol, tl, rtol=1e-5)
+    for a, b in zip(og, tg):
+        for x, y in zip(a, b):
+            close(x, y, rtol=1e-4, atol=1e-6)
+    for (k, o), t in zip(om.state_dict().items(), tm.state_dict().values()):
+        close(o, t, rtol=1e-4, atol=1e-5)
+    if loop in ("fused", "fused-clip", "zero-grad-zeros"):
+        assert len(model._fused) == 1  # the whole step was one plan
+    if loop == "read-before-step":
+        assert not model._fused

@@ -87,6 +87,12 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
       *this, "accumulate",
       llvm::cl::desc("Micro-batches whose gradients one step accumulates"),
       llvm::cl::init(1)};
+  Option<bool> gradsOut{
+      *this, "grads-out",
+      llvm::cl::desc("The training step also returns each parameter's "
+                     "gradient (grad_<p>) and, when clipping, their norm "
+                     "(grad_norm)"),
+      llvm::cl::init(false)};
   Option<bool> zero{*this, "zero",
                     llvm::cl::desc("ZeRO: optimizer state split over the "
                                    "data-parallel ranks"),

@@ -95,6 +95,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return _ops.tensor(0.0)
+    pending = grads[0]._pending
+    if pending is not None and float(norm_type) == 2.0 and not error_if_nonfinite:
+        # gradients of a compiled forward's call not computed yet (the
+        # standard loop under of.compile): the clip joins its training step
+        norm = pending.request_clip(
+            parameters, max_norm,
+            lambda: clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite))
+        if norm is not None:
+            return norm
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)
     return total

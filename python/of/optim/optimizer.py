@@ -148,6 +148,17 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         from .._grad_mode import no_grad
+        from .._jit import force_pending
+        with_grads = [p for g in self.param_groups for p in g["params"] if p.grad is not None]
+        calls = {id(p.grad._pending): p.grad._pending for p in with_grads}
+        if len(calls) == 1 and None not in calls.values():
+            call = next(iter(calls.values()))
+            if call.fused_step(self, with_grads):  # the whole step in one plan
+                index = self._index()
+                for p in with_grads:
+                    self._counts[index[id(p)]] += 1
+                return loss
+        force_pending()  # before the parameters change
         index = self._index()
         with no_grad():
             for gi, group in enumerate(self.param_groups):
@@ -158,6 +169,27 @@ class Optimizer:
         self._pending = {}  # loaded state: taken by each group's first update
         self._steps += 1
         return loss
+
+    def _hand_over(self, target):
+        """Before compiled update `target` runs: if another update ran last
+        (the eager per-group updates, or another compiled step), its state
+        becomes `target`'s (through load_state_dict's pending state)."""
+        last = getattr(self, "_last_update", None)
+        if last is None or last is target:
+            self._last_update = target
+            return
+        state = self.state_dict()["state"]  # the last update's
+        self._last_update = target
+        self._pending = {(i, k): v._value() for i, entry in state.items()
+                         for k, v in entry.items()}
+        for i, entry in state.items():
+            if entry.get("momentum_buffer") is not None and \
+                    "_started" in self._STATE_NAMES.values():
+                self._pending[(i, "_started")] = np.float32(1)
+        targets = [target] if not isinstance(target, dict) else list(target.values())
+        for cf in targets:
+            for executable, _ in cf._cache.values():
+                executable.initialised = False
 
     def _updater(self, gi, group):
         cf = self._updaters.get(gi)
@@ -180,6 +212,7 @@ class Optimizer:
 
     def _update(self, gi, group, items):
         cf = self._updater(gi, group)
+        self._hand_over(self._updaters)
         cf.holder.named = items
         grads = []
         for _, p in items:
@@ -201,11 +234,16 @@ class Optimizer:
     # -- state ---------------------------------------------------------------
     def _sources(self):
         """(runner, id(parameter) -> its name in the runner's plan) of the
-        last update of each group and of each compiled training step."""
-        for cf in self._updaters.values():
+        update that ran last: the eager per-group updates or a compiled
+        training step."""
+        last = getattr(self, "_last_update", None)
+        updaters = self._updaters.values() if last is None or last is self._updaters else ()
+        for cf in updaters:
             if cf._last is not None:
                 yield cf._last[0].runner, {id(p): name for name, p in cf.holder.named}
-        for cf in self._compiled_steps:
+        steps = self._compiled_steps if last is None else \
+            [last] if last is not self._updaters else ()
+        for cf in steps:
             if cf._last is not None:
                 yield cf._last[0].runner, {i: name for i, (name, _) in cf._bindings().items()}
 
@@ -288,6 +326,7 @@ class Optimizer:
         self._pending = pending
         # the next step starts from the loaded state
         self._updaters = {}
+        self._last_update = None
         for cf in self._compiled_steps:
             for executable, _ in cf._cache.values():
                 executable.initialised = False
@@ -303,6 +342,10 @@ def _zero_grad(p, set_to_none):
         return
     if set_to_none:
         p.grad = None
+    elif p.grad._pending is not None and p.grad._placement is None:
+        g = p.grad  # not computed yet: zeros, without computing it
+        g._pending = None
+        g._data = np.zeros(g._shape, g._dtype.np)
     else:
         p.grad._set_value(np.zeros_like(p.grad._value()))
         p.grad._grad_fn = None

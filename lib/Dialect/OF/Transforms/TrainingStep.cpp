@@ -480,8 +480,9 @@ struct TrainingStepPass
                          u.scalarLike(total, 0.0));
 
     // Clipping by the global norm over every parameter's gradient.
+    Value norm;
     if (maxGradNorm > 0.0) {
-      Value norm = SqrtOp::create(b, loc, total);
+      norm = SqrtOp::create(b, loc, total);
       Value factor =
           MinimumOp::create(b, loc, u.scalarLike(norm, 1.0),
                             u.div(u.scalarLike(norm, maxGradNorm),
@@ -497,6 +498,16 @@ struct TrainingStepPass
     for (unsigned j : outputIndex) {
       results.push_back(auxValues[j]);
       resultAttrs.push_back(primal.getResultAttrDict(j + 1));
+    }
+    if (gradsOut) {
+      for (auto [k, p] : llvm::enumerate(params)) {
+        results.push_back(u.as(grads[k], argTypes[p]));
+        resultAttrs.push_back(named("grad_" + paramName(p)));
+      }
+      if (norm) {
+        results.push_back(norm);
+        resultAttrs.push_back(named("grad_norm"));
+      }
     }
     auto update = [&](Value v, unsigned argIndex, StringRef outName) {
       Type type = argTypes[argIndex];

@@ -170,6 +170,12 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     `min(1, max / (||g|| + 1e-6))`, `||g||` the global norm over every
     parameter (its partial sums are reduced across ranks by boxing).
 
+    `grads-out = true` also returns, after the outputs, each parameter's
+    gradient `grad_<p>` (clipped, as PyTorch's `p.grad` after
+    `clip_grad_norm_`) and with `max-grad-norm` the norm before clipping,
+    `grad_norm`: the eager loop's fused step reads them (a script may
+    read `.grad` after `opt.step()`).
+
     `accumulate = K > 1` accumulates gradients over K micro-batches in one
     step: every data (non-parameter) argument takes K micro-batches stacked
     on a new leading axis (its distribution shifted: `S(d)` becomes
@@ -236,6 +242,10 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "bool", "false",
            "ZeRO: split the optimizer state over every mesh axis where its "
            "parameter is broadcast">,
+    Option<"gradsOut", "grads-out", "bool", "false",
+           "Also return each parameter's gradient as `grad_<p>` (after "
+           "clipping, as PyTorch's p.grad after clip_grad_norm_) and, with "
+           "max-grad-norm, the norm before clipping as `grad_norm`">,
     Option<"lossScaling", "loss-scaling", "bool", "false",
            "Dynamic loss scaling (f16 mixed precision): skip steps whose "
            "gradients are not finite and adapt the scale">,
