@@ -10,9 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
+#include "OF/Runtime/Files.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -179,9 +182,13 @@ private:
 /// `bytes`; `size` is the file's size.
 bool readFile(const std::string &path, std::vector<unsigned char> &bytes,
               std::string &error, uint64_t &size, uint64_t limit = UINT64_MAX) {
-  FILE *file = std::fopen(path.c_str(), "rb");
+  int fd = ::of::files::openRegular(path, error);
+  FILE *file = fd < 0 ? nullptr : ::fdopen(fd, "rb");
   if (!file) {
-    error = "cannot open '" + path + "': " + std::strerror(errno);
+    if (fd >= 0) {
+      error = "cannot open '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+    }
     return false;
   }
   bytes.clear();
@@ -332,11 +339,16 @@ bool writeNpy(const std::string &path, ofrt_dtype dtype,
 
   // Written next to the target and renamed over it: a reader (or a failed
   // run) never sees a partial file.
-  std::string temporary =
-      path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  FILE *file = std::fopen(temporary.c_str(), "wb");
+  std::string temporary = ::of::files::temporaryOf(path);
+  ::of::files::removeStaleTemporaries(path);
+  int fd = ::of::files::createTemporary(temporary, error);
+  FILE *file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
   if (!file) {
-    error = "cannot create '" + temporary + "': " + std::strerror(errno);
+    if (fd >= 0) {
+      error = "cannot create '" + temporary + "': " + std::strerror(errno);
+      ::close(fd);
+      std::remove(temporary.c_str());
+    }
     return false;
   }
   bool ok = std::fwrite(head.data(), 1, head.size(), file) == head.size() &&
@@ -363,18 +375,46 @@ static void store(double value, std::vector<unsigned char> &bytes) {
   std::memcpy(bytes.data(), &v, sizeof v);
 }
 
-bool storeScalar(double value, ofrt_dtype dtype,
-                 std::vector<unsigned char> &bytes) {
+bool storeScalar(const std::string &text, ofrt_dtype dtype,
+                 std::vector<unsigned char> &bytes, std::string &why) {
+  char *end = nullptr;
+  errno = 0;
   switch (dtype) {
   case OFRT_F32:
-    return store<float>(value, bytes), true;
-  case OFRT_F64:
-    return store<double>(value, bytes), true;
+  case OFRT_F64: {
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !std::isfinite(value) ||
+        (dtype == OFRT_F32 && std::fabs(value) > FLT_MAX)) {
+      why = "'" + text + "' is not a finite " +
+            (dtype == OFRT_F32 ? "f32" : "f64") + " number";
+      return false;
+    }
+    if (dtype == OFRT_F32)
+      store<float>(value, bytes);
+    else
+      store<double>(value, bytes);
+    return true;
+  }
   case OFRT_I32:
-    return store<int32_t>(value, bytes), true;
-  case OFRT_I64:
-    return store<int64_t>(value, bytes), true;
+  case OFRT_I64: {
+    long long value = std::strtoll(text.c_str(), &end, 10);
+    bool fits = dtype == OFRT_I64 || (value >= INT32_MIN && value <= INT32_MAX);
+    if (text.empty() || *end || errno == ERANGE || !fits) {
+      why = "'" + text + "' is not an integer within " +
+            (dtype == OFRT_I32 ? "i32" : "i64") + "'s range";
+      return false;
+    }
+    if (dtype == OFRT_I32)
+      store<int32_t>(static_cast<double>(value), bytes);
+    else {
+      int64_t v = value;
+      bytes.resize(sizeof v);
+      std::memcpy(bytes.data(), &v, sizeof v);
+    }
+    return true;
+  }
   default:
+    why = "not a float or integer scalar";
     return false;
   }
 }

@@ -46,10 +46,12 @@ const char *npyDescr(ofrt_dtype dtype);
 /// "f32 [64, 128]".
 std::string describeTensor(ofrt_dtype dtype, const std::vector<int64_t> &shape);
 
-/// Writes `value` as one element of `dtype` (f32, f64, i32, i64) into
-/// `bytes` (resized); false for another dtype.
-bool storeScalar(double value, ofrt_dtype dtype,
-                 std::vector<unsigned char> &bytes);
+/// The number `text` (a --set value) as one element of `dtype` (f32, f64,
+/// i32, i64) in `bytes`: integers take integral text within their range,
+/// floats finite values within theirs. False with `why` otherwise (or for
+/// another dtype).
+bool storeScalar(const std::string &text, ofrt_dtype dtype,
+                 std::vector<unsigned char> &bytes, std::string &why);
 /// Reads one element of `dtype` (f32, f64, i32, i64) from `bytes`; false for
 /// another dtype or too few bytes.
 bool loadScalar(const std::vector<unsigned char> &bytes, ofrt_dtype dtype,

@@ -178,7 +178,7 @@ int error(ofrt_error *err, const std::string &context = "") {
 struct Options {
   std::string planPath;
   std::vector<std::pair<std::string, std::string>> inputs; // name, file
-  std::vector<std::pair<std::string, double>> scalars;     // --set
+  std::vector<std::pair<std::string, std::string>> scalars; // --set
   std::vector<std::pair<std::string, std::string>> batches; // --batch
   std::string loadState, saveState;
   std::string initState; // --init-state: weights, no optimizer state
@@ -370,7 +370,7 @@ int parseOptions(int argc, char **argv, Options &options) {
         value = std::strtod(text.c_str(), &end);
       if (!end || *end || !std::isfinite(value))
         return usageError("--set expects NAME=NUMBER, got '" + binding + "'");
-      options.scalars.emplace_back(name, value);
+      options.scalars.emplace_back(name, text);
     } else if (arg == "--steps" || arg == "--repeat" || arg == "--warmup") {
       long &out = arg == "--steps"    ? options.steps
                   : arg == "--repeat" ? options.repeat
@@ -519,7 +519,7 @@ int bindInputs(ofrt_session *session, const Options &options,
     known = "(none)";
 
   std::map<size_t, std::string> files;
-  std::map<size_t, double> scalars;
+  std::map<size_t, std::string> scalars;
   std::map<size_t, std::string> batchFiles;
   // The input named `name`, given once in all (as a file or a number).
   auto claim = [&](const std::string &name, int64_t &index) -> int {
@@ -598,10 +598,14 @@ int bindInputs(ofrt_session *session, const Options &options,
     bool distributed = ofrt_session_input_dist(session, index, &dist);
     std::vector<int64_t> dims = distributed ? globalDims(dist) : dimsOf(info);
     std::vector<unsigned char> bytes;
-    if (!dims.empty() || !ofrun::storeScalar(value, info.dtype, bytes))
+    std::string why;
+    if (!dims.empty())
       return error("--set " + std::string(info.name) + ": the input is " +
                    ofrun::describeTensor(info.dtype, dims) +
                    ", not a float or integer scalar");
+    if (!ofrun::storeScalar(value, info.dtype, bytes, why))
+      return error("--set " + std::string(info.name) + ": the input is " +
+                   ofrun::describeTensor(info.dtype, dims) + " and " + why);
     if (ofrt_error *err =
             distributed ? ofrt_session_set_input_global(
                               session, index, bytes.data(), bytes.size())
@@ -839,6 +843,10 @@ int runPlan(ofrt_plan *plan, const Options &options) {
       return error(err);
   ofrt_session_enable_profiling(session, options.printTiming);
   long runs = options.steps ? options.steps : options.repeat;
+  if (options.steps && firstStep > INT64_MAX - runs)
+    return error("the checkpoint's step count " + std::to_string(firstStep) +
+                 " plus --steps " + std::to_string(runs) +
+                 " overflows the 64-bit step counter");
   long lastStep = firstStep + runs;
   int64_t lossIndex = ofrt_session_find_output(session, "loss");
   auto save = [&](int64_t step) -> int {

@@ -12,6 +12,7 @@
 
 #include "Checkpoint/Checkpoint.h"
 #include "OF/ABI/StateNames.h"
+#include "OF/Runtime/Files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -342,14 +343,15 @@ public:
       ::munmap(data_, size_);
   }
   Status open(const std::string &path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string error;
+    int fd = ::of::files::openRegular(path, error);
     if (fd < 0)
-      return fail("cannot open the checkpoint '", path,
-                  "': ", std::strerror(errno));
+      return fail("the checkpoint: ", error);
     struct stat info;
-    if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    if (::fstat(fd, &info) != 0) {
       ::close(fd);
-      return fail("the checkpoint '", path, "' is not a regular file");
+      return fail("cannot stat the checkpoint '", path,
+                  "': ", std::strerror(errno));
     }
     size_ = static_cast<size_t>(info.st_size);
     if (size_) {
@@ -459,6 +461,32 @@ Status readHeader(const MappedFile &file, const std::string &path,
     tensor.bytes = end.integer - begin.integer;
     tensors.emplace(name, std::move(tensor));
   }
+  // As the safetensors format: the tensors' data, in offset order, covers
+  // the data exactly (no tensor aliasing another, no gap, no trailing
+  // bytes).
+  std::vector<std::pair<uint64_t, const std::string *>> order;
+  for (const auto &[name, tensor] : tensors)
+    order.push_back({tensor.begin, &name});
+  std::sort(order.begin(), order.end(), [&](const auto &a, const auto &b) {
+    const StoredTensor &x = tensors.at(*a.second), &y = tensors.at(*b.second);
+    return x.begin != y.begin ? x.begin < y.begin : x.bytes < y.bytes;
+  });
+  uint64_t covered = 0;
+  for (const auto &[begin, name] : order) {
+    const StoredTensor &tensor = tensors.at(*name);
+    if (begin < covered)
+      return bad(formatMessage("tensor '", *name, "' (data_offsets [", begin,
+                               ", ", begin + tensor.bytes,
+                               "]) overlaps the tensor before it"));
+    if (begin > covered)
+      return bad(formatMessage("the bytes [", covered, ", ", begin,
+                               ") before tensor '", *name,
+                               "' belong to no tensor"));
+    covered = begin + tensor.bytes;
+  }
+  if (covered != dataBytes)
+    return bad(formatMessage(dataBytes - covered,
+                             " trailing bytes after the last tensor"));
   return Status::success();
 }
 
@@ -557,14 +585,15 @@ Status saveState(const Session &session, const std::string &path,
         status.failed())
       return status;
   }
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  std::string temp = ::of::files::temporaryOf(path);
   Status writeStatus = Status::success();
   int fd = -1;
   if (root) {
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::of::files::removeStaleTemporaries(path);
+    std::string error;
+    fd = ::of::files::createTemporary(temp, error);
     if (fd < 0) {
-      writeStatus = fail("cannot create '", temp, "' to save the state to '",
-                         path, "': ", std::strerror(errno));
+      writeStatus = fail(error, " to save the state to '", path, "'");
     } else {
       uint8_t length[8];
       for (int i = 0; i < 8; ++i)
