@@ -6,11 +6,12 @@
 // RMSprop with momentum), `adagrad_sum_<param>`, `adagrad_step` (Adagrad),
 // `rmsprop_square_avg_<param>`, `rmsprop_grad_avg_<param>` (RMSprop,
 // centered), `adadelta_square_avg_<param>`, `adadelta_acc_delta_<param>`
-// (Adadelta), `sgd_step` (SGD with dampening), `loss_scale_log2`, `loss_scale_good_steps` (f16 loss
-// scaling). The pass writes them and the runtime tells optimizer state from
-// parameters by them (a weights file for `of-run --init-state` holds the
-// parameters only), and so does the Python frontend, through
-// `ofrt_is_optimizer_state`. Header-only, no MLIR: libofrt includes it.
+// (Adadelta), `sgd_step` (SGD with dampening), `loss_scale_log2`,
+// `loss_scale_good_steps` (f16 loss scaling). The pass writes them and the
+// runtime tells optimizer state from parameters by them (a weights file for
+// `of-run --init-state` holds the parameters only), and so does the Python
+// frontend, through `ofrt_is_optimizer_state`. Header-only, no MLIR: libofrt
+// includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +46,7 @@ inline bool isOptimizerState(std::string_view name) {
     if (name.substr(0, prefix.size()) == prefix && name.size() > prefix.size())
       return true;
   return name == kAdamStep || name == kAdagradStep || name == kSgdStep ||
-         name == kLossScaleLog2 ||
-         name == kLossScaleGoodSteps;
+         name == kLossScaleLog2 || name == kLossScaleGoodSteps;
 }
 
 } // namespace of::state

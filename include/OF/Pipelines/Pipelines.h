@@ -80,9 +80,10 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
                        llvm::cl::init(0.999)};
-  Option<double> epsilon{*this, "epsilon",
-                         llvm::cl::desc("AdamW/Adagrad/RMSprop/Adadelta epsilon"),
-                         llvm::cl::init(1e-8)};
+  Option<double> epsilon{
+      *this, "epsilon",
+      llvm::cl::desc("AdamW/Adagrad/RMSprop/Adadelta epsilon"),
+      llvm::cl::init(1e-8)};
   Option<unsigned> accumulate{
       *this, "accumulate",
       llvm::cl::desc("Micro-batches whose gradients one step accumulates"),

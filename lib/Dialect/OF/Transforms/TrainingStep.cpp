@@ -146,8 +146,8 @@ struct TrainingStepPass
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
-    if (!llvm::is_contained(
-            {"sgd", "adamw", "adagrad", "rmsprop", "adadelta"}, optimizer)) {
+    if (!llvm::is_contained({"sgd", "adamw", "adagrad", "rmsprop", "adadelta"},
+                            optimizer)) {
       getOperation().emitError("--of-training-step: unknown optimizer '")
           << optimizer << "' (sgd, adamw, adagrad, rmsprop, adadelta)";
       return signalPassFailure();
@@ -589,23 +589,27 @@ struct TrainingStepPass
         };
         Value eps = u.scalarLike(param, epsilon);
         if (adagrad) {
-          Value sum = kept(names::kAdagradSum, u.add(old(names::kAdagradSum),
-                                                     u.mul(g, g)));
+          Value sum = kept(names::kAdagradSum,
+                           u.add(old(names::kAdagradSum), u.mul(g, g)));
           Value clr = u.castLike(here(decayedLr, param), param);
-          next = u.sub(param, u.mul(clr, u.div(g, u.add(SqrtOp::create(b, loc, sum),
-                                                         eps))));
+          next = u.sub(
+              param,
+              u.mul(clr, u.div(g, u.add(SqrtOp::create(b, loc, sum), eps))));
         } else if (adadelta) {
-          Value sq = kept(names::kAdadeltaSquareAvg,
-                          average(old(names::kAdadeltaSquareAvg), u.mul(g, g), rho));
+          Value sq =
+              kept(names::kAdadeltaSquareAvg,
+                   average(old(names::kAdadeltaSquareAvg), u.mul(g, g), rho));
           Value acc = old(names::kAdadeltaAccDelta);
           Value delta = u.mul(u.div(SqrtOp::create(b, loc, u.add(acc, eps)),
                                     SqrtOp::create(b, loc, u.add(sq, eps))),
                               g);
-          kept(names::kAdadeltaAccDelta, average(acc, u.mul(delta, delta), rho));
+          kept(names::kAdadeltaAccDelta,
+               average(acc, u.mul(delta, delta), rho));
           next = u.sub(param, u.mul(lrp, delta));
         } else if (rmsprop) {
-          Value sq = kept(names::kRmspropSquareAvg,
-                          average(old(names::kRmspropSquareAvg), u.mul(g, g), alpha));
+          Value sq =
+              kept(names::kRmspropSquareAvg,
+                   average(old(names::kRmspropSquareAvg), u.mul(g, g), alpha));
           Value avg;
           if (centered) {
             Value ga = kept(names::kRmspropGradAvg,
