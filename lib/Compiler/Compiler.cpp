@@ -9,6 +9,7 @@
 #include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 #include "OF/Pipelines/Pipelines.h"
+#include "OF/Support/InputLimits.h"
 #include "OF/Target/Target.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -129,6 +130,10 @@ CompileResult compile(const std::string &source, const std::string &sourceName,
     return result;
   };
 
+  if (std::string deep = mlir::of::checkNesting(
+          source, sourceName.empty() ? "<of program>" : sourceName);
+      !deep.empty())
+    return error(deep);
   ParserConfig config(&ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       source, config, sourceName.empty() ? "<of program>" : sourceName);

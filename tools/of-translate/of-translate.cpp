@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Support/InputLimits.h"
 #include "OF/Target/Target.h"
 #include "OF/Version.h"
 
@@ -17,9 +18,12 @@ int main(int argc, char **argv) {
   mlir::registerAllTranslations();
   mlir::of::registerOFTranslations();
   llvm::cl::AddExtraVersionPrinter(mlir::of::printVersion);
-  return mlir::failed(mlir::mlirTranslateMain(
-             argc, argv,
-             "OF translation driver: of modules to and from files\n"))
-             ? 1
-             : 0;
+  // On a thread whose stack holds deep nesting (InputLimits.h).
+  return mlir::of::runOnLargeStack([&] {
+    return mlir::failed(mlir::mlirTranslateMain(
+               argc, argv,
+               "OF translation driver: of modules to and from files\n"))
+               ? 1
+               : 0;
+  });
 }

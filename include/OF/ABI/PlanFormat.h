@@ -31,6 +31,11 @@ inline constexpr uint64_t kBlobAlignment = 64;
 
 /// The devices a program runs on (Program.device, of.placement's device,
 /// the pipeline's target).
+/// The most devices a placement (and a plan's world) may hold: 2^20, far
+/// beyond any machine, so that rank products and per-rank tables stay in
+/// checked, allocatable sizes.
+inline constexpr int64_t kMaxDevices = int64_t(1) << 20;
+
 inline constexpr std::string_view kDeviceCpu = "cpu";
 inline constexpr std::string_view kDeviceCuda = "cuda";
 inline constexpr bool isDevice(std::string_view device) {

@@ -310,9 +310,9 @@ private:
   /// Every program has an entry and ranks; no rank runs two programs of the
   /// same entry. Collects every rank of the plan.
   Status checkProgramRanks() {
-    if (plan_.world_size() < 1)
+    if (plan_.world_size() < 1 || plan_.world_size() > kMaxDevices)
       return fail("the plan's world size is ", plan_.world_size(),
-                  "; it must be at least 1");
+                  "; it must be in [1, ", kMaxDevices, "]");
     std::set<std::pair<std::string, int>> entryRanks;
     for (uint32_t i = 0; i < count(plan_.programs()); ++i) {
       const Program &program = *plan_.programs()->Get(i);

@@ -15,6 +15,17 @@ of.placement @p {device = "cpu", shape = [2, 0]}
 
 // -----
 
+// expected-error@+1 {{shape [1099511627776] holds more than 1048576 devices}}
+of.placement @p {device = "cpu", shape = [1099511627776]}
+
+// -----
+
+// The product checked before it overflows (2^32 * 2^32 was 0: one rank).
+// expected-error@+1 {{shape [4294967296, 4294967296] holds more than 1048576 devices}}
+of.placement @p {device = "cpu", shape = [4294967296, 4294967296]}
+
+// -----
+
 // expected-error@+1 {{has 3 ranks, but shape [2, 2] holds 4 devices}}
 of.placement @p {device = "cpu", shape = [2, 2], ranks = [0, 1, 2]}
 

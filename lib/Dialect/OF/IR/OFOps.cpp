@@ -237,6 +237,9 @@ LogicalResult PlacementOp::verify() {
     if (size <= 0)
       return emitOpError("shape[")
              << i << "] = " << size << " must be positive";
+    if (size > ::of::plan::kMaxDevices / devices)
+      return emitOpError("shape ") << formatShape(shape) << " holds more than "
+                                   << ::of::plan::kMaxDevices << " devices";
     devices *= size;
   }
   std::optional<ArrayAttr> ranks = getRanks();
