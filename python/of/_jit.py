@@ -32,14 +32,56 @@ from ._tensor import Tensor
 from .serialization import tensor_names
 
 
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _arguments(args):
+    """The tensors of a call's arguments, nested in tuples, lists and dicts
+    included, in order (each one an input of the plan), NumPy arrays made
+    tensors (a copy) first; returns (args, tensors)."""
+    tensors = []
+
+    def walk(a):
+        if isinstance(a, np.ndarray):
+            a = Tensor(np.ascontiguousarray(a))
+        if isinstance(a, Tensor):
+            tensors.append(a)
+            return a
+        if isinstance(a, tuple) and hasattr(a, "_fields"):
+            return type(a)(*[walk(x) for x in a])
+        if isinstance(a, (tuple, list)):
+            return type(a)(walk(x) for x in a)
+        if isinstance(a, dict):
+            return type(a)((k, walk(v)) for k, v in a.items())
+        return a
+    args = [walk(a) for a in args]
+    return args, tensors
+
+
 def _signature(args):
+    """What of a call's arguments the traced program depends on: each
+    tensor's type, the containers' shapes, and the other values (Python
+    numbers and strings by value, other objects by identity)."""
     key = []
-    for a in args:
+
+    def walk(a):
         if isinstance(a, Tensor):
             key.append(("T", tuple(a.shape), a.dtype.name, a._placement,
                         a._sbp and tuple(a._sbp), a.device))
+        elif isinstance(a, (tuple, list)):
+            key.append((type(a), len(a)))
+            for x in a:
+                walk(x)
+        elif isinstance(a, dict):
+            key.append((type(a), tuple(a)))
+            for v in a.values():
+                walk(v)
+        elif isinstance(a, _PLAIN):
+            key.append(("V", type(a), a))
         else:
-            key.append(("V", repr(a)))
+            key.append(("O", type(a), id(a)))
+    for a in args:
+        walk(a)
     return tuple(key)
 
 
@@ -55,7 +97,7 @@ class _Executable:
     def __init__(self, runner, data_inputs, state, train, optimizer, outputs, seed_index,
                  plan):
         self.runner = runner
-        self.data_inputs = data_inputs  # input index per tensor argument (or None)
+        self.data_inputs = data_inputs  # input index per argument tensor (nested too)
         self.state = state              # [(input index, tensor)] module state
         self.train = train
         self.optimizer = optimizer
@@ -111,9 +153,8 @@ class _Executable:
 
     def run(self, args, seed=None):
         r = self.runner
-        for a, index in zip(args, self.data_inputs):
-            if index is not None:
-                r.set(index, a._value())
+        for a, index in zip(_arguments(args)[1], self.data_inputs):
+            r.set(index, a._value())
         self._bind_state()
         if self.lr_index is not None:
             r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
@@ -188,9 +229,10 @@ def _record_call(name, executable, args, results):
     program is one op of the recorded program (_autograd.py)."""
     program = executable.traced
     inputs, positions = [], {id(t): i for i, t in enumerate(program.data_proxies)}
+    tensors = _arguments(args)[1]
     for t in program.arg_tensors:
         if id(t) in positions:
-            inputs.append(args[program.data_positions[positions[id(t)]]])
+            inputs.append(tensors[positions[id(t)]])
         elif t is program.seed_arg:
             inputs.append(Tensor(executable.seed, dtype=dt.int64))
         else:
@@ -312,7 +354,7 @@ class _PendingCall:
                 t.numel() != 1 or not t.dtype.is_floating_point or \
                 not any(o is t for o in self.outputs):
             return False
-        if any(isinstance(a, Tensor) and a.requires_grad for a in self.args):
+        if any(a.requires_grad for a in _arguments(self.args)[1]):
             return False
         params = self.params()
         if any(p.grad is not None for p in params):
@@ -452,21 +494,28 @@ class CompiledFunction:
         program.train = train
         program.bindings = self._bindings()
         program.weight_decays = self.optimizer._weight_decays() if train else {}
-        sym_args = []
-        data_args = []
-        for i, a in enumerate(args):
+        # every tensor of the arguments (nested ones too) is an argument of
+        # the program, named after its parameter (and its place inside it)
+        data_args, proxies = [], []
+
+        def proxy_of(a, name):
             if isinstance(a, Tensor):
-                name = self._arg_names[i] if i < len(self._arg_names) else f"input{i}"
                 proxy = Tensor(shape=a.shape, dtype=a.dtype, placement=a._placement,
                                sbp=a._sbp, program=program, device=a._local_device)
                 program.add_arg(proxy, name=name)
-                sym_args.append(proxy)
                 data_args.append(name)
-            else:
-                sym_args.append(a)
-                data_args.append(None)
-        program.data_proxies = [a for a in sym_args if isinstance(a, Tensor)]
-        program.data_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+                proxies.append(proxy)
+                return proxy
+            if isinstance(a, tuple) and hasattr(a, "_fields"):
+                return type(a)(*[proxy_of(x, f"{name}.{k}") for k, x in zip(a._fields, a)])
+            if isinstance(a, (tuple, list)):
+                return type(a)(proxy_of(x, f"{name}.{k}") for k, x in enumerate(a))
+            if isinstance(a, dict):
+                return type(a)((k, proxy_of(v, f"{name}.{k}")) for k, v in a.items())
+            return a
+        sym_args = [proxy_of(a, self._arg_names[i] if i < len(self._arg_names)
+                             else f"input{i}") for i, a in enumerate(args)]
+        program.data_proxies = proxies
         previous = _trace.program
         _trace.program = program
         try:
@@ -552,7 +601,7 @@ class CompiledFunction:
         entry = self.name + "_train_step" if self.optimizer is not None else self.name
         runner = Runner(plan, entry, device)
         index = runner.input_index
-        data_inputs = [index[n] if n is not None else None for n in data_args]
+        data_inputs = [index[n] for n in data_args]
         state = [(index[name], t) for (name, _), t in
                  ((program.bindings[id(t)], t) for t in program.arg_tensors
                   if id(t) in program.bindings)]
@@ -608,11 +657,12 @@ class CompiledFunction:
         return executable.run(args, seed)
 
     def __call__(self, *args):
+        args, tensors = _arguments(args)
         entry = self._entry(args)
         executable, layout = entry
         if executable.traced is not None and _grad_mode._mode.enabled and (
                 any(t.requires_grad for _, t in executable.state) or
-                any(isinstance(a, Tensor) and a.requires_grad for a in args)):
+                any(t.requires_grad for t in tensors)):
             # the standard loop: run when a value is needed, or fused with
             # loss.backward() and opt.step() into one training step
             return _unflatten(layout, iter(_PendingCall(self, entry, args).outputs), None)
@@ -640,7 +690,7 @@ class CompiledFunction:
         entry is `<name>` (`<name>_train_step` with an optimizer), its
         inputs are named after the function's parameters and the
         state_dict keys."""
-        plan = self._compile(example_args)[0] if example_args else \
+        plan = self._compile(_arguments(example_args)[0])[0] if example_args else \
             self._executable().plan
         with open(path, "wb") as f:
             f.write(plan)

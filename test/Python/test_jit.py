@@ -401,3 +401,22 @@ def test_optimizer_state_follows_the_step_across_signatures(rng, tmp_path):
     m1 = state["adam_m_fc1.weight"]
     assert m1.dtype == np.float64
     np.testing.assert_allclose(m1, expected, rtol=1e-3, atol=1e-6)
+
+
+def test_nested_tensor_arguments_are_inputs_not_constants():
+    # Tensors inside tuples, lists and dicts (an LSTM's (h, c)) are inputs of
+    # the plan: two values that print alike give their own results, and one
+    # compile serves both; a list where a tuple was is another signature.
+    class M(nn.Module):
+        def forward(self, x, hc):
+            return x + hc[0] * hc[1]["s"]
+    m = of.compile(M())
+    a = np.zeros(2000, np.float32)
+    b = a.copy()
+    b[1000] = 5
+    assert m(of.zeros(2000), (of.tensor(a), {"s": of.tensor(2.0)})).numpy()[1000] == 0
+    assert m(of.zeros(2000), (of.tensor(b), {"s": of.tensor(3.0)})).numpy()[1000] == 15
+    assert m.compiles == 1
+    # NumPy arrays are tensors too
+    assert m(np.zeros(2000, np.float32), [of.tensor(b), {"s": of.tensor(1.0)}]).numpy()[1000] == 5
+    assert m.compiles == 2
