@@ -420,6 +420,9 @@ def test_random_samplers():
     assert len(set(drawn[10:])) == 2
     r = od.RandomSampler(range(5), replacement=True, num_samples=50)
     assert len(list(r)) == 50 and set(r) <= set(range(5))
+    # drawn lazily, as PyTorch (minGPT's trainer asks for 1e10 samples)
+    huge = iter(od.RandomSampler(range(5), replacement=True, num_samples=int(1e10)))
+    assert 0 <= next(huge) < 5
     sub = od.SubsetRandomSampler([10, 20, 30])
     assert sorted(sub) == [10, 20, 30] and len(sub) == 3
     w = od.WeightedRandomSampler([0.0, 1.0, 0.0, 2.0], 30)

@@ -72,8 +72,9 @@ class RandomSampler(Sampler[int]):
     def __iter__(self):
         n = len(self.data_source)
         rng = _rng.private(_rng.draw_seed())
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:  # in chunks of 32, as PyTorch (num_samples may be 1e10)
+            for start in range(0, self.num_samples, 32):
+                yield from rng.integers(0, n, size=min(32, self.num_samples - start)).tolist()
         else:
             for _ in range(self.num_samples // n):
                 yield from rng.permutation(n).tolist()
