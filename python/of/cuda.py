@@ -18,12 +18,23 @@ from . import _random
 from ._dist import device as _device, process_gpu
 from ._runtime import _C, cuda_device_count as device_count
 
+# `amp` (torch.cuda.amp: autocast, GradScaler) is of.amp.cuda_amp, set by the
+# package's __init__: of.amp works on tensors, whose module imports this one.
+
 # What --of-pipeline=cuda builds when no GPU says otherwise: the H100/H200.
 DEFAULT_CHIP = "sm_90a"
 
 
 def is_available():
     return device_count() > 0
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether this process's GPU computes in bfloat16: CUDA is available and
+    the GPU's compute capability is 8.0 or later, PyTorch's test. (With
+    `including_emulation` PyTorch also counts older GPUs, where it can store
+    bfloat16 tensors; of does not claim bfloat16 kernels for those.)"""
+    return is_available() and get_device_capability() >= (8, 0)
 
 
 def unavailable_reason():
