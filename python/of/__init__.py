@@ -20,11 +20,13 @@ from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: 
 from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
-from ._ops import (abs, add, addcdiv, addcmul, amax, arange, cat, chunk,  # noqa: F401,A004
-                   clamp, clamp_max, clamp_min, clip, exp, flip, from_numpy, full,
-                   is_floating_point, lerp, log, matmul, maximum, mean, minimum, narrow,
-                   ones, ones_like, rand, randn, rsqrt, sigmoid, sign, sqrt, square, sum,
-                   t, tanh, tensor, tril, where, zeros, zeros_like)
+from ._ops import (abs, add, addcdiv, addcmul, amax, amin, arange, argmax,  # noqa: F401,A004
+                   argmin, argsort, cat, chunk, clamp, clamp_max, clamp_min, clip, exp, flip,
+                   from_numpy, full, gather, index_select, is_floating_point, lerp, log,
+                   masked_select, matmul, maximum, mean, minimum, multinomial, narrow,
+                   nonzero, ones, ones_like, rand, randint, randn, randperm, return_types,
+                   rsqrt, sigmoid, sign, sort, sqrt, square, stack, sum, t, take_along_dim,
+                   tanh, tensor, topk, tril, zeros, zeros_like)
 from ._random import manual_seed
 from ._tensor import Parameter, Size, Tensor
 from .serialization import load, save
@@ -119,3 +121,48 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
     compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
     compiled.loss_only = optimizer is not None
     return compiled
+
+
+# Automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp).
+from . import amp, cpu  # noqa: E402
+from .amp import cuda_amp as _cuda_amp  # noqa: E402
+
+cuda.amp = _cuda_amp  # torch.cuda.amp (of.cuda sits below the tensors, of.amp above)
+from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F401
+                                get_autocast_dtype, is_autocast_cache_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled,
+                                set_autocast_dtype, set_autocast_enabled)
+
+
+# Indexing and selection (_ops.py, docs/python.md "Indexing and selection").
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
+    """torch.max: the largest element; with `dim`, (values, indices); with a
+    tensor, the elementwise maximum."""
+    return _ops.tensor_max(input, dim, keepdim, other=other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
+    """torch.min: the smallest element; with `dim`, (values, indices); with a
+    tensor, the elementwise minimum."""
+    return _ops.tensor_min(input, dim, keepdim, other=other)
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    """torch.where: `input` where `condition` holds, else `other`; with the
+    condition alone, the indices of its True elements (nonzero(as_tuple=True),
+    eager only)."""
+    if input is None and other is None:
+        return _ops.nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes the condition alone, or with both input and other")
+    return _ops.where(condition, input, other)
+
+
+nn.functional.one_hot = _ops.one_hot  # F.one_hot (composed in _ops.py)
+
+
+from ._ops import eq, ge, gt, le, lt, ne, pow  # noqa: E402,F401,A004
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    return _ops.flatten(input, start_dim, end_dim)

@@ -4,19 +4,23 @@ writes one or a few `of` ops through `_apply.apply`; the Tensor methods and
 operators that are operations (installed on Tensor here); moves between
 devices and placements; factories."""
 
+import collections
+import contextlib
 import functools
+import inspect
 import math
+import types
 import warnings
 
 import numpy as np
 
-from . import _compat
+from . import _autocast, _compat
 from . import _dtype as dt
 from . import _global, _random
 from ._apply import apply, apply1
 from ._compat import unsupported
 from ._dist import device, normalize_sbp, placement as Placement
-from ._program import OpSpec, _type, float_text, tracing
+from ._program import OpSpec, _trace, _type, float_text, tracing
 from ._tensor import Size, Tensor, _c_order, _device_arg, as_tensor_like, to_tensor
 
 
@@ -58,6 +62,139 @@ def _promote_for_float_scalar(t, scalar):
 def _kind(dtype):
     """PyTorch's categories of dtypes: bool < integer < floating point."""
     return 2 if dtype.is_floating_point else 0 if dtype is dt.bool else 1
+
+
+# --------------------------------------------------------------------------
+# Autocast (of.amp.autocast; the state and PyTorch's op lists: _autocast.py).
+
+_FLOAT_WIDTH = {dt.float16: 1, dt.bfloat16: 1, dt.float32: 2, dt.float64: 3}
+
+
+def _promote_types(a, b):
+    """PyTorch's torch.promote_types of two dtypes."""
+    if a is b:
+        return a
+    if _kind(a) != _kind(b):
+        return a if _kind(a) > _kind(b) else b
+    if a.is_floating_point:
+        if _FLOAT_WIDTH[a] == _FLOAT_WIDTH[b]:  # float16 with bfloat16
+            return dt.float32
+        return a if _FLOAT_WIDTH[a] > _FLOAT_WIDTH[b] else b
+    return a if a.itemsize > b.itemsize else b
+
+
+def _result_type(tensors):
+    """PyTorch's result type of tensor operands: the promotion of the
+    dimensioned tensors, then of the 0-d ones, and the 0-d ones count only
+    where their kind (bool < integer < floating point) is above it
+    (c10's ResultTypeState)."""
+    dims = [t.dtype for t in tensors if t.ndim]
+    zeros = [t.dtype for t in tensors if not t.ndim]
+    higher = functools.reduce(_promote_types, dims) if dims else None
+    lower = functools.reduce(_promote_types, zeros) if zeros else None
+    if higher is None or lower is None:
+        return higher or lower
+    if higher.is_floating_point:
+        return higher
+    if higher is dt.bool or lower.is_floating_point:
+        return _promote_types(higher, lower)
+    return higher
+
+
+def _autocast_device(t):
+    """The device type ("cpu" or "cuda") whose autocast state applies to `t`."""
+    return str(t.device)
+
+
+def promoted(tensors):
+    """The operands of an op, cast to PyTorch's result type where they are
+    floating-point tensors of different dtypes inside an autocast region
+    (autocast's lower-precision results meet float32 ones, as PyTorch's
+    type promotion lets them); otherwise as they are, so that mixed dtypes
+    stay the op's error."""
+    if not _autocast.any_enabled() or all(t.dtype is tensors[0].dtype for t in tensors):
+        return tensors
+    if not all(t.dtype.is_floating_point for t in tensors) or not any(
+            _autocast.is_enabled(_autocast_device(t)) for t in tensors):
+        return tensors
+    target = _result_type(tensors)
+    return [cast(t, target) for t in tensors]
+
+
+def _eligible(t, device_type):
+    """Whether autocast casts tensor `t` for an op on `device_type`: floating
+    point, on that device, not float64 (PyTorch's is_eligible)."""
+    return t.dtype.is_floating_point and t.dtype is not dt.float64 and \
+        _autocast_device(t) == device_type
+
+
+def _autocast_cast(value, device_type, target):
+    """`value` (an argument of an op; tensors also in a list or tuple) with
+    its eligible tensors cast to `target` (PyTorch's cached_cast)."""
+    if isinstance(value, Tensor):
+        return cast(value, target) if _eligible(value, device_type) else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_autocast_cast(v, device_type, target) for v in value)
+    return value
+
+
+def _first_tensor(values):
+    for v in values:
+        if isinstance(v, Tensor):
+            return v
+        if isinstance(v, (list, tuple)):
+            t = _first_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+def autocast_op(name):
+    """Decorator of the of function that is PyTorch's op `name`: inside an
+    autocast region its tensor arguments are cast as `name`'s policy says
+    for their device (_autocast.POLICIES), and its own ops run without the
+    policies, as PyTorch's autocast kernels do."""
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            if not _autocast.any_enabled():
+                return fn(*args, **kwargs)
+            first = _first_tensor(list(args) + list(kwargs.values()))
+            device_type = _autocast_device(first) if first is not None else None
+            policy = _autocast.policy(name, device_type)
+            if policy is None:
+                return fn(*args, **kwargs)
+            if policy == _autocast.FP32_DTYPE:
+                # dtype=float32 where the caller gave none and the first
+                # argument is eligible
+                bound = signature.bind(*args, **kwargs)
+                x = next(iter(bound.arguments.values()))
+                if bound.arguments.get("dtype") is None and isinstance(x, Tensor) and \
+                        _eligible(x, device_type):
+                    bound.arguments["dtype"] = dt.float32
+                args, kwargs = bound.args, bound.kwargs
+            else:
+                target = dt.float32 if policy == _autocast.FP32 else \
+                    _autocast.fast_dtype(device_type)
+                args = [_autocast_cast(a, device_type, target) for a in args]
+                kwargs = {k: _autocast_cast(v, device_type, target) for k, v in kwargs.items()}
+            with _autocast.suspended():
+                return fn(*args, **kwargs)
+        return op
+    return decorate
+
+
+def _mixed_norm(x, params):
+    """Inside an autocast region, a normalization of a float16/bfloat16
+    input with float32 parameters runs as PyTorch's mixed-dtype kernels do:
+    in float32, its result rounded to the input's dtype. True where that
+    applies."""
+    params = [p for p in params if p is not None]
+    return bool(params) and x.dtype in (dt.bfloat16, dt.float16) and \
+        all(p.dtype is dt.float32 for p in params) and \
+        _autocast.is_enabled(_autocast_device(x))
 
 
 def _foreign_array(value):
@@ -114,6 +251,7 @@ def _binary(name, a, b):
         a = as_tensor_like(a, b)
     if not isinstance(b, Tensor):
         b = as_tensor_like(b, a)
+    a, b = promoted([a, b])
     _check_same_dtype(a, b, name)
     shape = _broadcast(a, b, name)
     return apply1(OpSpec(f"of.{name} {{0}}, {{1}}", "", [(shape, a.dtype)]), [a, b])
@@ -150,6 +288,7 @@ def div(input, other, *, rounding_mode=None):
     return _binary("div", a, b)
 
 
+@autocast_op("pow")
 def pow(input, exponent):  # noqa: A001
     return _binary("pow", input, exponent)
 
@@ -168,6 +307,7 @@ def _compare(direction, a, b):
         b = as_tensor_like(b, a)
     if not isinstance(a, Tensor):
         a = as_tensor_like(a, b)
+    a, b = promoted([a, b])
     _check_same_dtype(a, b, direction)
     shape = _broadcast(a, b, direction)
     return apply1(OpSpec(f"of.compare {direction}, {{0}}, {{1}}", "", [(shape, dt.bool)]),
@@ -184,10 +324,12 @@ def neg(x):
     return _unary("neg", x)
 
 
+@autocast_op("exp")
 def exp(input):
     return _unary("exp", input)
 
 
+@autocast_op("log")
 def log(input):
     return _unary("log", input)
 
@@ -196,6 +338,7 @@ def sqrt(input):
     return _unary("sqrt", input)
 
 
+@autocast_op("rsqrt")
 def rsqrt(input):
     return _unary("rsqrt", input)
 
@@ -238,6 +381,7 @@ def where(condition, input, other):
         x = as_tensor_like(x, y)
     if not isinstance(y, Tensor):
         y = as_tensor_like(y, x)
+    x, y = promoted([x, y])
     _check_same_dtype(x, y, "where")
     if condition.dtype is not dt.bool:
         raise TypeError(f"where: the condition must be bool, not {condition.dtype}")
@@ -250,6 +394,7 @@ def masked_fill(x, mask, value):
     return where(mask, as_tensor_like(value, x), x)
 
 
+@autocast_op("matmul")
 def matmul(input, other, *, transpose_a=False, transpose_b=False):
     """PyTorch's matmul; `transpose_a`/`transpose_b` (of's) use an operand
     transposed in its last two dimensions without moving it."""
@@ -294,9 +439,37 @@ def _reduce(name, x, dim=None, keepdim=False):
     return apply1(OpSpec(f"of.{name} {{0}}", attrs, [(shape, x.dtype)]), [x])
 
 
+@autocast_op("sum")
 def sum(input, dim=None, keepdim=False, dtype=None):  # noqa: A001
-    """PyTorch's sum: with `dtype`, the input is cast to it first."""
+    """PyTorch's sum: with `dtype`, the input is cast to it first; bools and
+    integers sum as int64, as in PyTorch."""
+    if dtype is None and not input.dtype.is_floating_point:
+        dtype = dt.int64
     return _reduce("reduce_sum", input if dtype is None else cast(input, dtype), dim, keepdim)
+
+
+def eq(input, other):
+    return _compare("eq", input, other)
+
+
+def ne(input, other):
+    return _compare("ne", input, other)
+
+
+def lt(input, other):
+    return _compare("lt", input, other)
+
+
+def le(input, other):
+    return _compare("le", input, other)
+
+
+def gt(input, other):
+    return _compare("gt", input, other)
+
+
+def ge(input, other):
+    return _compare("ge", input, other)
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):
@@ -306,17 +479,9 @@ def mean(input, dim=None, keepdim=False, dtype=None):
 
 def amax(input, dim=None, keepdim=False):
     """The largest elements over `dim` (all dimensions for None or ())."""
+    if input.dtype is dt.bool:  # of.reduce_max takes numbers
+        return cast(amax(cast(input, dt.int32), dim, keepdim), dt.bool)
     return _reduce("reduce_max", input, None if dim == () else dim, keepdim)
-
-
-def _tensor_max(self, dim=None, keepdim=False):
-    """Tensor.max(): the largest element; max(dim) would be PyTorch's
-    (values, indices), which needs an argmax of has not yet."""
-    if dim is not None:
-        raise NotImplementedError(
-            "Tensor.max(dim) returns (values, indices) in PyTorch; of has no argmax yet: "
-            "use x.amax(dim, keepdim) for the values")
-    return amax(self, None, keepdim)
 
 
 def reshape(x, *shape):
@@ -411,9 +576,11 @@ def slice_(x, starts, limits, strides=None):
 def getitem(x, index):
     if not isinstance(index, tuple):
         index = (index,)
-    if any(isinstance(i, (Tensor, list, np.ndarray)) for i in index):
-        raise IndexError("indexing with tensors or lists is not supported; use "
-                         "of.nn.functional.embedding for gathers")
+    if any(isinstance(i, (bool, np.bool_)) for i in index):
+        raise NotImplementedError("indexing with a Python bool (x[True]) is not supported "
+                                  "yet; use x[None] (or x[:0] for False)")
+    if any(_is_tensor_index(i) for i in index):
+        return _advanced_getitem(x, index)
     if index.count(Ellipsis) > 1:
         raise IndexError("an index can only have one ellipsis")
     used = len([i for i in index if i is not None and i is not Ellipsis])
@@ -456,6 +623,7 @@ def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat needs at least one tensor")
+    tensors = promoted(tensors)
     first = tensors[0]
     d = _norm_dim(dim, first.ndim)
     for t in tensors[1:]:
@@ -501,17 +669,28 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks), dim)
 
 
-def softmax(x, dim=-1):
+@autocast_op("softmax")
+def softmax(x, dim=-1, dtype=None):
+    """Softmax over `dim`; with `dtype`, the input is cast to it first."""
+    if dtype is not None:
+        x = cast(x, dtype)
     d = _norm_dim(dim, x.ndim)
     return apply1(OpSpec("of.softmax {0}", f"axis = {d} : i64", [(x.shape, x.dtype)]), [x])
 
 
-def log_softmax(x, dim=-1):
+@autocast_op("log_softmax")
+def log_softmax(x, dim=-1, dtype=None):
+    if dtype is not None:
+        x = cast(x, dtype)
     d = _norm_dim(dim, x.ndim)
     return apply1(OpSpec("of.log_softmax {0}", f"axis = {d} : i64", [(x.shape, x.dtype)]), [x])
 
 
+@autocast_op("layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if _mixed_norm(x, [weight, bias]):
+        return cast(layer_norm(cast(x, dt.float32), normalized_shape, weight, bias, eps),
+                    x.dtype)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(ns):]) != ns:
         raise ValueError(f"layer_norm: input {list(x.shape)} does not end with the "
@@ -527,7 +706,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
                          [(x.shape, x.dtype)]), ins)
 
 
+@autocast_op("rms_norm")
 def rms_norm(x, normalized_shape, weight=None, eps=None):
+    if _mixed_norm(x, [weight]):
+        return cast(rms_norm(cast(x, dt.float32), normalized_shape, weight, eps), x.dtype)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if eps is None:
         eps = float(np.finfo(np.float32).eps)  # PyTorch's default for float32
@@ -552,6 +734,7 @@ def cross_entropy_per_example(logits, labels):
                   [logits, labels])
 
 
+@autocast_op("conv2d")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
     if isinstance(padding, str):
@@ -601,6 +784,10 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, count_include_pad=True):
 
 
 def batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps):
+    if _mixed_norm(x, [running_mean, running_var, weight, bias]):
+        y, mean, var = batch_norm(cast(x, dt.float32), running_mean, running_var, weight, bias,
+                                  training, momentum, eps)
+        return cast(y, x.dtype), mean, var
     c = x.shape[1]
     attrs = (f"epsilon = {float_text(eps)} : f64, momentum = {float_text(momentum)} : f64, "
              f"training = {'true' if training else 'false'}")
@@ -787,19 +974,19 @@ def narrow(input, dim, start, length):  # noqa: A002
 
 
 def flip(input, dims):  # noqa: A002
-    """Reverses `dims`: only where they have at most one element, as
-    of.slice takes positive strides only and of has no gather of every
-    dtype."""
+    """Reverses the order of the elements along `dims`: an index_select of
+    a reversed arange per dimension (of.slice takes positive strides only)."""
     dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
     axes = [_wrap_dim(d, input.ndim, scalar_ok=True) for d in dims]
     for i, a in enumerate(axes):
         if a in axes[:i]:
             raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
-    if all(input.ndim == 0 or input.shape[a] <= 1 for a in axes):
-        return input
-    raise NotImplementedError(
-        "torch.flip is not supported yet: of.slice takes positive strides only and of has "
-        "no gather of every dtype; reverse the data before making the tensor (np.flip)")
+    out = input
+    for a in axes:
+        n = input.shape[a] if input.ndim else 1
+        if n > 1:
+            out = index_select(out, a, _constant(np.arange(n - 1, -1, -1), dt.int64, input))
+    return out
 
 
 def clamp(input, min=None, max=None):  # noqa: A001,A002
@@ -830,6 +1017,7 @@ def clip(input, min=None, max=None):  # noqa: A001,A002
     return clamp(input, min, max)
 
 
+@autocast_op("square")
 def square(input):  # noqa: A002
     """input * input; a bool tensor squares as int64, as in PyTorch."""
     if input.dtype is dt.bool:
@@ -858,6 +1046,7 @@ def abs(input):  # noqa: A001,A002
 
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """input + value * tensor1 * tensor2, in PyTorch's order."""
+    input, tensor1, tensor2 = promoted([input, tensor1, tensor2])
     scaled = tensor1 if value == 1 else mul(tensor1, value)
     return add(input, mul(scaled, tensor2))
 
@@ -872,6 +1061,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
             "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
             "tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    input, tensor1, tensor2 = promoted([input, tensor1, tensor2])
     scaled = tensor1 if value == 1 else mul(tensor1, value)
     return add(input, div(scaled, tensor2))
 
@@ -882,6 +1072,10 @@ def lerp(input, end, weight):  # noqa: A002
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"torch.lerp is not implemented for {input.dtype} tensors "
                                   "(in PyTorch neither); convert with .float() first")
+    if isinstance(weight, Tensor):
+        input, end, weight = promoted([input, end, weight])
+    else:
+        input, end = promoted([input, end])
     diff = sub(end, input)
     if isinstance(weight, Tensor):
         small = _compare("lt", abs(weight), 0.5)
@@ -962,6 +1156,785 @@ def _inplace_method(name, fn, float_result=False):
 
 
 # --------------------------------------------------------------------------
+# Indexing and selection (docs/python.md, "Indexing and selection"): argmax,
+# max(dim), gather, index_select, tensor and mask indexing, sort, ..., each a
+# composition of the ops above. of.embedding is the gather (its gradient the
+# scatter-add PyTorch's gather has); indices are int64 arithmetic. Results
+# whose shape depends on values (masks, nonzero) are eager only.
+
+def _return_type(name):
+    cls = collections.namedtuple(name, ("values", "indices"))
+    cls.__module__ = "of.return_types"
+    return cls
+
+
+return_types = types.SimpleNamespace(
+    **{n: _return_type(n) for n in ("max", "min", "topk", "sort")})
+
+
+def _traced(*values):
+    return any(isinstance(v, Tensor) and v._program is not None for v in values)
+
+
+def _constant(array, dtype, like):
+    """`array` as a tensor on `like`'s device (index arithmetic, masks)."""
+    return Tensor(np.array(array, dtype=dtype.np, order="C"), dtype=dtype, device=like.device)
+
+
+def _empty(shape, dtype, like):
+    """An empty result (of compiles no op on empty tensors)."""
+    return Tensor(np.zeros(shape, dtype.np), dtype=dtype, device=like.device)
+
+
+def _numel(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+# The float type that holds every value of a dtype of.embedding cannot gather.
+_GATHER_AS = {dt.bool: dt.float32, dt.int8: dt.float64, dt.int32: dt.float64}
+
+
+def _gather_rows(table, rows):
+    """table[rows] for a 2-D `table` of any dtype: `rows.shape + [table.shape[1]]`.
+    of.embedding gathers floating-point tables; bool, int8 and int32 go
+    through a float type that holds them exactly, and int64 as two halves
+    (v = hi * 2^32 + lo, both exact in float64)."""
+    shape = tuple(rows.shape) + (table.shape[1],)
+    if _numel(shape) == 0:
+        return _empty(shape, table.dtype, table)
+    if table.dtype.is_floating_point:
+        return embedding(rows, table)
+    if table.dtype in _GATHER_AS:
+        return cast(embedding(rows, cast(table, _GATHER_AS[table.dtype])), table.dtype)
+    # int64: hi = trunc(v / 2^32) is within 2^31 and lo = v - hi * 2^32 within
+    # 2^33 (the products wrap as int64 arithmetic does, and so cancel)
+    hi = cast(mul(cast(table, dt.float64), 2.0 ** -32), dt.int64)
+    lo = sub(table, mul(hi, 2 ** 32))
+    both = embedding(rows, cat([cast(hi, dt.float64), cast(lo, dt.float64)], 1))
+    g_hi, g_lo = split(both, table.shape[1], -1)
+    return add(mul(cast(g_hi, dt.int64), 2 ** 32), cast(g_lo, dt.int64))
+
+
+def _index_values(index):
+    """The values of an eager index tensor (None while tracing)."""
+    return None if index._program is not None else index._value().astype(np.int64)
+
+
+def _out_of_bounds(values, size, dim, error=RuntimeError):
+    bad = values[(values < 0) | (values >= size)]
+    if bad.size:
+        raise error(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} with "
+                    f"size {size}")
+
+
+def _guard_range(flat, index, size):
+    """`flat` (int64 positions), -1 where `index` is outside [0, size): in a
+    traced function the values are not known, and of.embedding stops the
+    run at a -1 with its index error rather than reading another element."""
+    flat = where(_compare("lt", index, 0), -1, flat)
+    return where(_compare("ge", index, size), -1, flat)
+
+
+def _along(n, d, ndim, like, values=None):
+    """np.arange(n) (or `values`) as an int64 tensor laid along dimension d
+    of a rank-`ndim` tensor (size 1 elsewhere)."""
+    shape = [1] * ndim
+    shape[d] = n
+    return _constant((np.arange(n) if values is None else values).reshape(shape),
+                     dt.int64, like)
+
+
+def _inverse(perm):
+    return [perm.index(i) for i in range(len(perm))]
+
+
+def index_select(input, dim, index):  # noqa: A002
+    """input's elements at `index` (a vector of int64 or int32) along `dim`:
+    `dim` moved to the front, the rest flattened into rows, gathered."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' must be Tensor, not "
+                        f"{type(index).__name__}")
+    if index.dtype not in (dt.int64, dt.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    size = input.shape[d] if input.ndim else 1
+    values = _index_values(index)
+    if values is not None:
+        _out_of_bounds(values, size, d)
+    if input.ndim == 0:
+        return reshape(index_select(reshape(input, (1,)), 0, index), ())
+    rest = [i for i in range(input.ndim) if i != d]
+    rest_shape = tuple(input.shape[i] for i in rest)
+    rows = reshape(permute(input, [d] + rest), (size, _numel(rest_shape)))
+    out = _gather_rows(rows, reshape(index, (index.numel(),)))
+    return permute(reshape(out, (index.numel(),) + rest_shape), _inverse([d] + rest))
+
+
+def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
+    """out[i][j][k] = input[i][index[i][j][k]][k] (dim=1): the flat positions
+    (index times dim's stride plus the other coordinates') gathered from the
+    flattened input."""
+    unsupported("gather", sparse_grad=(sparse_grad, False))
+    if index.dtype not in (dt.int64, dt.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    if input.ndim == 0 or index.ndim == 0:
+        flat_in = reshape(input, (input.numel(),))
+        return reshape(gather(flat_in, 0, reshape(index, (index.numel(),))), index.shape)
+    for i in range(input.ndim):
+        if i != d and index.shape[i] > input.shape[i]:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index "
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
+    size = input.shape[d]
+    values = _index_values(index)
+    if values is not None:
+        _out_of_bounds(values, size, d)
+    if index.numel() == 0:
+        return _empty(index.shape, input.dtype, input)
+    strides = [_numel(input.shape[i + 1:]) for i in range(input.ndim)]
+    flat = cast(index, dt.int64)
+    if strides[d] != 1:
+        flat = mul(flat, strides[d])
+    for i in range(input.ndim):
+        if i != d and index.shape[i] > 1:
+            flat = add(flat, _along(index.shape[i], i, input.ndim, input,
+                                    np.arange(index.shape[i]) * strides[i]))
+    if values is None:
+        flat = _guard_range(flat, index, size)
+    rows = _gather_rows(reshape(input, (input.numel(), 1)), flat)
+    return reshape(rows, index.shape)
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """gather of `input` and `indices` broadcast against each other outside
+    `dim`, where indices in [-size, 0) count from the end; the flattened
+    input and indices for dim=None (no negative indices there)."""
+    if indices.dtype is not dt.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_SCALAR_NAMES[indices.dtype]}")
+    if dim is None:
+        return gather(reshape(input, (input.numel(),)), 0, reshape(indices, (indices.numel(),)))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, "
+                           f"and {indices.ndim} dimensions for indices")
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    if input.ndim == 0:
+        return gather(input, 0, indices)
+    try:
+        common = list(np.broadcast_shapes(
+            tuple(1 if i == d else s for i, s in enumerate(input.shape)),
+            tuple(1 if i == d else s for i, s in enumerate(indices.shape))))
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: input {list(input.shape)} and indices "
+                           f"{list(indices.shape)} do not broadcast outside dimension "
+                           f"{d}") from None
+    size = input.shape[d]
+    x = broadcast_to(input, tuple(size if i == d else s for i, s in enumerate(common)))
+    idx = broadcast_to(indices, tuple(indices.shape[d] if i == d else s
+                                      for i, s in enumerate(common)))
+    values = _index_values(idx)
+    if values is not None:
+        _out_of_bounds(np.where(values < 0, values + size, values), size, d)
+        if (values < 0).any():
+            idx = _constant(np.where(values < 0, values + size, values), dt.int64, idx)
+    else:
+        idx = where(_compare("lt", idx, 0), add(idx, size), idx)
+    return gather(x, d, idx)
+
+
+# -- argmax, max(dim), topk, sort --------------------------------------------
+
+def _any_along(mask, d):
+    """Whether any element of `mask` along d is True (kept as size 1)."""
+    return _compare("gt", amax(cast(mask, dt.int32), d, True), 0)
+
+
+def _first_true(hit, d, keepdim):
+    """The first index along d where `hit` is True: with n elements,
+    n - 1 - max(where(hit, n - 1 - i, -1))."""
+    n = hit.shape[d]
+    reversed_pos = _along(n, d, hit.ndim, hit, np.arange(n - 1, -1, -1))
+    return sub(n - 1, amax(where(hit, reversed_pos, -1), d, keepdim))
+
+
+def _extremes(x, d, largest, nan_first=True, taken=None):
+    """A bool mask of the elements of x, along d, that come first among those
+    not `taken`: the largest (or smallest); NaN before every number where
+    `nan_first` (PyTorch's max, argmax, argmin, topk(largest=True)) and after
+    them otherwise (topk(largest=False))."""
+    if not x.dtype.is_floating_point:
+        key = x if largest else sub(-1, x)  # -1 - x orders as -x without overflowing
+        if taken is not None:
+            key = where(taken, as_tensor_like(int(np.iinfo(x.dtype.np).min), key), key)
+        hit = _compare("eq", key, amax(key, d, True))
+        return hit if taken is None else where(taken, False, hit)
+    key = x if largest else neg(x)
+    nan = _compare("ne", x, x)
+    blocked = taken if nan_first else nan if taken is None else where(taken, True, nan)
+    vals = key if blocked is None else where(blocked, float("-inf"), key)
+    hit = _compare("eq", key, amax(vals, d, True))
+    if blocked is not None:
+        hit = where(blocked, False, hit)
+    if taken is not None:
+        nan = where(taken, False, nan)
+    if nan_first:
+        return where(_any_along(nan, d), nan, hit)
+    return where(_any_along(hit, d), hit, nan)
+
+
+def _reduction_dim(api, x, dim):
+    """(x flattened where dim is None, the dimension) with PyTorch's errors
+    for an empty reduction."""
+    if dim is None:
+        if x.numel() == 0:
+            raise IndexError(f"{api}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        return reshape(x, (x.numel(),)), 0
+    d = _wrap_dim(dim, x.ndim, scalar_ok=True)
+    if x.ndim and x.shape[d] == 0:
+        raise IndexError(f"{api}(): Expected reduction dim {d} to have non-zero size.")
+    return x, d
+
+
+def _arg_extreme(api, input, dim, keepdim, largest):
+    if input.dtype is dt.bool:
+        raise NotImplementedError(f"{api}(): does not support bool input (in PyTorch "
+                                  "neither); convert with .long() first")
+    x, d = _reduction_dim(api, input, dim)
+    if input.ndim == 0:
+        return _constant(np.zeros(()), dt.int64, input)
+    out_shape = tuple(1 if i == d else s for i, s in enumerate(x.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(x.shape) if i != d)
+    if _numel(out_shape) == 0:
+        return _empty(out_shape, dt.int64, input)
+    idx = _first_true(_extremes(x, d, largest), d, keepdim)
+    if dim is None and keepdim:
+        return reshape(idx, (1,) * input.ndim)
+    return idx
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """The index of the largest element (along `dim`, or of the flattened
+    tensor): the first among ties, and a NaN's where there is one, as
+    PyTorch's."""
+    return _arg_extreme("argmax", input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    """The index of the smallest element: the first among ties, and a NaN's
+    where there is one, as PyTorch's."""
+    return _arg_extreme("argmin", input, dim, keepdim, False)
+
+
+def amin(input, dim=None, keepdim=False):  # noqa: A002
+    """The smallest elements over `dim`: -amax(-x) (-1 - amax(-1 - x) for
+    integers, which cannot overflow); the gradient shared among ties as
+    PyTorch's."""
+    if input.dtype is dt.bool:
+        return cast(amin(cast(input, dt.int32), dim, keepdim), dt.bool)
+    if input.dtype.is_floating_point:
+        return neg(amax(neg(input), dim, keepdim))
+    return sub(-1, amax(sub(-1, input), dim, keepdim))
+
+
+def _max_min(api, input, dim, keepdim, other, largest):
+    if isinstance(dim, Tensor):  # max(input, other): a tensor in dim's place
+        if other is not None:
+            raise TypeError(f"{api}() got both 'dim' and 'other'")
+        other, dim = dim, None
+    if other is not None:
+        if keepdim:
+            raise TypeError(f"{api}(): keepdim is not an argument of {api}(input, other)")
+        return maximum(input, other) if largest else minimum(input, other)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{api}() received an invalid combination of arguments: keepdim "
+                            f"without dim; use {api}(input, dim, keepdim=True)")
+        if input.numel() == 0:
+            raise RuntimeError(f"{api}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        return amax(input) if largest else amin(input)
+    result = getattr(return_types, api)
+    if input.dtype is dt.bool:
+        v, i = _max_min(api, cast(input, dt.int32), dim, keepdim, None, largest)
+        return result(cast(v, dt.bool), i)
+    x, d = _reduction_dim(api, input, dim)
+    if input.ndim == 0:
+        return result(input, _constant(np.zeros(()), dt.int64, input))
+    out_shape = tuple(1 if i == d else s for i, s in enumerate(x.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(x.shape) if i != d)
+    if _numel(out_shape) == 0:
+        return result(_empty(out_shape, x.dtype, x), _empty(out_shape, dt.int64, x))
+    idx = _first_true(_extremes(x, d, largest), d, True)
+    if x.dtype.is_floating_point:
+        # the element at the index, so that its gradient goes there alone (PyTorch's)
+        values = gather(x, d, idx)
+        if not keepdim:
+            values = reshape(values, out_shape)
+    else:
+        values = amax(x, d, keepdim) if largest else amin(x, d, keepdim)
+    return result(values, idx if keepdim else reshape(idx, out_shape))
+
+
+def tensor_max(input, dim=None, keepdim=False, *, other=None):  # noqa: A002
+    """torch.max: the largest element; with `dim`, the namedtuple (values,
+    indices) (the first index among ties, a NaN's where there is one; the
+    values' gradient goes to that index, as PyTorch's); with a tensor
+    (`other`), the elementwise maximum."""
+    return _max_min("max", input, dim, keepdim, other, True)
+
+
+def tensor_min(input, dim=None, keepdim=False, *, other=None):  # noqa: A002
+    """torch.min: as tensor_max, for the smallest."""
+    return _max_min("min", input, dim, keepdim, other, False)
+
+
+def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
+    """The k largest (smallest) elements along `dim` (the last by default)
+    and their indices, in order (also for sorted=False, whose order PyTorch
+    leaves open): k rounds of picking the first extreme element not picked
+    yet, so it costs k times an argmax; ties give the lower index first.
+    NaN counts as larger than every number, as in PyTorch."""
+    if input.dtype is dt.bool:
+        raise NotImplementedError("topk does not support bool dtypes (in PyTorch neither); "
+                                  "convert with .long() first")
+    d = _wrap_dim(-1 if dim is None else dim, input.ndim, scalar_ok=True)
+    size = input.shape[d] if input.ndim else 1
+    k = int(k)
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    if input.ndim == 0:
+        return return_types.topk(input, _constant(np.zeros(()), dt.int64, input))
+    out_shape = tuple(k if i == d else s for i, s in enumerate(input.shape))
+    if _numel(out_shape) == 0:
+        return return_types.topk(_empty(out_shape, input.dtype, input),
+                                 _empty(out_shape, dt.int64, input))
+    positions = _along(size, d, input.ndim, input)
+    taken, picked = None, []
+    for _ in range(k):
+        idx = _first_true(_extremes(input, d, largest, nan_first=largest, taken=taken), d, True)
+        picked.append(idx)
+        if len(picked) < k:
+            now = _compare("eq", positions, idx)
+            taken = now if taken is None else where(now, True, taken)
+    indices = cat(picked, d)
+    return return_types.topk(gather(input, d, indices), indices)
+
+
+def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+    """The elements along `dim` in order and their indices; ties keep their
+    order (a stable sort, also a valid result where PyTorch's is not), NaN
+    last (first with descending), as PyTorch's. Each element's rank is the
+    count of elements before it, from an n x n comparison along `dim`, so
+    memory grows with the square of that size."""
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    if input.ndim == 0:
+        return return_types.sort(input, _constant(np.zeros(()), dt.int64, input))
+    n = input.shape[d]
+    if input.numel() == 0:
+        return return_types.sort(input, _empty(input.shape, dt.int64, input))
+    last = input.ndim - 1
+    x = transpose(input, d, last)
+    key = cast(x, dt.int32) if x.dtype is dt.bool else x
+    a, b = unsqueeze(key, -1), unsqueeze(key, -2)  # element i, element j
+    before = _compare("gt" if descending else "lt", b, a)  # j before i
+    tie = _compare("eq", b, a)
+    if key.dtype.is_floating_point:
+        nan_a, nan_b = _compare("ne", a, a), _compare("ne", b, b)
+        first, second = (nan_b, nan_a) if descending else (nan_a, nan_b)
+        # NaN is larger than every number
+        not_second = where(second, _constant(False, dt.bool, second), True)
+        before = where(before, True, where(first, not_second, False))
+        tie = where(tie, True, where(nan_a, nan_b, False))
+    earlier = _constant(np.tri(n, n, -1, dtype=bool), dt.bool, key)  # j < i
+    tie = where(earlier, tie, False)
+    rank = sum(add(cast(before, dt.int64), cast(tie, dt.int64)), -1)
+    # the element of each rank r: the i whose rank is r
+    at_rank = _compare("eq", unsqueeze(rank, -2), _constant(np.arange(n).reshape(n, 1),
+                                                            dt.int64, key))
+    indices = sum(where(at_rank, _constant(np.arange(n), dt.int64, key), 0), -1)
+    values = gather(x, last, indices)
+    return return_types.sort(transpose(values, d, last), transpose(indices, d, last))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):  # noqa: A002
+    """The indices that sort `input` along `dim` (sort's)."""
+    return sort(input, dim, descending, stable=stable).indices
+
+
+def _tensor_argsort(self, dim=-1, descending=False, *, stable=False):
+    """Tensor.argsort (`stable` a keyword there, as in PyTorch)."""
+    return argsort(self, dim, descending, stable)
+
+
+# -- stack, flip, one_hot ---------------------------------------------------
+
+def stack(tensors, dim=0):
+    """The tensors (of one shape) joined along a new dimension `dim`."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if tuple(t.shape) != tuple(tensors[0].shape):
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at "
+                               f"entry {i}")
+    d = _wrap_dim(dim, tensors[0].ndim + 1)
+    if tensors[0].numel() == 0 and not _traced(*tensors):
+        shape = list(tensors[0].shape)
+        return _empty(tuple(shape[:d] + [len(tensors)] + shape[d:]), tensors[0].dtype, tensors[0])
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def one_hot(tensor, num_classes=-1):
+    """F.one_hot: int64 rows with a 1 at each value (tensor == arange). By
+    default the number of classes is the largest value + 1, which needs the
+    values (eager only). Values outside [0, num_classes) are PyTorch's
+    errors eagerly and the run's index error in a compiled function."""
+    if tensor.dtype is not dt.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    values = _index_values(tensor)
+    num_classes = int(num_classes)
+    if num_classes == -1:
+        if values is None:
+            raise NotImplementedError(
+                "F.one_hot(tensor) with num_classes=-1 in a compiled function: the number of "
+                "classes is the largest value + 1, which the trace does not know; pass "
+                "num_classes")
+        if values.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
+    if values is not None and values.size:
+        if (values < 0).any():
+            raise RuntimeError("Class values must be non-negative.")
+        if (values >= num_classes).any():
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    if num_classes < 0 or (values is None and num_classes == 0 and tensor.numel()):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    shape = tuple(tensor.shape) + (num_classes,)
+    if _numel(shape) == 0:
+        return _empty(shape, dt.int64, tensor)
+    classes = _constant(np.arange(num_classes), dt.int64, tensor)
+    out = cast(_compare("eq", unsqueeze(tensor, -1), classes), dt.int64)
+    if values is None:  # the run's index check of the values: adds zeros
+        # (a broadcast 1x1 table: a splat constant table fails the plan's
+        # verification, check.index_range then naming the table's buffer)
+        table = broadcast_to(_constant(np.zeros((1, 1)), dt.float32, tensor), (num_classes, 1))
+        out = add(out, cast(embedding(tensor, table), dt.int64))
+    return out
+
+
+# -- masks and data-dependent shapes (eager) --------------------------------
+
+def _eager_only(api, what, instead):
+    raise NotImplementedError(
+        f"{api} in a compiled function: {what}, which the trace does not know; {instead}")
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    """The indices of the nonzero elements: an [n, ndim] int64 tensor, or
+    one vector per dimension (as_tuple). Eager only."""
+    if input._program is not None:
+        _eager_only("torch.nonzero", "the number of nonzero elements is the result's size",
+                    "use a mask (x != 0) with of.where")
+    v = input._value()
+    if as_tuple:
+        return tuple(_constant(i, dt.int64, input) for i in np.nonzero(np.atleast_1d(v)))
+    return _constant(np.argwhere(v), dt.int64, input)
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of `input` where `mask` (broadcast with it) is True, as
+    a vector; eager only."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dt.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    if _traced(input, mask):
+        _eager_only("torch.masked_select", "its length is the number of True elements of "
+                    "the mask", "use of.where(mask, input, 0), which keeps the shape")
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+    except ValueError:
+        raise RuntimeError(f"masked_select: the shapes {list(input.shape)} and "
+                           f"{list(mask.shape)} do not broadcast") from None
+    positions = np.flatnonzero(np.broadcast_to(mask._value(), shape))
+    x = reshape(broadcast_to(input, shape), (_numel(shape), 1))
+    return reshape(_gather_rows(x, _constant(positions, dt.int64, input)), (positions.size,))
+
+
+# -- tensor indices: x[idx], x[:, idx], x[mask], x[idx] = v -----------------
+
+def _is_tensor_index(i):
+    return isinstance(i, (Tensor, list, np.ndarray)) or _foreign_array(i) is not None
+
+
+def _as_index_tensor(i, like):
+    """A tensor, list or array index as an of tensor (int64, int32 or bool)."""
+    if not isinstance(i, Tensor):
+        array = _foreign_array(i)
+        if array is None:
+            array = np.asarray(i)
+            if array.dtype == object:
+                raise IndexError("an index list must hold integers or bools (of does not "
+                                 "take lists of tensors as indices; index with a tuple)")
+            if array.size == 0:
+                array = array.astype(np.int64)
+            elif array.dtype.kind in "iu":
+                array = array.astype(np.int64)
+        if array.dtype.kind not in "biu" or array.dtype.kind == "u":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        i = _constant(array, dt.bool if array.dtype.kind == "b" else dt.from_numpy(array.dtype),
+                      like)
+    if i.dtype not in (dt.int64, dt.int32, dt.bool):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return i
+
+
+def _plan_index(x, index):
+    """PyTorch's reading of an index with tensors in it: the basic part (ints,
+    slices, None, read as before), and [(dimension of the basic part's
+    result, index tensor, size of that dimension, dimension of x)] for the
+    tensor indices. A bool mask stands for the indices of its True elements
+    (eager only)."""
+    items = [_as_index_tensor(i, x) if _is_tensor_index(i) else i for i in index]
+    consumed = builtins_sum(i.ndim if isinstance(i, Tensor) and i.dtype is dt.bool else 1
+                            for i in items if i is not None and i is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    ellipses = [k for k, i in enumerate(items) if i is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if ellipses:
+        items[ellipses[0]:ellipses[0] + 1] = [slice(None)] * (x.ndim - consumed)
+    basic, tensors, xd, yd = [], [], 0, 0
+    for i in items:
+        if i is None:
+            basic.append(None)
+            yd += 1
+        elif isinstance(i, Tensor) and i.dtype is dt.bool:
+            if i.ndim == 0:
+                raise NotImplementedError("indexing with a 0-d bool tensor is not supported "
+                                          "yet; use x[None] (or x[:0] for False)")
+            if i._program is not None:
+                _eager_only("x[mask] (indexing with a bool tensor)", "the result's size is "
+                            "the number of True elements", "use of.where(mask, x, 0)")
+            if tuple(i.shape) != tuple(x.shape[xd:xd + i.ndim]):
+                raise IndexError(f"The shape of the mask {list(i.shape)} at index {xd} does "
+                                 f"not match the shape of the indexed tensor "
+                                 f"{list(x.shape)} at index {xd}")
+            for positions in np.nonzero(i._value()):
+                basic.append(slice(None))
+                tensors.append((yd, _constant(positions, dt.int64, x), x.shape[xd], xd))
+                xd, yd = xd + 1, yd + 1
+        elif isinstance(i, Tensor):
+            basic.append(slice(None))
+            tensors.append((yd, i, x.shape[xd], xd))
+            xd, yd = xd + 1, yd + 1
+        else:
+            basic.append(i)
+            xd += 1
+            yd += 0 if isinstance(i, (int, np.integer)) else 1
+    return tuple(basic), tensors
+
+
+def _advanced_getitem(x, index):
+    """x[index] where the index holds tensors or lists: the basic part
+    first, then the tensor-indexed dimensions moved to the front, flattened
+    into one, and gathered at the broadcast indices' flat positions; their
+    result dimensions stay where the tensor indices were when these were
+    next to each other, and come first otherwise (PyTorch's rule)."""
+    basic, tensors = _plan_index(x, index)
+    y = getitem(x, basic)
+    dims = [t[0] for t in tensors]
+    try:
+        common = tuple(np.broadcast_shapes(*[tuple(t[1].shape) for t in tensors]))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + ", ".join(str(list(t[1].shape))
+                                                    for t in tensors)) from None
+    sizes = [t[2] for t in tensors]
+    strides = [_numel(sizes[k + 1:]) for k in range(len(sizes))]
+    if not _traced(*[t[1] for t in tensors]):
+        flat = np.zeros(common, np.int64)
+        for (_, t, size, xd), stride in zip(tensors, strides):
+            v = np.broadcast_to(t._value().astype(np.int64), common)
+            bad = v[(v < -size) | (v >= size)]
+            if bad.size:
+                raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension "
+                                 f"{xd} with size {size}")
+            flat = flat + np.where(v < 0, v + size, v) * stride
+        flat = _constant(flat, dt.int64, x)
+    else:
+        flat, wrapped = None, []
+        for (_, t, size, _), stride in zip(tensors, strides):
+            v = broadcast_to(cast(t, dt.int64), common)
+            v = where(_compare("lt", v, 0), add(v, size), v)
+            wrapped.append((v, size))
+            part = mul(v, stride) if stride != 1 else v
+            flat = part if flat is None else add(flat, part)
+        for v, size in wrapped:
+            flat = _guard_range(flat, v, size)
+    rest = [i for i in range(y.ndim) if i not in dims]
+    rest_shape = tuple(y.shape[i] for i in rest)
+    rows = reshape(permute(y, dims + rest), (_numel(sizes), _numel(rest_shape)))
+    out = reshape(_gather_rows(rows, flat), common + rest_shape)
+    p = dims[0]
+    if dims == list(range(p, p + len(dims))) and p > 0:  # next to each other: in place
+        nb = len(common)
+        out = permute(out, list(range(nb, nb + p)) + list(range(nb)) +
+                      list(range(nb + p, nb + len(rest))))
+    return out
+
+
+@contextlib.contextmanager
+def _untraced():
+    """Ops run eagerly inside, also while a function is traced."""
+    program, _trace.program = _trace.program, None
+    try:
+        yield
+    finally:
+        _trace.program = program
+
+
+def setitem(self, index, value):
+    """x[index] = value, written into x as PyTorch's in-place ops are
+    (autograd: the overwritten elements get no gradient, `value` gets the
+    gradient of where it went). The positions come from the same indexing
+    of a tensor of positions; value (cast to x's dtype) is broadcast to
+    them and gathered into place, the last of repeated positions winning.
+    Tensor indices inside a compiled function are not supported."""
+    api = "Tensor.__setitem__"
+    items = index if isinstance(index, tuple) else (index,)
+    if _traced(*items):
+        _eager_only("x[index] = value with a tensor index", "the positions written depend "
+                    "on the index's values", "use of.where(mask, value, x)")
+    with _untraced():  # the positions are known: computed now, also while tracing
+        positions = Tensor(np.arange(self.numel(), dtype=np.float64).reshape(self.shape),
+                           dtype=dt.float64)
+        chosen = getitem(positions, index).numpy().astype(np.int64)
+    if not isinstance(value, Tensor):
+        array = _foreign_array(value)
+        if array is None and isinstance(value, (list, tuple, np.ndarray)):
+            array = np.asarray(value)
+        value = _constant(array, dt.from_numpy(array.dtype), self) \
+            if array is not None and array.ndim else \
+            as_tensor_like(value if array is None else array.item(), self)
+    value = cast(value, self.dtype)
+    shape = chosen.shape
+    while value.ndim > len(shape) and value.shape[0] == 1:
+        value = reshape(value, tuple(value.shape[1:]))
+    try:
+        if tuple(np.broadcast_shapes(tuple(value.shape), shape)) != shape:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(shape)}") from None
+    if chosen.size == 0:
+        return
+    source = np.full(self.numel(), -1, np.int64)
+    source[chosen.reshape(-1)] = np.arange(chosen.size)  # the last write wins
+    written = _constant((source >= 0).reshape(self.shape), dt.bool, self)
+    if value.numel() == 1:
+        new = reshape(value, ())
+    else:
+        rows = reshape(broadcast_to(value, shape), (chosen.size, 1))
+        new = reshape(_gather_rows(rows, _constant(np.maximum(source, 0).reshape(self.shape),
+                                                   dt.int64, self)), self.shape)
+    _compat.inplace(api, self, where(written, new, self))
+
+
+# -- random selection (of's generator, _random.py) --------------------------
+
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
+    """Integers drawn uniformly from [low, high): randint(high, size) or
+    randint(low, high, size), from of's generator (of.manual_seed)."""
+    if size is None:
+        if high is None:
+            raise TypeError("randint() missing the argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() missing the argument 'high'")
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    dtype = dtype or dt.int64
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    values = _random._generator.integers(int(low), int(high), size=_shape_arg((size,)))
+    return _leaf(Tensor(values.astype(dtype.np), dtype=dtype, device=device), requires_grad)
+
+
+def randperm(n, *, dtype=dt.int64, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 from of's generator."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    values = _random._generator.permutation(n)
+    return _leaf(Tensor(values.astype(dtype.np), dtype=dtype, device=device), requires_grad)
+
+
+def multinomial(input, num_samples, replacement=False):  # noqa: A002
+    """Indices drawn with the probabilities proportional to `input` (one row
+    of draws per row of a matrix), with or without replacement, from of's
+    generator: PyTorch's distribution, with NumPy's numbers. Eager only."""
+    if input._program is not None:
+        _eager_only("torch.multinomial", "the draws need the probabilities' values",
+                    "draw eagerly and pass the indices in")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{_SCALAR_NAMES[input.dtype]}")
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    num_samples = int(num_samples)
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    probs = np.asarray(input._value(), np.float64).reshape(-1, input.shape[-1])
+    n = probs.shape[1]
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if not np.isfinite(probs).all() or (probs < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = probs.sum(axis=1)
+    if (totals <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rows = [_multinomial_row(p / t, num_samples, replacement) for p, t in zip(probs, totals)]
+    out = np.stack(rows).reshape(tuple(input.shape[:-1]) + (num_samples,))
+    return _constant(out, dt.int64, input)
+
+
+def _multinomial_row(p, num_samples, replacement):
+    """Draws from one distribution; without replacement, once the categories
+    of nonzero probability are drawn, the others follow in random order (as
+    PyTorch's)."""
+    gen = _random._generator
+    positive = int((p > 0).sum())
+    if replacement or num_samples <= positive:
+        return gen.choice(p.size, size=num_samples, replace=replacement, p=p)
+    first = gen.choice(p.size, size=positive, replace=False, p=p)
+    rest = gen.permutation(np.flatnonzero(p == 0))[:num_samples - positive]
+    return np.concatenate([first, rest])
+
+
+def _tensor_multinomial(self, num_samples, replacement=False):
+    return multinomial(self, num_samples, replacement)
+
+
+# --------------------------------------------------------------------------
 # Tensor methods and operators.
 
 def _install():
@@ -978,6 +1951,7 @@ def _install():
     T.__rpow__ = lambda a, b: pow(b, a)
     T.__neg__ = lambda a: neg(a)
     T.__matmul__ = lambda a, b: matmul(a, b)
+    T.eq, T.ne, T.lt, T.le, T.gt, T.ge = eq, ne, lt, le, gt, ge
     T.__eq__ = lambda a, b: _compare("eq", a, b)
     T.__ne__ = lambda a, b: _compare("ne", a, b)
     T.__lt__ = lambda a, b: _compare("lt", a, b)
@@ -985,12 +1959,16 @@ def _install():
     T.__gt__ = lambda a, b: _compare("gt", a, b)
     T.__ge__ = lambda a, b: _compare("ge", a, b)
     T.__getitem__ = getitem
+    T.__setitem__ = setitem
     T.add, T.sub, T.mul, T.div, T.pow = add, sub, mul, div, pow
     T.matmul = matmul
     T.exp, T.log, T.sqrt, T.rsqrt, T.tanh, T.sigmoid = exp, log, sqrt, rsqrt, tanh, sigmoid
     T.relu, T.neg, T.erf = relu, neg, erf
     T.sum, T.mean, T.amax = sum, mean, amax
-    T.max = _tensor_max
+    T.max, T.min, T.amin, T.argmax, T.argmin = tensor_max, tensor_min, amin, argmax, argmin
+    T.index_select, T.gather, T.take_along_dim = index_select, gather, take_along_dim
+    T.masked_select, T.nonzero, T.multinomial = masked_select, nonzero, _tensor_multinomial
+    T.topk, T.sort, T.argsort = topk, sort, _tensor_argsort
     T.reshape = reshape
     T.view = reshape
     T.permute = permute
@@ -1251,6 +2229,7 @@ def tril(input, diagonal=0):
     return Tensor(np.tril(input.numpy(), diagonal), dtype=input.dtype, device=input.device)
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None):
     """softmax(q k^T * scale [+ causal mask]) v over the last two dims."""

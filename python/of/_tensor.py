@@ -203,7 +203,8 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(f"item() needs a tensor of one element, not shape {list(self.shape)}")
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
         return self.numpy().reshape(-1)[0].item()
 
     def tolist(self):
