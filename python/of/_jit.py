@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import _dtype as dt
-from . import _grad_mode, _random
+from . import _autocast, _grad_mode, _random
 from ._autograd import TracedSpec, record
 from ._autograd import accumulate as _autograd_accumulate
 from ._autograd import gradients as _autograd_gradients
@@ -144,8 +144,7 @@ class _Executable:
             np_dtype = dt.from_mlir(info["dtype"]).np
             j = p.input_index.get(info["name"])
             if j is not None and p.inputs[j]["shape"] == info["shape"]:
-                value = np.empty(info["shape"], dt.from_mlir(p.inputs[j]["dtype"]).np)
-                p.session.get_input(j, value)
+                value = p.input(j, dt.from_mlir(p.inputs[j]["dtype"]))
                 r.set(index, value.astype(np_dtype))
             else:
                 r.set(index, np.zeros(info["shape"], np_dtype))
@@ -631,7 +630,8 @@ class CompiledFunction:
         # may cycle them) are part of the key; a new executable continues the
         # optimizer state of the last one
         options = tuple(self.optimizer._pipeline_options()) if self.optimizer else ()
-        key = (_signature(args), self._module_key(), options)
+        # autocast regions change the traced program (its casts)
+        key = (_signature(args), self._module_key(), options, _autocast.key())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._build(args)

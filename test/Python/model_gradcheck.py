@@ -295,8 +295,7 @@ class _OfSubject:
 
     def __init__(self, build, initial, optimizer, loss, device):
         self.model = build("of")
-        self.model.load_state_dict({k: v for k, v in initial.items()
-                                    if not k.endswith("num_batches_tracked")})
+        self.model.load_state_dict(initial)
         if device != "cpu":
             self.model = self.model.to(device)
         self.model.train()

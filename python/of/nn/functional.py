@@ -15,6 +15,7 @@ from .._program import tracing
 from .._tensor import Tensor
 
 
+@_ops.autocast_op("linear")
 def linear(input, weight, bias=None):
     x = input
     y = _ops.matmul(x, weight, transpose_b=True) if x.ndim >= 2 else \
@@ -45,15 +46,11 @@ def tanh(input):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return _ops.softmax(input, softmax_dim("softmax", input.ndim, dim))
+    return _ops.softmax(input, softmax_dim("softmax", input.ndim, dim), dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    return _ops.log_softmax(input, softmax_dim("log_softmax", input.ndim, dim))
+    return _ops.log_softmax(input, softmax_dim("log_softmax", input.ndim, dim), dtype=dtype)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -110,6 +107,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                              is_causal, scale)
 
 
+@_ops.autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Mean (or sum, or per-example) softmax cross-entropy of logits
@@ -146,6 +144,86 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     raise ValueError(f"cross_entropy: reduction is 'mean', 'sum' or 'none', not {reduction!r}")
 
 
+# PyTorch's scalar type names, for its dtype messages.
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int8": "Char",
+                 "bool": "Bool"}
+
+
+@_ops.autocast_op("nll_loss")
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of log-probabilities [N, C] ([C], or
+    [N, C, d...]) at class indices [N] ([], [N, d...]): -weight[t] *
+    input[n, t], over the targets that are not `ignore_index`; the mean
+    divides by the sum of their weights (NaN when every target is
+    ignored, as PyTorch). The element is picked by comparing the target
+    with the class indices, so input[n, t] is exact and its gradient is a
+    one-hot; the weights are gathered with an embedding, whose runtime
+    index check stops a target out of [0, C) (PyTorch's IndexError) with a
+    RuntimeError naming the Python line."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if target.dtype is not dt.int64:
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{_SCALAR_NAMES[target.dtype.name]}")
+    shape = tuple(target.shape)
+    if input.ndim == 1:
+        if target.ndim > 1 or (target.ndim == 1 and shape[0] != 1):
+            raise ValueError("For 1D input, 1D target must have size 1, but got target "
+                             f"size: {shape[0] if target.ndim == 1 else list(shape)}")
+        shape = ()
+    else:
+        batch = shape[0] if target.ndim else 0
+        if batch != input.shape[0]:
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({batch}).")
+        expected = (input.shape[0],) + tuple(input.shape[2:])
+        if input.ndim == 2 and target.ndim != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if shape != expected:
+            raise RuntimeError(f"Expected target size {list(expected)}, got {list(shape)}")
+    classes = input.shape[0] if input.ndim == 1 else input.shape[1]
+    if weight is not None:
+        if tuple(weight.shape) != (classes,):
+            raise RuntimeError(f"weight tensor should be defined either for all {classes} "
+                               "classes or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {_SCALAR_NAMES[input.dtype.name]} but "
+                               f"found {_SCALAR_NAMES[weight.dtype.name]}")
+    x = input
+    if x.ndim > 2:  # [N, C, d...] -> [N * d..., C], as cross_entropy
+        x = _ops.permute(x, [0] + list(range(2, x.ndim)) + [1])
+    x = _ops.reshape(x, (-1, classes))
+    t = _ops.reshape(target, (-1,))
+    valid = t != ignore_index
+    safe = _ops.where(valid, t, 0)
+    if weight is not None:
+        w = _ops.reshape(_ops.embedding(safe, _ops.reshape(weight, (classes, 1))), (-1,))
+    else:
+        # Weights of 1 gathered from a [C, 2] table of rows (1, 0): the
+        # gather of a splat table folds to a constant in a compiled program,
+        # and the index check of its targets would go with it.
+        table = np.zeros((classes, 2), x.dtype.np)
+        table[:, 0] = 1
+        rows = _ops.embedding(safe, Tensor(table, dtype=x.dtype, device=x.device))
+        w = _ops.reshape(_ops.narrow(rows, 1, 0, 1), (-1,))
+    w = _ops.where(valid, w, 0.0)
+    hit = _ops.unsqueeze(safe, -1) == _ops.arange(classes, device=x.device)
+    picked = _ops.sum(_ops.where(hit, x, 0.0), -1)
+    loss = _ops.where(valid, _ops.mul(_ops.neg(picked), w), 0.0)
+    if reduction == "none":
+        return _ops.reshape(loss, shape)
+    if reduction == "sum":
+        return _ops.sum(loss)
+    return _ops.div(_ops.sum(loss), _ops.sum(w))
+
+
+@_ops.autocast_op("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     unsupported("mse_loss", weight=(weight, None))
     reduction = legacy_reduction(size_average, reduce, reduction)

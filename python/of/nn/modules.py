@@ -3,6 +3,7 @@ names and initialisation ranges."""
 
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -511,6 +512,22 @@ class CrossEntropyLoss(Module):
                                reduction=self.reduction)
 
 
+class NLLLoss(Module):
+    """torch.nn.NLLLoss: F.nll_loss with the module's weight (a buffer, as
+    PyTorch's, so it is in the state_dict and moves with the module)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
 class MSELoss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
@@ -518,6 +535,292 @@ class MSELoss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class RNNBase(Module):
+    """torch.nn.RNNBase: the recurrent layers (RNN, LSTM, GRU) as a loop
+    over time steps of of ops, with PyTorch's parameters (names, shapes,
+    uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) initialisation),
+    cell arithmetic, argument checks and results. The input projection of
+    each layer is one matmul over all steps; each step adds the hidden
+    state's projection, as PyTorch's CPU kernels do. PackedSequence inputs
+    are not supported (TypeError, as for any other non-tensor)."""
+
+    _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or \
+                not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, "
+                          "so non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        for name, value in (("bias", bias), ("batch_first", batch_first)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(value, int):
+                raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
+            if value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in self._GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        gates = self._GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        directions = 2 if bidirectional else 1
+        self._flat_weights_names, self._all_weights = [], []
+        for layer in range(num_layers):
+            for direction in range(directions):
+                suffix = "_reverse" if direction == 1 else ""
+                layer_input = input_size if layer == 0 else real_hidden * directions
+                shapes = [("weight_ih_l{}{}", (gates, layer_input)),
+                          ("weight_hh_l{}{}", (gates, real_hidden))]
+                if bias:
+                    shapes += [("bias_ih_l{}{}", (gates,)), ("bias_hh_l{}{}", (gates,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr_l{}{}", (proj_size, hidden_size)))
+                names = []
+                for pattern, shape in shapes:
+                    name = pattern.format(layer, suffix)
+                    setattr(self, name, _param(*shape))
+                    names.append(name)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+        _place(self, device, dtype)
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def flatten_parameters(self):
+        """PyTorch's re-layout of the weights in one buffer for cuDNN: of's
+        parameters are separate tensors whatever their layout, so there is
+        nothing to do."""
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    def _expected_hidden(self, batch, size):
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
+
+    def _check_input(self, input, hx, name):  # noqa: A002
+        """PyTorch's checks; returns input as [T, N, I], hx as [L*D, N, H]
+        (a tuple for LSTM) and whether the input was unbatched."""
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: the input must be a tensor, not {type(input).__name__} "
+                            "(PackedSequence is not supported yet)")
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
+                             "tensor instead")
+        batched = input.ndim == 3
+        states = hx if isinstance(hx, tuple) else (hx,) if hx is not None else None
+        if not batched:
+            input = _ops.unsqueeze(input, 0 if self.batch_first else 1)
+            if states is not None:
+                for h in states:
+                    if h.ndim != 2:
+                        raise RuntimeError("For unbatched 2-D input, hx should also be 2-D "
+                                           f"but got {h.ndim}-D tensor")
+                states = tuple(_ops.unsqueeze(h, 1) for h in states)
+        elif states is not None:
+            for h in states:
+                if h.ndim != 3:
+                    raise RuntimeError("For batched 3-D input, hx should also be 3-D but got "
+                                       f"{h.ndim}-D tensor")
+        if input.dtype is not self._flat_weights[0].dtype:
+            w = self._flat_weights[0].dtype
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({w}). Convert input: input.to({w}), or convert model: "
+                             f"model.to({input.dtype})")
+        if self.batch_first:
+            input = _ops.transpose(input, 0, 1)
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError("input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        batch = input.shape[1]
+        sizes = [self.proj_size if self.proj_size > 0 else self.hidden_size]
+        if self.mode == "LSTM":
+            sizes.append(self.hidden_size)
+        if states is None:
+            states = tuple(_ops.zeros(self._expected_hidden(batch, size), dtype=input.dtype,
+                                      device=input.device) for size in sizes)
+        for i, (h, size) in enumerate(zip(states, sizes)):
+            expected = self._expected_hidden(batch, size)
+            if tuple(h.shape) != expected:
+                which = f"hidden[{i}] " if self.mode == "LSTM" else "hidden "
+                raise RuntimeError(f"Expected {which}size {expected}, got {list(h.shape)}")
+        return input, states, batched
+
+    def _cell(self, xg, state, w):
+        """One step: `xg` the input projection (bias_ih included), `state`
+        (h,) or (h, c); returns the new state."""
+        h = state[0]
+        hg = F.linear(h, w["hh"], w.get("bh"))
+        if self.mode == "RNN_TANH":
+            return (_ops.tanh(_ops.add(hg, xg)),)
+        if self.mode == "RNN_RELU":
+            return (_ops.relu(_ops.add(hg, xg)),)
+        if self.mode == "GRU":  # PyTorch's gru_cell: h' = (h - n) * z + n
+            xr, xz, xn = _ops.chunk(xg, 3, -1)
+            hr, hz, hn = _ops.chunk(hg, 3, -1)
+            r = _ops.sigmoid(_ops.add(hr, xr))
+            z = _ops.sigmoid(_ops.add(hz, xz))
+            n = _ops.tanh(_ops.add(xn, _ops.mul(hn, r)))
+            return (_ops.add(_ops.mul(_ops.sub(h, n), z), n),)
+        i, f, g, o = _ops.chunk(_ops.add(hg, xg), 4, -1)  # LSTM
+        c = _ops.add(_ops.mul(_ops.sigmoid(f), state[1]),
+                     _ops.mul(_ops.sigmoid(i), _ops.tanh(g)))
+        h = _ops.mul(_ops.sigmoid(o), _ops.tanh(c))
+        if "hr" in w:
+            h = F.linear(h, w["hr"])
+        return (h, c)
+
+    def _run(self, input, hx, name):  # noqa: A002
+        x, states, batched = self._check_input(input, hx, name)
+        directions = 2 if self.bidirectional else 1
+        steps = x.shape[0]
+        finals = [[] for _ in states]
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                names = self._all_weights[layer * directions + direction]
+                w = {key: getattr(self, n) for key, n in
+                     zip(("ih", "hh", "bi", "bh") if self.bias else ("ih", "hh"), names)}
+                if self.proj_size > 0:
+                    w["hr"] = getattr(self, names[-1])
+                xg = F.linear(x, w["ih"], w.get("bi"))
+                k = layer * directions + direction
+                state = tuple(s[k] for s in states)
+                out = [None] * steps
+                for t in (range(steps - 1, -1, -1) if direction else range(steps)):
+                    state = self._cell(xg[t], state, w)
+                    out[t] = _ops.unsqueeze(state[0], 0)
+                outputs.append(_ops.cat(out, 0))
+                for final, s in zip(finals, state):
+                    final.append(_ops.unsqueeze(s, 0))
+            x = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
+            if self.dropout and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, self.training)
+        if self.batch_first:
+            x = _ops.transpose(x, 0, 1)
+        finals = [_ops.cat(f, 0) for f in finals]
+        if not batched:
+            x = _ops.squeeze(x, 0 if self.batch_first else 1)
+            finals = [_ops.squeeze(f, 1) for f in finals]
+        return x, finals
+
+
+class RNN(RNNBase):
+    """torch.nn.RNN: h_t = tanh (or relu)(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.__dict__["nonlinearity"] = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.__dict__["nonlinearity"] = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' "
+                             "or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and not isinstance(hx, Tensor):
+            raise TypeError(f"RNN: hx must be a tensor, not {type(hx).__name__}")
+        output, (h,) = self._run(input, hx, "RNN")
+        return output, h
+
+
+class LSTM(RNNBase):
+    """torch.nn.LSTM (with proj_size): gates i, f, g, o in that order."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and not (isinstance(hx, tuple) and len(hx) == 2):
+            raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+        output, (h, c) = self._run(input, hx, "LSTM")
+        return output, (h, c)
+
+
+class GRU(RNNBase):
+    """torch.nn.GRU: gates r, z, n in that order."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and not isinstance(hx, Tensor):
+            raise TypeError(f"GRU: hx must be a tensor, not {type(hx).__name__}")
+        output, (h,) = self._run(input, hx, "GRU")
+        return output, h
+
+
+def _unsupported_module(name, instead):
+    """A PyTorch module class of does not have yet: it can be named and
+    subclassed (model files define classes on it at import), and making
+    one raises NotImplementedError naming it."""
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"torch.nn.{name} is not supported yet: {instead}")
+    return type(name, (Module,), {"__init__": __init__, "__doc__": f"torch.nn.{name}: not "
+                                  f"supported yet; making one raises NotImplementedError."})
+
+
+_ATTENTION = ("build it from Linear, LayerNorm and "
+              "of.nn.functional.scaled_dot_product_attention")
+Transformer = _unsupported_module("Transformer", _ATTENTION)
+TransformerEncoder = _unsupported_module("TransformerEncoder", _ATTENTION)
+TransformerEncoderLayer = _unsupported_module("TransformerEncoderLayer", _ATTENTION)
+TransformerDecoder = _unsupported_module("TransformerDecoder", _ATTENTION)
+TransformerDecoderLayer = _unsupported_module("TransformerDecoderLayer", _ATTENTION)
+MultiheadAttention = _unsupported_module("MultiheadAttention", _ATTENTION)
 
 
 class _IndexedModules(Module):
@@ -595,5 +898,7 @@ class ModuleDict(Module):
 
 __all__ = ["Module", "Linear", "Conv2d", "LayerNorm", "RMSNorm", "Embedding", "Dropout",
            "BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
-           "Softmax", "Flatten", "Identity", "CrossEntropyLoss", "MSELoss", "Sequential",
-           "ModuleList", "ModuleDict", "init"]
+           "Softmax", "Flatten", "Identity", "CrossEntropyLoss", "NLLLoss", "MSELoss",
+           "RNNBase", "RNN", "LSTM", "GRU", "Transformer", "TransformerEncoder",
+           "TransformerEncoderLayer", "TransformerDecoder", "TransformerDecoderLayer",
+           "MultiheadAttention", "Sequential", "ModuleList", "ModuleDict", "init"]
