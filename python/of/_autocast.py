@@ -111,6 +111,23 @@ def key():
                  if state.enabled[d])
 
 
+def snapshot():
+    """The state (enabled devices and dtypes) as it is now."""
+    return dict(state.enabled), dict(state.dtype)
+
+
+@contextlib.contextmanager
+def restored(saved):
+    """The state `snapshot()` returned, for the duration (a pending call of
+    a compiled forward traced for a fused step outside its region)."""
+    previous = snapshot()
+    state.enabled, state.dtype = dict(saved[0]), dict(saved[1])
+    try:
+        yield
+    finally:
+        state.enabled, state.dtype = previous
+
+
 @contextlib.contextmanager
 def suspended():
     """The ops of an op that applied its policy run without the policies

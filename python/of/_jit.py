@@ -279,6 +279,7 @@ class _PendingCall:
         # it runs first
         self.writes = {id(t) for _, t in executable.updated_state}
         self.retain_graph = False
+        self.autocast = _autocast.snapshot()
         _pending_calls.add(self)
 
     def name(self):
@@ -295,13 +296,19 @@ class _PendingCall:
         """The value of pending tensor `t`: a result, a gradient or the
         clipped norm."""
         if self.fused is not None:
-            runner, runs, names = self.fused
+            runner, runs, step = self.fused
             if runner.runs != runs:
                 raise RuntimeError(
                     "this gradient was computed by a fused training step (of.compile(model) "
                     "with loss.backward(); opt.step()) whose plan has run again since; read "
                     ".grad before the next step")
-            j = runner.output_index[names[id(t)]]
+            if t is self.norm:
+                name = "grad_norm"
+            else:
+                bindings = step._bindings()
+                name = next("grad_" + bindings[pid][0] for pid, (_, g) in self.grads.items()
+                            if g is t)
+            j = runner.output_index[name]
             t._data = runner.output(j)
             t._pending = None
             return
@@ -406,18 +413,21 @@ class _PendingCall:
         self.state = "fused"
         _pending_calls.discard(self)
         force_pending()
-        entry = step._entry(self.args)
+        # the forward's entry keys the step's (same arguments, modules and
+        # autocast state), with the optimizer's compiled-in settings
+        entries = self.cf._fused_entries
+        entry_key = (id(self.entry), key, tuple(optimizer._pipeline_options()))
+        entry = entries.get(entry_key)
+        if entry is None:
+            with _autocast.restored(self.autocast):
+                entry = entries[entry_key] = step._entry(self.args)
         results = step._run(entry, self.args, self.seed)
         loss, rest = results[0], iter(results[1:])
         for i, t in enumerate(self.outputs):
             r = loss if i == self.loss_index else next(rest)
             t._data, t._pending, t._grad_fn = r._data, None, None
         runner = entry[0].runner
-        bindings = step._bindings()
-        names = {id(g): "grad_" + bindings[pid][0] for pid, (_, g) in self.grads.items()}
-        if self.norm is not None:
-            names[id(self.norm)] = "grad_norm"
-        self.fused = (runner, runner.runs, names)
+        self.fused = (runner, runner.runs, step)
         return True
 
 
@@ -449,6 +459,7 @@ class CompiledFunction:
         self.loss_leaf = None
         self.grads_out = False
         self._fused = {}  # (optimizer, loss leaf, clip) -> its CompiledFunction
+        self._fused_entries = {}  # (forward entry, that key, settings) -> the step's entry
         if optimizer is not None and hasattr(optimizer, "_compiled_steps"):
             optimizer._compiled_steps.add(self)  # its state_dict reads the step's
         self._cache = {}
@@ -616,13 +627,22 @@ class CompiledFunction:
 
     def _module_key(self):
         """What of the modules changes the traced program: train/eval modes,
-        which tensors are the state and which are trained."""
+        which tensors are the state and which are trained (walked without
+        state_dict's names: this runs at every call)."""
         key = []
         for _, module in self.modules:
-            for m in module.modules():
+            if not hasattr(module, "_modules"):  # the optimizer's parameter holder
+                key.extend((id(t), t.requires_grad, t.device, t.dtype.name)
+                           for t in module.state_dict().values())
+                continue
+            stack = [module]
+            while stack:
+                m = stack.pop()
                 key.append(m.training)
-            for t in module.state_dict().values():
-                key.append((id(t), t.requires_grad, t.device, t.dtype.name))
+                for group in (m._parameters, m._buffers):
+                    key.extend((id(t), t.requires_grad, t.device, t.dtype.name)
+                               for t in group.values() if t is not None)
+                stack.extend(c for c in reversed(m._modules.values()) if c is not None)
         return tuple(key)
 
     def _entry(self, args):
