@@ -1410,6 +1410,37 @@ TEST(SessionErrors, InputsMustBeSetWithTheirExactSize) {
             "output 'sum' is 64 bytes, got 32");
 }
 
+TEST(SessionErrors, DescribingAPlanLoadsNoCodeAndAllocatesNothing) {
+  // of-run --list: a kernel object that is not one (loading it would run
+  // the dynamic loader on it) and a 3 GiB arena in a small plan are neither
+  // loaded nor allocated by a description; the description refuses to run.
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  sample.blobs[0] = Bytes(128, 0x42);
+  mainProgram(sample).arena_size = uint64_t(3) << 30;
+  Bytes file = sample.write();
+  PlanHandle plan;
+  ASSERT_EQ(take(ofrt_plan_open_memory(file.data(), file.size(), &plan.plan)),
+            "");
+  SessionHandle session;
+  ASSERT_EQ(take(ofrt_session_create_description(plan.plan, "main", 0,
+                                                 &session.session)),
+            "");
+  ASSERT_EQ(ofrt_session_num_inputs(session.session), 2u);
+  ASSERT_EQ(ofrt_session_num_outputs(session.session), 3u);
+  EXPECT_STREQ(ofrt_session_output_info(session.session, 1).name, "y.gemm");
+  std::vector<float> x(16, 1.0f);
+  EXPECT_NE(take(ofrt_session_set_input(session.session, 0, x.data(), 64))
+                .find("only describes the entry"),
+            std::string::npos);
+  EXPECT_NE(take(ofrt_session_run(session.session)).find("only describes"),
+            std::string::npos);
+  // A session that runs does load the object, and refuses it.
+  mainProgram(sample).arena_size = 192;
+  EXPECT_EQ(sessionError(sample.write()),
+            "program 'main': executable 'test_kernels' is not an ELF shared "
+            "object");
+}
+
 TEST(SessionErrors, NullArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(take(ofrt_plan_open_file(nullptr, nullptr)),
             "ofrt_plan_open_file: the output pointer is NULL");

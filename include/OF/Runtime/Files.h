@@ -27,18 +27,21 @@
 namespace of::files {
 
 /// Opens `path` for reading if it is a regular file; -1 with `error` set
-/// otherwise (never blocks on a FIFO or a device).
-inline int openRegular(const std::string &path, std::string &error) {
+/// otherwise (never blocks on a FIFO or a device). `what` names the file
+/// in the message ("the checkpoint ", or empty).
+inline int openRegular(const std::string &path, std::string &error,
+                       const std::string &what = "") {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    error = "cannot open '" + path + "': " + std::strerror(errno);
+    error = "cannot open " + what + "'" + path + "': " + std::strerror(errno);
     return -1;
   }
   struct stat info;
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     ::close(fd);
-    error = "'" + path + "' is not a regular file (a FIFO, a device or a " +
-            "directory cannot be read as one)";
+    error = what + "'" + path +
+            "' is not a regular file (a FIFO, a device or a directory cannot "
+            "be read as one)";
     return -1;
   }
   int flags = ::fcntl(fd, F_GETFL);

@@ -344,9 +344,9 @@ public:
   }
   Status open(const std::string &path) {
     std::string error;
-    int fd = ::of::files::openRegular(path, error);
+    int fd = ::of::files::openRegular(path, error, "the checkpoint ");
     if (fd < 0)
-      return fail("the checkpoint: ", error);
+      return fail(error);
     struct stat info;
     if (::fstat(fd, &info) != 0) {
       ::close(fd);

@@ -122,7 +122,10 @@ Status Session::prepare(const char *requestedEntry, int rank,
   label_ = formatMessage("program '", entry, "'");
 
   std::string_view device = text(program.device());
-  if (device == plan::kDeviceCuda && describeOnly_) {
+  if (describeOnly_ && plan::isDevice(device)) {
+    // Describing a plan (of-run --list) touches no memory and loads and
+    // runs none of its code: no arena, no input or output storage, no
+    // kernel object, only the inputs' and outputs' descriptions.
     executor_ = createDescribingExecutor();
   } else if (device == plan::kDeviceCuda) {
     if (Status status = createCudaExecutor(rank, executor_); status.failed())
@@ -142,7 +145,8 @@ Status Session::prepare(const char *requestedEntry, int rank,
 
   // Storage: the arena, then one allocation per input and per output.
   uint8_t *arena = nullptr;
-  if (onDevice_) {
+  if (describeOnly_) {
+  } else if (onDevice_) {
     void *deviceArena = nullptr;
     if (Status status =
             executor_->allocate(program.arena_size(), "the arena", deviceArena);
@@ -160,7 +164,9 @@ Status Session::prepare(const char *requestedEntry, int rank,
   std::map<uint32_t, void *> uploadedBlobs;
   for (uint32_t i = 0; i < numBuffers; ++i) {
     const Buffer &buffer = *program.buffers()->Get(i);
-    if (buffer.kind() == BufferKind::Arena) {
+    if (describeOnly_) {
+      continue;
+    } else if (buffer.kind() == BufferKind::Arena) {
       bufferData_[i] = arena + buffer.offset();
     } else if (buffer.kind() == BufferKind::Constant && !onDevice_) {
       // Constants are read-only by construction: the loader rejects every
@@ -191,6 +197,8 @@ Status Session::prepare(const char *requestedEntry, int rank,
     inputs_.push_back(
         describeBuffer(buffer, text(buffer.binding()), buffer.dist()));
     std::string what = "input '" + inputs_.back().name + "'";
+    if (describeOnly_)
+      continue;
     if (Status status = inputStorage_[i].allocate(buffer.size(), what.c_str());
         status.failed())
       return fail(label_, ": ", status.message());
@@ -203,11 +211,15 @@ Status Session::prepare(const char *requestedEntry, int rank,
     bufferData_[index] = inputData_[i];
   }
 
-  if (Status status = loadKernels(); status.failed())
-    return status;
+  if (!describeOnly_)
+    if (Status status = loadKernels(); status.failed())
+      return status;
 
   uint32_t numSteps = program.steps() ? program.steps()->size() : 0;
   for (uint32_t s = 0; s < numSteps; ++s) {
+    if (describeOnly_ &&
+        program.steps()->Get(s)->detail_type() != StepDetail::Output)
+      continue; // only the outputs are described
     if (Status status = prepareStep(*program.steps()->Get(s), s);
         status.failed())
       return status;
@@ -216,6 +228,8 @@ Status Session::prepare(const char *requestedEntry, int rank,
   }
   stepSeconds_.assign(steps_.size(), 0.0);
   outputOnHost_.assign(outputs_.size(), true);
+  if (describeOnly_)
+    return Status::success();
   planDirectUpdates();
   planStepGraphs();
   return Status::success();
@@ -557,10 +571,11 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
       out.updates = in;
     }
     outputStorage_.emplace_back();
-    if (Status status = outputStorage_.back().allocate(
-            buffer.size(), ("output '" + outputs_.back().name + "'").c_str());
-        status.failed())
-      return fail(label_, ": ", status.message());
+    if (!describeOnly_)
+      if (Status status = outputStorage_.back().allocate(
+              buffer.size(), ("output '" + outputs_.back().name + "'").c_str());
+          status.failed())
+        return fail(label_, ": ", status.message());
     prepared.kind = StepKind::Copy;
     prepared.isOutput = true;
     prepared.src = bufferData(output.buffer());
@@ -628,8 +643,16 @@ int64_t Session::findOutput(std::string_view name) const {
   return -1;
 }
 
+Status Session::describeOnlyError() const {
+  return fail(label_, ": this session only describes the entry (made by "
+                      "ofrt_session_create_description); it holds no memory "
+                      "and runs nothing");
+}
+
 Status Session::checkInputCopy(size_t index, const void *data,
                                size_t bytes) const {
+  if (describeOnly_)
+    return describeOnlyError();
   if (index >= inputs_.size())
     return fail("input index ", index, " is out of range (", label_, " has ",
                 inputs_.size(), " inputs)");
@@ -678,6 +701,8 @@ void Session::inputWasSet(size_t input) {
 }
 
 Status Session::run() {
+  if (describeOnly_)
+    return describeOnlyError();
   std::vector<std::string> unset;
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputSet_[i])
@@ -779,6 +804,8 @@ Status Session::updateDeviceInputs() {
 }
 
 Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
+  if (describeOnly_)
+    return describeOnlyError();
   if (index >= inputs_.size() || !inputs_[index].distributed)
     return setInput(index, data, bytes);
   const TensorInfo &info = inputs_[index];
@@ -811,6 +838,8 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
 
 Status Session::gatherOutput(size_t index, void *data, size_t bytes,
                              bool &isRoot) const {
+  if (describeOnly_)
+    return describeOnlyError();
   isRoot = false;
   if (index >= outputs_.size())
     return fail("output index ", index, " is out of range (", label_, " has ",
@@ -826,6 +855,8 @@ Status Session::gatherOutput(size_t index, void *data, size_t bytes,
 
 Status Session::gatherInput(size_t index, void *data, size_t bytes,
                             bool &isRoot) const {
+  if (describeOnly_)
+    return describeOnlyError();
   isRoot = false;
   if (index >= inputs_.size())
     return fail("input index ", index, " is out of range (", label_, " has ",
@@ -906,6 +937,8 @@ Status Session::gather(const TensorInfo &info, const char *kind,
 }
 
 Status Session::getOutput(size_t index, void *data, size_t bytes) const {
+  if (describeOnly_)
+    return describeOnlyError();
   if (index >= outputs_.size())
     return fail("output index ", index, " is out of range (", label_, " has ",
                 outputs_.size(), " outputs)");

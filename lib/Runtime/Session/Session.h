@@ -68,9 +68,10 @@ public:
   /// `rank`. With a communicator `comm` (not owned; it outlives the
   /// session), `rank` must be its world rank and its size the plan's world
   /// size.
-  /// With `describeOnly`, a session of a device program is made without
-  /// the device (an executor that touches no memory): it describes the
-  /// entry's inputs and outputs, and cannot run.
+  /// With `describeOnly`, a session is made without its device, memory or
+  /// code (no arena, no storage, no kernel object loaded): it describes
+  /// the entry's inputs and outputs, and every call that would copy or run
+  /// fails.
   static Status create(std::shared_ptr<const PlanFile> plan, const char *entry,
                        int rank, Communicator *comm,
                        std::unique_ptr<Session> &out,
@@ -135,6 +136,7 @@ public:
 private:
   Session() = default;
   bool describeOnly_ = false;
+  Status describeOnlyError() const;
   Status prepare(const char *entry, int rank, Communicator *comm);
   Status loadKernels();
   /// Lets outputs that update inputs be copied straight into them where
