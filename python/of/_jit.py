@@ -25,6 +25,7 @@ from ._tensor import _pending_calls
 from ._compile import compile_program, pipeline_for
 from ._dist import sbp as S
 from ._log import log_debug, progress
+from ._ops import from_foreign
 from ._program import Program, _trace, _type
 from ._runtime import _C
 from ._session import Runner
@@ -37,13 +38,13 @@ _PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 def _arguments(args):
     """The tensors of a call's arguments, nested in tuples, lists and dicts
-    included, in order (each one an input of the plan), NumPy arrays made
-    tensors (a copy) first; returns (args, tensors)."""
+    included, in order (each one an input of the plan), NumPy arrays and
+    torch tensors made tensors (a copy) first; returns (args, tensors)."""
     tensors = []
 
     def walk(a):
-        if isinstance(a, np.ndarray):
-            a = Tensor(np.ascontiguousarray(a))
+        if not isinstance(a, (Tensor, tuple, list, dict)):
+            a = from_foreign(a)  # a NumPy array or a torch tensor: copied
         if isinstance(a, Tensor):
             tensors.append(a)
             return a

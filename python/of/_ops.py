@@ -217,6 +217,24 @@ def _foreign_array(value):
     return value.numpy()
 
 
+def from_foreign(value):
+    """`value` with the NumPy arrays and torch tensors in it (nested in
+    tuples, lists and dicts too) made of tensors, a copy each with its
+    dtype: a batch of a torch DataLoader fed to an of module."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[from_foreign(v) for v in value])
+    if isinstance(value, (tuple, list)):
+        return type(value)(from_foreign(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((k, from_foreign(v)) for k, v in value.items())
+    array = _foreign_array(value)
+    if array is None:
+        return value
+    return Tensor(np.array(array, copy=True, order="C"), dtype=dt.from_numpy(array.dtype))
+
+
 def _foreign_operands(a, b):
     """The operands of a binary op, NumPy arrays and torch tensors among
     them made of tensors: a copy with its dtype, on the other operand's

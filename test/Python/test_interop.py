@@ -57,3 +57,17 @@ def test_bad_files_are_clear_errors(tmp_path):
     path.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{oops")
     with pytest.raises(ValueError, match="not JSON"):
         of.load(str(path))
+
+
+def test_torch_batches_feed_of_modules():
+    # A batch from a torch DataLoader (torch tensors, in a tuple) fed to an of
+    # module and to a compiled one gives what the same values as of tensors do.
+    torch = pytest.importorskip("torch")
+    lin = of.nn.Linear(3, 2)
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    want = lin(of.tensor(x.numpy())).numpy()
+    np.testing.assert_array_equal(lin(x).numpy(), want)
+    np.testing.assert_array_equal(of.compile(lin)(x).numpy(), want)
+    np.testing.assert_array_equal(lin(x.numpy()).numpy(), want)
+    with pytest.raises(TypeError, match="requires grad"):
+        lin(x.clone().requires_grad_())

@@ -244,6 +244,11 @@ class Module:
 
     # -- calling --------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        # NumPy arrays and torch tensors (a torch DataLoader's batch) as of
+        # tensors, copied
+        args = [a if isinstance(a, Tensor) else _ops.from_foreign(a) for a in args]
+        kwargs = {k: v if isinstance(v, Tensor) else _ops.from_foreign(v)
+                  for k, v in kwargs.items()}
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
