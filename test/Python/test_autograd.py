@@ -415,3 +415,56 @@ def test_the_loop_under_compile_fuses_and_matches_pytorch(rng, loop):
         assert len(model._fused) == 1  # the whole step was one plan
     if loop == "read-before-step":
         assert not model._fused
+
+
+def _fn(fw):
+    return F if fw is of else TF
+
+
+OP_FAMILIES = {
+    "conv2d": (lambda fw, t: _fn(fw).conv2d(t[0], t[1], t[2], stride=2, padding=1),
+               [(2, 3, 8, 8), (4, 3, 3, 3), (4,)]),
+    "max_pool2d": (lambda fw, t: _fn(fw).max_pool2d(t[0], 3, 2, 1), [(2, 3, 8, 8)]),
+    "avg_pool2d": (lambda fw, t: _fn(fw).avg_pool2d(t[0], 2), [(2, 3, 8, 8)]),
+    "embedding": (lambda fw, t: _fn(fw).embedding(t[1], t[0]), [(10, 4), ("int", 10, (3, 5))]),
+    "sdpa": (lambda fw, t: _fn(fw).scaled_dot_product_attention(t[0], t[1], t[2],
+                                                                 is_causal=True),
+             [(2, 2, 5, 4)] * 3),
+    "gelu-silu": (lambda fw, t: _fn(fw).gelu(t[0]) + _fn(fw).silu(t[0]), [(3, 4)]),
+    "log_softmax": (lambda fw, t: _fn(fw).log_softmax(t[0], -1).mean(0), [(3, 4)]),
+    "rms_norm": (lambda fw, t: _fn(fw).rms_norm(t[0], (4,), t[1]), [(3, 4), (4,)]),
+    "layer_norm": (lambda fw, t: _fn(fw).layer_norm(t[0], (4,), t[1], t[2]),
+                   [(3, 4), (4,), (4,)]),
+    "gather-index": (lambda fw, t: t[0].gather(1, t[1]) + t[0][t[2]].sum(0),
+                     [(3, 4), ("int", 4, (3, 4)), ("int", 3, (3,))]),
+    "cat-split": (lambda fw, t: fw.cat([t[0], t[1] * 2], 0).split(2, 0)[1], [(3, 4), (3, 4)]),
+    "where-maximum": (lambda fw, t: fw.where(t[0] > 0, t[0], t[1]) + fw.maximum(t[0], t[1]),
+                      [(3, 4), (3, 4)]),
+    "max-dim": (lambda fw, t: t[0].max(1)[0] + t[0].amax(0)[:3], [(3, 4)]),
+    "pow-div-sqrt": (lambda fw, t: (t[0] ** 2 + 1).sqrt() / (t[1].exp() + 1), [(3, 4), (3, 4)]),
+    "transpose-matmul": (lambda fw, t: t[0].transpose(0, 1).reshape(2, 6) @ t[1],
+                         [(3, 4), (6, 2)]),
+    "losses": (lambda fw, t: _fn(fw).mse_loss(t[0], t[1]) + _fn(fw).cross_entropy(t[0], t[2]),
+               [(3, 4), (3, 4), ("int", 4, (3,))]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_FAMILIES))
+def test_eager_gradients_of_each_op_family(rng, name):
+    """The backward of each family of recorded ops against PyTorch in
+    float64, relative to each gradient's largest element."""
+    f, specs = OP_FAMILIES[name]
+    arrays = [rng.integers(0, s[1], s[2]) if s[0] == "int" else rng.standard_normal(s)
+              for s in specs]
+    weights = None
+    result = []
+    for fw, dtype in ((torch, np.float64), (of, np.float32)):
+        ts = [fw.tensor(a.astype(dtype), requires_grad=True) if a.dtype.kind == "f"
+              else fw.tensor(a) for a in arrays]
+        out = f(fw, ts)
+        if weights is None:
+            weights = rng.standard_normal(tuple(out.shape))
+        (out * fw.tensor(weights.astype(dtype))).sum().backward()
+        result.append([np.asarray(t.grad.numpy(), np.float64) for t in ts if t.requires_grad])
+    for want, got in zip(*result):
+        assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
