@@ -22,6 +22,7 @@ checkpointing does.
 
 import itertools
 import re
+import weakref
 
 import numpy as np
 
@@ -40,7 +41,7 @@ _sequence = itertools.count()
 class Node:
     """A recorded op (the `grad_fn` of its floating-point results)."""
 
-    __slots__ = ("seq", "spec", "inputs", "freed", "__weakref__")
+    __slots__ = ("seq", "spec", "inputs", "freed", "observers", "__weakref__")
 
     def __init__(self, spec, inputs):
         self.seq = next(_sequence)
@@ -51,6 +52,9 @@ class Node:
         # number the op embedded as a constant
         self.inputs = inputs
         self.freed = False
+        # result index -> [weakref to a tensor holding it] whose gradient a
+        # backward delivers (retain_grad, hooks on non-leaf tensors)
+        self.observers = None
 
     def name(self):
         op = self.spec.fmt.split()[0].split(".")[-1]
@@ -101,6 +105,17 @@ def _write(program, spec, operands):
     if isinstance(spec, TracedSpec):
         return spec.write(program, operands)
     return _write_op(program, spec, operands, None)
+
+
+def observe(t):
+    """Asks backward for the gradient of recorded result `t` (retain_grad,
+    a hook on a non-leaf tensor)."""
+    node, i = t._grad_fn
+    if node.observers is None:
+        node.observers = {}
+    refs = node.observers.setdefault(i, [])
+    if not any(r() is t for r in refs):
+        refs.append(weakref.ref(t))
 
 
 def record(spec, inputs, outs, scalar_mix):
@@ -204,6 +219,17 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
             elif not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
     nodes = _nodes(roots)
+    # results whose gradient is asked for (retain_grad, hooks): observed like
+    # differentiated results, through a zero added where they are computed
+    observed = {}
+    if wrt is None:
+        for node in nodes:
+            for i, refs in (node.observers or {}).items():
+                alive = [t for t in (r() for r in refs)
+                         if t is not None and t._grad_fn == (node, i)]
+                if alive:
+                    observed[(id(node), i)] = alive
+                    probes.setdefault((id(node), i), alive[0])
 
     program = Program("autograd")
     ssa, values, params = {}, [], []
@@ -298,6 +324,10 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
 
     _free(nodes, retain_graph)
     if wrt is None:
+        for tensors in observed.values():  # the others holding that result
+            g = by_tensor.get(id(tensors[0]), (None, None))[1]
+            for t in tensors[1:]:
+                by_tensor[id(t)] = (t, g)
         return list(by_tensor.values())
     return [(t, by_tensor.get(id(t), (t, None))[1]) for t in wrt]
 
@@ -311,14 +341,23 @@ def _free(nodes, retain_graph):
 
 def accumulate(pairs):
     """Adds each gradient to its leaf's `.grad` (after the leaf's hooks),
-    as PyTorch's AccumulateGrad does."""
+    as PyTorch's AccumulateGrad does; a non-leaf's gradient goes to its
+    hooks, and to its `.grad` if it retains it."""
     for t, g in pairs:
         if g is None:
             continue
+        leaf = t._grad_fn is None
         for hook in t._grad_hooks or ():
             out = hook(g)
+            if out is not None and not leaf:
+                raise NotImplementedError(
+                    "a hook on a non-leaf tensor that returns a new gradient: of computes "
+                    "the backward pass as one program, so the gradients before this tensor "
+                    "are computed already; return None (observe), or hook the leaves")
             if out is not None:
                 g = out
+        if not leaf and not t._retains_grad:
+            continue
         if t.grad is None:
             t.grad = g
         else:
@@ -470,6 +509,50 @@ def _copy_(self, src, non_blocking=False):
     return self
 
 
+def _retain_grad(self):
+    """Keeps the gradient of this non-leaf tensor in its `.grad` after
+    backward (a leaf keeps its own anyway)."""
+    if self._pending is not None:
+        self._value()  # a compiled forward's result: run, then recorded
+    if self._grad_fn is None:
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return
+    self._retains_grad = True
+    observe(self)
+
+
+def _register_hook(self, hook):
+    """Calls `hook(grad)` with this tensor's gradient in every backward: on
+    a leaf before it accumulates (a result replaces it), on a non-leaf
+    tensor as an observer (it must return None); returns a handle whose
+    remove() takes it away."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                           "gradient")
+    if self._pending is not None:
+        self._value()
+    if self._grad_hooks is None:
+        self._grad_hooks = []
+    self._grad_hooks.append(hook)
+    if self._grad_fn is not None:
+        observe(self)
+    return _HookHandle(self._grad_hooks, hook)
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+Tensor.retain_grad = _retain_grad
+Tensor.register_hook = _register_hook
+Tensor.retains_grad = property(lambda self: self._grad_fn is not None and
+                               self._retains_grad)
 Tensor.backward = _backward
 Tensor.clone = _clone
 Tensor.copy_ = _copy_

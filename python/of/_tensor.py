@@ -6,6 +6,7 @@ session holds (a parameter a compiled step trained) is read from it when
 needed; a global tensor made ahead of time takes its part when first used
 (`_global`)."""
 
+import warnings
 import weakref
 
 import numpy as np
@@ -70,9 +71,10 @@ class Tensor:
         self._requires_grad = False
         self._grad_fn = None
         self._grad_hooks = None
+        self._retains_grad = False
         self._alias = None
         self._pending = None  # the _PendingCall that computes this value
-        self.grad = None
+        self._grad = None
 
     # -- value --------------------------------------------------------------
     def _value(self):
@@ -268,6 +270,24 @@ class Tensor:
         return self
 
     @property
+    def grad(self):
+        """The gradient backward accumulated (leaves, and non-leaf tensors
+        that retain theirs); PyTorch's warning for another non-leaf's."""
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead.", UserWarning,
+                stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @property
     def is_leaf(self):
         return self._grad_fn is None
 
@@ -275,29 +295,6 @@ class Tensor:
     def grad_fn(self):
         """The recorded op that computed this tensor (None for a leaf)."""
         return None if self._grad_fn is None else self._grad_fn[0]
-
-    def register_hook(self, hook):
-        """Calls `hook(grad)` on the gradient accumulated into this leaf
-        (its result, if not None, replaces it); returns a handle whose
-        remove() takes the hook away."""
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
-                               "gradient")
-        if self._grad_fn is not None:
-            raise NotImplementedError(
-                "Tensor.register_hook on a non-leaf tensor is not supported yet: of "
-                "differentiates the recorded ops as one program; hook the leaves instead")
-        if self._grad_hooks is None:
-            self._grad_hooks = []
-        self._grad_hooks.append(hook)
-        return _HookHandle(self._grad_hooks, hook)
-
-    def retain_grad(self):
-        if self._grad_fn is None:
-            return  # a leaf keeps its gradient anyway, as in PyTorch
-        raise NotImplementedError(
-            "Tensor.retain_grad() on a non-leaf tensor is not supported yet: use "
-            "torch.autograd.grad(loss, [tensor], retain_graph=True) for its gradient")
 
     def detach(self):
         """This value without its autograd history. In a traced training
@@ -386,15 +383,6 @@ class Tensor:
 
     def zero_(self):
         return self.fill_(0)
-
-
-class _HookHandle:
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
 
 
 class Parameter(Tensor):

@@ -468,3 +468,30 @@ def test_eager_gradients_of_each_op_family(rng, name):
         result.append([np.asarray(t.grad.numpy(), np.float64) for t in ts if t.requires_grad])
     for want, got in zip(*result):
         assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_retain_grad_and_hooks_on_non_leaf_tensors(rng):
+    a = rng.standard_normal((3, 4))
+    res = []
+    for fw, dtype in ((torch, np.float64), (of, np.float32)):
+        w = fw.tensor(a.astype(dtype), requires_grad=True)
+        h = (w * 2).tanh()
+        h.retain_grad()
+        seen = []
+        u = h * 3
+        u.register_hook(lambda g: seen.append(g.numpy().copy()))
+        loss = (u * u).sum()
+        loss.retain_grad()
+        loss.backward()
+        assert h.retains_grad and not w.retains_grad
+        with pytest.warns(UserWarning, match="not a leaf Tensor"):
+            assert u.grad is None
+        res.append([h.grad.numpy(), seen[0], loss.grad.numpy(), w.grad.numpy()])
+    for want, got in zip(*res):
+        assert np.abs(np.asarray(got, np.float64) - want).max() <= 1e-5 * np.abs(want).max()
+    # a hook that would change the gradient flowing on is refused, not ignored
+    w = of.ones(3, requires_grad=True)
+    h = w * 2
+    h.register_hook(lambda g: g * 0)
+    with pytest.raises(NotImplementedError, match="returns a new gradient"):
+        h.sum().backward()
