@@ -408,6 +408,114 @@ TEST(PlanErrors, StreamsThatRace) {
   EXPECT_EQ(openError(shared.write()), "");
 }
 
+/// A launch passes the buffers its kernel takes: none, or one buffer for
+/// several arguments, would make the kernel read its argument array out of
+/// bounds or write an output over an input of another size.
+TEST(PlanErrors, LaunchBuffers) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto &launch = *mainProgram(sample).steps[0]->detail.AsLaunch();
+  launch.buffers.clear();
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): the launch passes no "
+            "buffers (a kernel takes the buffers it reads and writes)");
+  launch.buffers = {3, 3, 3};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): buffer 's' is passed "
+            "twice (a kernel takes each buffer once)");
+}
+
+/// Every launch of a kernel passes what its first launch passes, and the
+/// same iteration range: the kernel was compiled for one signature and one
+/// loop.
+TEST(PlanErrors, LaunchesOfOneKernelDisagree) {
+  auto withSecondLaunch = [](std::vector<uint32_t> buffers, int64_t range) {
+    SamplePlan sample = makeSamplePlan(kernelObject());
+    addLaunch(mainProgram(sample), 0, "add_f32_16", std::move(buffers), range,
+              16);
+    return sample.write();
+  };
+  EXPECT_EQ(openError(withSecondLaunch({0, 1, 3}, 16)), "");
+  EXPECT_EQ(openError(withSecondLaunch({0, 1}, 16)),
+            "program 'main' step 10 (launch add_f32_16): passes 2 buffers to "
+            "kernel 'add_f32_16', but program 'main' step 0 (launch "
+            "add_f32_16) passes it 3 (a kernel has one signature)");
+  EXPECT_EQ(openError(withSecondLaunch({0, 1, 4}, 16)),
+            "program 'main' step 10 (launch add_f32_16): argument 2 of kernel "
+            "'add_f32_16' is 'p' (f32 [4, 4]), but program 'main' step 0 "
+            "(launch add_f32_16) passes 's' (f32 [16]) (a kernel has one "
+            "signature)");
+  // A range of 1 would run only the kernel's first row.
+  EXPECT_EQ(openError(withSecondLaunch({0, 1, 3}, 1)),
+            "program 'main' step 10 (launch add_f32_16): range 1 and work 16 "
+            "for kernel 'add_f32_16', but program 'main' step 0 (launch "
+            "add_f32_16) launches it with range 16 and work 16 (they are the "
+            "kernel's, not the launch's)");
+}
+
+/// A step reads an arena buffer only after an earlier step writes it.
+TEST(PlanErrors, ReadBeforeWrite) {
+  // The output "copy" moved before the copy that computes q.
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto &steps = mainProgram(sample).steps;
+  std::rotate(steps.begin() + 6, steps.end() - 1, steps.end());
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 6 (output): reads buffer 'q' before any step "
+            "writes it");
+  // Without the gemm, the copy reads a p that nothing computed.
+  SamplePlan noGemm = makeSamplePlan(kernelObject());
+  mainProgram(noGemm).steps.erase(mainProgram(noGemm).steps.begin() + 3);
+  EXPECT_EQ(openError(noGemm.write()),
+            "program 'main' step 5 (copy): reads buffer 'p' before any step "
+            "writes it");
+}
+
+/// Arena buffers that are live at the same time do not share bytes; an
+/// elementwise launch may write its output over an input that dies there.
+TEST(PlanErrors, ArenaBuffersOverlapWhileLive) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  mainProgram(sample).buffers[5]->offset = 64;
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 6: arena buffers 'p' (bytes [64, 128), live "
+            "from step 3 to the end) and 'q' (bytes [64, 128), live from step "
+            "6 to the end) overlap in memory while both are live");
+
+  // b = a + y written over a, which dies at that launch.
+  SamplePlan inPlace = makeSamplePlan(kernelObject());
+  auto program = makeProgram("main", 64);
+  uint32_t x = addInput(*program, "x", DType::F32, {16});
+  uint32_t y = addInput(*program, "y", DType::F32, {16});
+  uint32_t a = addArena(*program, "a", DType::F32, {16}, 0);
+  uint32_t b = addArena(*program, "b", DType::F32, {16}, 0);
+  addLaunch(*program, 0, "add_f32_16", {x, y, a}, 16, 16);
+  addLaunch(*program, 0, "add_f32_16", {a, y, b}, 16, 16);
+  addOutput(*program, "b", b);
+  inPlace.plan.programs.clear();
+  inPlace.plan.programs.push_back(std::move(program));
+  EXPECT_EQ(openError(inPlace.write()), "");
+  // Not when a is still read afterwards.
+  addOutput(*inPlace.plan.programs[0], "a", a);
+  EXPECT_EQ(openError(inPlace.write()),
+            "program 'main' step 1: arena buffers 'a' (bytes [0, 64), live "
+            "from step 0 to the end) and 'b' (bytes [0, 64), live from step 1 "
+            "to the end) overlap in memory while both are live");
+}
+
+/// A gemm with a zero extent computes nothing from its operands: right
+/// only when they are empty too.
+TEST(PlanErrors, GemmZeroExtents) {
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  auto &params = mainProgram(sample).steps[3]->detail.AsLibraryCall()->params;
+  params[1] = 0; // m
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm's extent m "
+            "is 0, so the step writes none of C 'p' (16 elements)");
+  params[1] = 4;
+  params[3] = 0; // k
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 3 (library blas.gemm): blas.gemm's extent k "
+            "is 0, so the step zeroes C without reading A 's' (16 elements)");
+}
+
 TEST(PlanErrors, ConvolutionParameters) {
   ConvCase conv;
   SamplePlan sample = conv.plan();

@@ -7,7 +7,10 @@
 //      every offset inside the metadata is in bounds;
 //   3. the semantics: every index, offset and size the runtime will follow,
 //      enum values (the FlatBuffers verifier does not range-check them), the
-//      parameters and buffer accesses of library calls, and events.
+//      parameters and buffer accesses of library calls, and events; then
+//      the dataflow: every buffer a step reads was written before it, arena
+//      buffers that are live at once do not share bytes, and the launches
+//      of one kernel agree on its signature and range.
 // After a successful open, sessions index the plan without checks. The
 // messages name the problem and where it is; nothing here prints or aborts.
 //
@@ -373,7 +376,160 @@ private:
       if (Status status = checkStep(*program.steps()->Get(s), s);
           status.failed())
         return status;
-    return checkStreamOrder();
+    if (Status status = checkStreamOrder(); status.failed())
+      return status;
+    if (Status status = checkReadsFollowWrites(); status.failed())
+      return status;
+    return checkArenaLifetimes();
+  }
+
+  /// The buffers a (checked) step reads and writes. A launch's kernel may
+  /// read and write any of its buffers (the plan does not say which), so
+  /// it counts as writing them all and reading none. A zero-byte copy
+  /// touches nothing.
+  struct Access {
+    std::vector<uint32_t> reads, writes;
+  };
+  static Access accessOf(const Step &step) {
+    Access access;
+    switch (step.detail_type()) {
+    case StepDetail::Launch:
+      if (auto *list = step.detail_as_Launch()->buffers())
+        access.writes.assign(list->begin(), list->end());
+      break;
+    case StepDetail::LibraryCall: {
+      const LibraryCall &call = *step.detail_as_LibraryCall();
+      std::string_view function = text(call.function());
+      size_t writes = function == kGemmFunction ? 1
+                      : function == kIndexRangeFunction
+                          ? 0
+                          : plan::outputCount(function);
+      for (uint32_t i = 0; i < count(call.buffers()); ++i)
+        (i + writes < count(call.buffers()) ? access.reads : access.writes)
+            .push_back(call.buffers()->Get(i));
+      break;
+    }
+    case StepDetail::Copy:
+      if (step.detail_as_Copy()->bytes() != 0) {
+        access.reads = {step.detail_as_Copy()->src()};
+        access.writes = {step.detail_as_Copy()->dst()};
+      }
+      break;
+    case StepDetail::Collective: {
+      const Collective &collective = *step.detail_as_Collective();
+      if (collective.kind() != CollectiveKind::Recv)
+        access.reads = {collective.src()};
+      if (collective.kind() != CollectiveKind::Send)
+        access.writes = {collective.dst()};
+      break;
+    }
+    case StepDetail::Output:
+      access.reads = {step.detail_as_Output()->buffer()};
+      break;
+    default:
+      break;
+    }
+    return access;
+  }
+
+  /// Every buffer a step reads holds a value by then: an input, a
+  /// constant, an empty buffer, or an arena buffer that an earlier step
+  /// (in program order, which the stream check above makes the order of
+  /// dependent steps) writes. Otherwise the step reads what the arena held
+  /// before: zeros, or another buffer's leftovers.
+  Status checkReadsFollowWrites() const {
+    const Program &program = *program_;
+    std::vector<bool> written(count(program.buffers()));
+    for (uint32_t j = 0; j < written.size(); ++j)
+      written[j] =
+          buffer(j).kind() != BufferKind::Arena || buffer(j).size() == 0;
+    for (uint32_t s = 0; s < count(program.steps()); ++s) {
+      const Step &step = *program.steps()->Get(s);
+      Access access = accessOf(step);
+      for (uint32_t index : access.reads)
+        if (!written[index])
+          return fail(label_, " step ", s, " (", stepKindWord(step),
+                      "): reads buffer ", bufferLabel(index),
+                      " before any step writes it");
+      for (uint32_t index : access.writes)
+        written[index] = true;
+    }
+    return Status::success();
+  }
+
+  /// Arena buffers share bytes only when they are not live at the same
+  /// time. A buffer is live from the first step that names it to the last
+  /// (an output's to the end of the run: a session may read it then). The
+  /// one exception is the compiler's in place: an elementwise kernel
+  /// writing its output over an input that dies at that launch, at the same
+  /// offset and of the same size.
+  Status checkArenaLifetimes() const {
+    const Program &program = *program_;
+    uint32_t numSteps = count(program.steps());
+    std::vector<int64_t> first(count(program.buffers()), -1),
+        last(count(program.buffers()), -1);
+    for (uint32_t s = 0; s < numSteps; ++s) {
+      const Step &step = *program.steps()->Get(s);
+      Access access = accessOf(step);
+      std::vector<uint32_t> named = access.reads;
+      named.insert(named.end(), access.writes.begin(), access.writes.end());
+      if (step.detail_type() == StepDetail::Copy)
+        named = {step.detail_as_Copy()->src(), step.detail_as_Copy()->dst()};
+      for (uint32_t index : named) {
+        if (first[index] < 0)
+          first[index] = s;
+        last[index] = std::max<int64_t>(
+            last[index],
+            step.detail_type() == StepDetail::Output ? numSteps : s);
+      }
+    }
+    std::vector<uint32_t> placed;
+    for (uint32_t j = 0; j < first.size(); ++j)
+      if (buffer(j).kind() == BufferKind::Arena && buffer(j).size() != 0 &&
+          first[j] >= 0)
+        placed.push_back(j);
+    std::stable_sort(placed.begin(), placed.end(), [&](uint32_t a, uint32_t b) {
+      return buffer(a).offset() < buffer(b).offset();
+    });
+    auto inPlace = [&](uint32_t a, uint32_t b) {
+      int64_t shared = std::max(first[a], first[b]);
+      if (shared != std::min(last[a], last[b]) || shared == numSteps ||
+          buffer(a).offset() != buffer(b).offset() ||
+          buffer(a).size() != buffer(b).size())
+        return false; // live together at more than one step, or not alike
+      const Launch *launch = program.steps()->Get(shared)->detail_as_Launch();
+      if (!launch)
+        return false;
+      bool hasA = false, hasB = false;
+      for (uint32_t index : *launch->buffers()) {
+        hasA = hasA || index == a;
+        hasB = hasB || index == b;
+      }
+      return hasA && hasB;
+    };
+    auto describe = [&](uint32_t index) {
+      const Buffer &b = buffer(index);
+      return formatMessage(
+          bufferLabel(index), " (bytes [", b.offset(), ", ",
+          b.offset() + b.size(), "), live from step ", first[index],
+          last[index] == numSteps ? std::string(" to the end")
+                                  : formatMessage(" to step ", last[index]),
+          ")");
+    };
+    for (size_t i = 0; i < placed.size(); ++i) {
+      uint32_t a = placed[i];
+      uint64_t end = buffer(a).offset() + buffer(a).size();
+      for (size_t k = i + 1;
+           k < placed.size() && buffer(placed[k]).offset() < end; ++k) {
+        uint32_t b = placed[k];
+        if (first[a] > last[b] || first[b] > last[a] || inPlace(a, b))
+          continue;
+        return fail(label_, " step ", std::max(first[a], first[b]),
+                    ": arena buffers ", describe(a), " and ", describe(b),
+                    " overlap in memory while both are live");
+      }
+    }
+    return Status::success();
   }
 
   /// Steps on different streams that use overlapping memory are ordered
@@ -709,7 +865,7 @@ private:
     return Status::success();
   }
 
-  Status checkLaunch(const std::string &where, const Launch &launch) const {
+  Status checkLaunch(const std::string &where, const Launch &launch) {
     if (launch.executable() >= count(plan_.executables()))
       return fail(where, ": executable ", launch.executable(),
                   ", but the plan has ", count(plan_.executables()),
@@ -732,6 +888,19 @@ private:
       if (Status status = checkBufferIndex(where, launch.buffers()->Get(i));
           status.failed())
         return status;
+    // A kernel takes the root buffers it reads or writes, each once: with
+    // none it would read its argument array out of bounds, and with a
+    // buffer twice an output would land on an input of another size.
+    if (count(launch.buffers()) == 0)
+      return fail(where, ": the launch passes no buffers (a kernel takes "
+                         "the buffers it reads and writes)");
+    std::set<uint32_t> passed;
+    for (uint32_t index : *launch.buffers())
+      if (!passed.insert(index).second)
+        return fail(where, ": buffer ", bufferLabel(index),
+                    " is passed twice (a kernel takes each buffer once)");
+    if (Status status = checkKernelSignature(where, launch); status.failed())
+      return status;
     if (executable.gpu_kernels()) {
       const GpuKernel *gpuKernel = nullptr;
       for (uint32_t k = 0; k < count(executable.gpu_kernels()) && !gpuKernel;
@@ -752,6 +921,59 @@ private:
       }
     }
     return Status::success();
+  }
+
+  /// A kernel is compiled for one signature (static shapes) and one
+  /// iteration range: every launch of it, in every program, passes buffers
+  /// of the same dtypes and shapes, and the same range and work, as the
+  /// first. (The plan does not record the signature itself, nor which
+  /// arguments the kernel writes or its loop's extent: a plan that
+  /// changes every launch of a kernel alike is not caught here.)
+  Status checkKernelSignature(const std::string &where, const Launch &launch) {
+    std::string kernel(text(launch.kernel()));
+    auto [known, inserted] =
+        kernelUses_.try_emplace(std::make_pair(launch.executable(), kernel),
+                                KernelUse{program_, where, &launch});
+    if (inserted)
+      return Status::success();
+    const KernelUse &first = known->second;
+    const Launch &other = *first.launch;
+    if (count(launch.buffers()) != count(other.buffers()))
+      return fail(where, ": passes ", count(launch.buffers()),
+                  " buffers to kernel '", kernel, "', but ", first.where,
+                  " passes it ", count(other.buffers()),
+                  " (a kernel has one signature)");
+    for (uint32_t i = 0; i < count(launch.buffers()); ++i) {
+      const Buffer &mine = buffer(launch.buffers()->Get(i));
+      const Buffer &theirs =
+          *first.program->buffers()->Get(other.buffers()->Get(i));
+      if (mine.dtype() != theirs.dtype() ||
+          !sameShape(mine.shape(), theirs.shape()))
+        return fail(where, ": argument ", i, " of kernel '", kernel, "' is ",
+                    bufferLabel(launch.buffers()->Get(i)), " (",
+                    dtypeName(mine.dtype()), " ", formatShape(mine.shape()),
+                    "), but ", first.where, " passes '", text(theirs.name()),
+                    "' (", dtypeName(theirs.dtype()), " ",
+                    formatShape(theirs.shape()),
+                    ") (a kernel has one signature)");
+    }
+    if (launch.range() != other.range() || launch.work() != other.work())
+      return fail(where, ": range ", launch.range(), " and work ",
+                  launch.work(), " for kernel '", kernel, "', but ",
+                  first.where, " launches it with range ", other.range(),
+                  " and work ", other.work(),
+                  " (they are the kernel's, not the launch's)");
+    return Status::success();
+  }
+
+  static bool sameShape(const flatbuffers::Vector<int64_t> *a,
+                        const flatbuffers::Vector<int64_t> *b) {
+    if (count(a) != count(b))
+      return false;
+    for (uint32_t d = 0; d < count(a); ++d)
+      if (a->Get(d) != b->Get(d))
+        return false;
+    return true;
   }
 
   Status checkLibraryCall(const std::string &where, const LibraryCall &call) {
@@ -853,11 +1075,32 @@ private:
             {gemm.cOuterStride, gemm.cBatchStride, gemm.cMStride, 1});
         status.failed())
       return status;
+    // A zero extent computes nothing from the operands: with outer_batch,
+    // batch, m or n 0 the step writes none of C, with k 0 it zeroes C
+    // without reading A or B. Both are right only for buffers that are
+    // empty too: otherwise an extent was lost, and the result would be
+    // zeros (or whatever C held) without an error.
+    if (gemm.outerBatch == 0 || gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) {
+      if (elementCount(c) == 0)
+        return Status::success();
+      const char *extent = gemm.outerBatch == 0 ? "outer_batch"
+                           : gemm.batch == 0    ? "batch"
+                           : gemm.m == 0        ? "m"
+                                                : "n";
+      return fail(where, ": blas.gemm's extent ", extent,
+                  " is 0, so the step writes none of C ", bufferLabel(c), " (",
+                  elementCount(c), " elements)");
+    }
+    if (gemm.k == 0)
+      for (auto [operand, index] : {std::pair{"A", a}, std::pair{"B", b}})
+        if (elementCount(index) != 0)
+          return fail(where,
+                      ": blas.gemm's extent k is 0, so the step "
+                      "zeroes C without reading ",
+                      operand, " ", bufferLabel(index), " (",
+                      elementCount(index), " elements)");
     // Every element of C is written once: executors compute batches (and
-    // rows) at once on different threads. (An empty C, which no access
-    // check bounds, is written nowhere.)
-    if (gemm.outerBatch == 0 || gemm.batch == 0 || gemm.m == 0 || gemm.n == 0)
-      return Status::success();
+    // rows) at once on different threads.
     std::vector<std::pair<int64_t, int64_t>> levels; // (stride, extent)
     for (auto [stride, extent] :
          {std::pair{gemm.cOuterStride, gemm.outerBatch},
@@ -1209,6 +1452,14 @@ private:
   std::string label_;
   std::unordered_set<uint32_t> recordedEvents_;
   std::set<std::string_view> outputNames_;
+
+  /// The first launch of each kernel (executable, name) in the plan.
+  struct KernelUse {
+    const Program *program;
+    std::string where;
+    const Launch *launch;
+  };
+  std::map<std::pair<uint32_t, std::string>, KernelUse> kernelUses_;
 };
 
 } // namespace

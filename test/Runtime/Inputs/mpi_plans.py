@@ -278,6 +278,9 @@ def case_kinds2():
         p.stacked("to_partial_max", "tpmax")
         p.buffer("sr", "f32", [2, 6])
         if k == 0:
+            # A send writes nothing: rank 0's sr holds its own x (an
+            # unwritten arena buffer would not verify).
+            p.copy("x", "sr")
             p.collective("send", "x", "sr", g, peer=1)
         else:
             p.collective("recv", "x", "sr", g, peer=0)
@@ -309,7 +312,7 @@ def case_kinds2():
         "slice_dim1": np.concatenate([xs[0][:, :3], xs[1][:, 3:]], axis=1),
         "to_partial": np.stack([xs[0], np.zeros_like(xs[0])]),
         "to_partial_max": np.stack([xs[0], ninf]),
-        "send_recv": np.stack([np.zeros_like(xs[0]), xs[0]]),
+        "send_recv": np.stack([xs[0], xs[0]]),
         "input_s0": x,
         "input_b": np.stack([z, z]),
         "input_p": np.stack([w, np.zeros_like(w)]),
