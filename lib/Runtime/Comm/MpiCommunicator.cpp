@@ -236,17 +236,14 @@ private:
 // Test faults
 //===----------------------------------------------------------------------===//
 
-/// OF_TEST_FAULT=ACTION:RANK makes world rank RANK misbehave at its first
-/// communication: "kill" (SIGKILL), "stop" (SIGSTOP), "hang" (sleeps
-/// forever), "exit" (_exit(3) without finalising) or "error" (the operation
-/// fails). With OF_TEST_FAULT_PIDFILE, the rank first writes its process id
-/// there (so that a test can kill it from outside). For the fault-tolerance
-/// tests only.
+/// OF_TEST_FAULT=ACTION:RANK[:N] makes world rank RANK misbehave at its
+/// N-th communication (the first by default): "kill" (SIGKILL), "stop"
+/// (SIGSTOP), "hang" (sleeps forever), "exit" (_exit(3) without finalising)
+/// or "error" (the operation fails). With OF_TEST_FAULT_PIDFILE, the rank
+/// first writes its process id there (so that a test can kill it from
+/// outside). For the fault-tolerance tests only.
 Status injectFault(int worldRank, const std::string &what) {
-  static bool done = false;
-  if (done)
-    return Status::success();
-  done = true;
+  static int count = 0;
   const char *spec = std::getenv("OF_TEST_FAULT");
   if (!spec || !*spec)
     return Status::success();
@@ -254,6 +251,11 @@ Status injectFault(int worldRank, const std::string &what) {
   size_t colon = text.find(':');
   if (colon == std::string::npos ||
       std::atoi(text.c_str() + colon + 1) != worldRank)
+    return Status::success();
+  size_t second = text.find(':', colon + 1);
+  int at =
+      second == std::string::npos ? 1 : std::atoi(text.c_str() + second + 1);
+  if (++count != at)
     return Status::success();
   std::string action = text.substr(0, colon);
   if (const char *pidFile = std::getenv("OF_TEST_FAULT_PIDFILE");

@@ -13,8 +13,14 @@
 
 #include "CPU/Reduce.h"
 
+#include "OF/ABI/Sbp.h"
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 using namespace of::plan;
 
@@ -186,6 +192,9 @@ Status Session::prepare(const char *requestedEntry, int rank,
     }
   }
   uint32_t numInputs = program.inputs() ? program.inputs()->size() : 0;
+  inputDigest_.assign(numInputs, 0);
+  if (const char *check = std::getenv("OF_CHECK_INPUTS"))
+    compareInputs_ = std::string_view(check) != "0";
   inputStorage_.resize(numInputs);
   inputSet_.assign(numInputs, false);
   inputData_.assign(numInputs, nullptr);
@@ -643,6 +652,96 @@ int64_t Session::findOutput(std::string_view name) const {
   return -1;
 }
 
+/// A 64-bit digest of `bytes` bytes (FNV-1a over 8-byte words, then the
+/// tail), for comparing values across ranks.
+static uint64_t digestOf(const void *data, size_t bytes) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t hash = 0xcbf29ce484222325ull;
+  size_t words = bytes / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t word;
+    std::memcpy(&word, p + 8 * i, 8);
+    hash = (hash ^ word) * 0x100000001b3ull;
+  }
+  for (size_t i = 8 * words; i < bytes; ++i)
+    hash = (hash ^ p[i]) * 0x100000001b3ull;
+  return hash;
+}
+
+static std::string hexText(uint64_t value) {
+  char buffer[19];
+  std::snprintf(buffer, sizeof buffer, "0x%016llx",
+                static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+Status Session::checkRanksAgree() {
+  // Each rank sends [plan checksum, then per compared input: a hash of its
+  // name and mesh, its digest]; every rank receives every rank's message
+  // and reaches the same verdict, so all fail together or none does.
+  auto nameHash = [](const TensorInfo &info) {
+    uint64_t h = ::of::plan::checksum(info.name.data(), info.name.size());
+    for (int r : info.dist.meshRanks)
+      h = (h ^ static_cast<uint64_t>(r)) * 0x100000001b3ull;
+    return h;
+  };
+  std::vector<uint64_t> mine = {plan_->header().checksum};
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (inputDigest_[i]) {
+      mine.push_back(nameHash(inputs_[i]));
+      mine.push_back(inputDigest_[i]);
+    }
+  int size = comm_->size();
+  uint64_t count = mine.size();
+  std::vector<uint64_t> counts(size);
+  if (Status status = comm_->allGatherV(&count, counts.data(),
+                                        std::vector<uint64_t>(size, 8),
+                                        "the ranks' agreement check");
+      status.failed())
+    return fail(label_, ": ", status.message());
+  std::vector<uint64_t> bytes(size), all;
+  uint64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    bytes[r] = counts[r] * 8;
+    total += counts[r];
+  }
+  all.resize(total);
+  if (Status status = comm_->allGatherV(mine.data(), all.data(), bytes,
+                                        "the ranks' agreement check");
+      status.failed())
+    return fail(label_, ": ", status.message());
+  // The verdict, from every rank's message (the same on every rank).
+  std::vector<const uint64_t *> message(size);
+  for (int r = 0, at = 0; r < size; at += counts[r++])
+    message[r] = all.data() + at;
+  for (int r = 1; r < size; ++r)
+    if (message[r][0] != message[0][0])
+      return fail(label_, ": rank ", comm_->worldRanks()[r],
+                  " runs a different plan (checksum ", hexText(message[r][0]),
+                  ") than rank ", comm_->worldRanks()[0], " (",
+                  hexText(message[0][0]),
+                  "); every rank must run the same plan");
+  std::map<uint64_t, std::pair<int, uint64_t>> first; // input -> (rank, digest)
+  for (int r = 0; r < size; ++r)
+    for (uint64_t k = 1; k + 1 < counts[r]; k += 2) {
+      auto [it, inserted] =
+          first.insert({message[r][k], {r, message[r][k + 1]}});
+      if (inserted || it->second.second == message[r][k + 1])
+        continue;
+      std::string name = "?";
+      for (size_t i = 0; i < inputs_.size(); ++i)
+        if (inputDigest_[i] && nameHash(inputs_[i]) == message[r][k])
+          name = inputs_[i].name;
+      return fail(label_, ": input '", name,
+                  "' is broadcast (B) but its value on rank ",
+                  comm_->worldRanks()[r], " differs from rank ",
+                  comm_->worldRanks()[it->second.first],
+                  "'s; give every rank the same value "
+                  "($OF_CHECK_INPUTS=0 skips this check)");
+    }
+  return Status::success();
+}
+
 Status Session::describeOnlyError() const {
   return fail(label_, ": this session only describes the entry (made by "
                       "ofrt_session_create_description); it holds no memory "
@@ -690,6 +789,12 @@ Status Session::getInput(size_t index, void *data, size_t bytes) const {
 
 void Session::inputWasSet(size_t input) {
   inputSet_[input] = true;
+  const TensorInfo &info = inputs_[input];
+  if (comm_ && compareInputs_ && info.distributed &&
+      info.dist.memberIndex(rank_) >= 0 &&
+      std::all_of(info.dist.sbp.begin(), info.dist.sbp.end(),
+                  [](int code) { return code == ::of::sbp::kBroadcast; }))
+    inputDigest_[input] = digestOf(inputStorage_[input].data(), info.bytes) | 1;
   // A device reads its own copy, uploaded before the next run.
   inputStale_[input] = onDevice_;
   inputOnHost_[input] = true;
@@ -714,6 +819,9 @@ Status Session::run() {
   for (const std::unique_ptr<PreparedCollective> &collective : collectives_)
     if (collective->needsCommunicator())
       return collective->run(); // fails, saying why
+  if (comm_ && comm_->size() > 1)
+    if (Status status = checkRanksAgree(); status.failed())
+      return status;
 
   outputsValid_ = false;
   if (Status status = uploadStaleInputs(); status.failed())

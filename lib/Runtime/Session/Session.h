@@ -137,6 +137,15 @@ private:
   Session() = default;
   bool describeOnly_ = false;
   Status describeOnlyError() const;
+  /// Ranks agree or the job stops: before every run of a distributed
+  /// plan, the ranks compare the plan's checksum and a digest of every
+  /// input that is B on every mesh axis (taken when it is set), and all
+  /// fail, naming the rank and the input, if one differs
+  /// ($OF_CHECK_INPUTS=0 leaves the inputs out; the plan is always
+  /// compared).
+  Status checkRanksAgree();
+  std::vector<uint64_t> inputDigest_; // 0: not compared
+  bool compareInputs_ = true;
   Status prepare(const char *entry, int rank, Communicator *comm);
   Status loadKernels();
   /// Lets outputs that update inputs be copied straight into them where

@@ -3,7 +3,8 @@
   mpi_faults.py DIR
 
 Runs the 2-rank plan of mpi_plans.py (kinds2) with one rank made to
-misbehave at its first communication (OF_TEST_FAULT, see
+misbehave at its third communication, the plan's all_reduce after the
+ranks' two agreement exchanges (OF_TEST_FAULT, see
 MpiCommunicator.cpp), or killed from outside with SIGKILL while the other
 rank waits for it in a collective. Each scenario must end with a non-zero
 exit code, within its bound (the --timeout, plus slack; far below the
@@ -59,14 +60,14 @@ def main(directory):
     _, PLAN, ARGS, _, _ = mpi_plans.write("kinds2", directory)
     ok = True
     # Rank 1 hangs before its first collective: rank 0 times out.
-    ok &= run(directory, "hang", {"OF_TEST_FAULT": "hang:1"}, 3, 20)
+    ok &= run(directory, "hang", {"OF_TEST_FAULT": "hang:1:3"}, 3, 20)
     # Rank 0 stops (SIGSTOP): rank 1 times out, the job is aborted.
-    ok &= run(directory, "stop", {"OF_TEST_FAULT": "stop:0"}, 3, 20)
+    ok &= run(directory, "stop", {"OF_TEST_FAULT": "stop:0:3"}, 3, 20)
     # Rank 1 fails with an error: it aborts the job at once.
-    ok &= run(directory, "error", {"OF_TEST_FAULT": "error:1"}, 30, 20)
+    ok &= run(directory, "error", {"OF_TEST_FAULT": "error:1:3"}, 30, 20)
     # Rank 1 kills itself, or exits without finalising: mpirun ends the job.
-    ok &= run(directory, "self-kill", {"OF_TEST_FAULT": "kill:1"}, 30, 20)
-    ok &= run(directory, "exit", {"OF_TEST_FAULT": "exit:1"}, 30, 20)
+    ok &= run(directory, "self-kill", {"OF_TEST_FAULT": "kill:1:3"}, 30, 20)
+    ok &= run(directory, "exit", {"OF_TEST_FAULT": "exit:1:3"}, 30, 20)
 
     # Rank 1 hangs and is killed from outside while rank 0 waits in the
     # all_reduce; the 30 s timeout must not be what ends the job.
@@ -83,7 +84,7 @@ def main(directory):
         with open(pid_file) as f:
             os.kill(int(f.read()), signal.SIGKILL)
 
-    ok &= run(directory, "kill-9", {"OF_TEST_FAULT": "hang:1",
+    ok &= run(directory, "kill-9", {"OF_TEST_FAULT": "hang:1:3",
                                     "OF_TEST_FAULT_PIDFILE": pid_file},
               30, 15, kill_rank_1)
     return 0 if ok else 1
