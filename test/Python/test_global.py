@@ -201,3 +201,34 @@ def test_bad_placements_and_sbp():
         of.sbp.split(-1)
     with pytest.raises(ValueError, match="splits dimension 2 of a tensor of rank 1"):
         of.ones(4).to_global(of.placement("cpu", ranks=[0]), of.sbp.split(2))
+
+
+DIVERGENT = r'''
+import numpy as np
+import of
+from of._runtime import world
+rank, size = world()
+p = of.placement("cpu", ranks=[0, 1])
+same = of.tensor(np.arange(4, dtype=np.float32))
+assert (same.to_global(p, [of.sbp.broadcast]) * 2).numpy().tolist() == [0, 2, 4, 6]
+# each rank's local value is taken as the logical value: they must agree
+mine = of.tensor(np.arange(4, dtype=np.float32) + rank)
+for sbp in (of.sbp.broadcast, of.sbp.split(0)):
+    try:
+        mine.to_global(p, [sbp]).numpy()
+        print(f"NO ERROR {rank}")
+    except RuntimeError as e:
+        assert "differs from rank" in str(e), e
+        print(f"REFUSED {rank}")
+'''
+
+
+def test_rank_divergent_values_to_global_are_refused(tmp_path):
+    """A local value that differs per rank made global (B or S: each rank
+    takes its part of its own logical value) fails on every rank, naming
+    the ranks, instead of each rank keeping another value."""
+    script = tmp_path / "divergent.py"
+    script.write_text(DIVERGENT)
+    proc = launch(str(script), 2)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.count("REFUSED") == 4 and "NO ERROR" not in proc.stdout, proc.stdout

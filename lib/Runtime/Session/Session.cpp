@@ -26,6 +26,22 @@ using namespace of::plan;
 
 namespace of::rt {
 
+/// A 64-bit digest of `bytes` bytes (FNV-1a over 8-byte words, then the
+/// tail), for comparing values across ranks.
+static uint64_t digestOf(const void *data, size_t bytes) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t hash = 0xcbf29ce484222325ull;
+  size_t words = bytes / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t word;
+    std::memcpy(&word, p + 8 * i, 8);
+    hash = (hash ^ word) * 0x100000001b3ull;
+  }
+  for (size_t i = 8 * words; i < bytes; ++i)
+    hash = (hash ^ p[i]) * 0x100000001b3ull;
+  return hash;
+}
+
 namespace {
 
 std::string_view text(const flatbuffers::String *string) {
@@ -652,22 +668,6 @@ int64_t Session::findOutput(std::string_view name) const {
   return -1;
 }
 
-/// A 64-bit digest of `bytes` bytes (FNV-1a over 8-byte words, then the
-/// tail), for comparing values across ranks.
-static uint64_t digestOf(const void *data, size_t bytes) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t hash = 0xcbf29ce484222325ull;
-  size_t words = bytes / 8;
-  for (size_t i = 0; i < words; ++i) {
-    uint64_t word;
-    std::memcpy(&word, p + 8 * i, 8);
-    hash = (hash ^ word) * 0x100000001b3ull;
-  }
-  for (size_t i = 8 * words; i < bytes; ++i)
-    hash = (hash ^ p[i]) * 0x100000001b3ull;
-  return hash;
-}
-
 static std::string hexText(uint64_t value) {
   char buffer[19];
   std::snprintf(buffer, sizeof buffer, "0x%016llx",
@@ -941,6 +941,11 @@ Status Session::setInputGlobal(size_t index, const void *data, size_t bytes) {
     copyBox(data, info.dist.globalShape, part.offsets, part.extents, local,
             dtypeSize(info.dtype));
   inputWasSet(index);
+  // Every rank was given the global value: they must agree on all of it,
+  // whatever part each keeps (a split of values that differ per rank is
+  // as wrong as a broadcast of them).
+  if (comm_ && compareInputs_)
+    inputDigest_[index] = digestOf(data, bytes) | 1;
   return Status::success();
 }
 

@@ -139,8 +139,9 @@ private:
   Status describeOnlyError() const;
   /// Ranks agree or the job stops: before every run of a distributed
   /// plan, the ranks compare the plan's checksum and a digest of every
-  /// input that is B on every mesh axis (taken when it is set), and all
-  /// fail, naming the rank and the input, if one differs
+  /// input that is B on every mesh axis (taken when it is set) or was set
+  /// from a global value (all of it), and all fail, naming the rank and
+  /// the input, if one differs
   /// ($OF_CHECK_INPUTS=0 leaves the inputs out; the plan is always
   /// compared).
   Status checkRanksAgree();
