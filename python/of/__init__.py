@@ -166,3 +166,16 @@ from ._ops import eq, ge, gt, le, lt, ne, pow  # noqa: E402,F401,A004
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     return _ops.flatten(input, start_dim, end_dim)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return _ops.randn(*input.shape, dtype=dtype or input.dtype,
+                      device=device or input.device, requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return _ops.rand(*input.shape, dtype=dtype or input.dtype,
+                     device=device or input.device, requires_grad=requires_grad)
+
+
+from . import backends, distributed  # noqa: E402,F401

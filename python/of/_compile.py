@@ -71,7 +71,9 @@ def pipeline_for(dev):
     """The --of-pipeline that compiles programs on device `dev`: "cpu", or
     "cuda" for the GPU of.cuda.chip() names."""
     if dev == "cuda":
-        return f"cuda,chip={cuda.chip()}"
+        from . import backends  # torch.backends.cuda.matmul.allow_tf32
+        tf32 = ",tf32=true" if backends.cuda.matmul.allow_tf32 else ""
+        return f"cuda,chip={cuda.chip()}{tf32}"
     return "cpu"
 
 

@@ -231,6 +231,13 @@ class Tensor:
             extra += f", device='{self._local_device}'"
         return f"tensor({value}{extra})"
 
+    def __format__(self, spec):
+        """A one-element tensor formats as its number (f"{loss:.4f}"), as
+        in PyTorch; others as their repr."""
+        if self.numel() == 1 and self._program is None and not self._shape:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if not spec else format(repr(self), spec)
+
     def __bool__(self):
         return bool(self.item())
 

@@ -238,6 +238,108 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _reduce(loss, reduction):
+    """A per-element loss reduced as PyTorch's losses do ("none", "mean",
+    "sum")."""
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return _ops.mean(loss)
+    if reduction == "sum":
+        return _ops.sum(loss)
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _same_size(what, target, input):  # noqa: A002
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(what.format(list(target.shape), list(input.shape)))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-w (t log(x) + (1 - t) log(1 - x)) with each log clamped at -100, as
+    PyTorch's. PyTorch (on CPU) rejects an input outside [0, 1]; of does not
+    read the values, and such an input gives NaN."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _same_size("Using a target size (torch.Size({})) that is different to the input size "
+               "(torch.Size({})) is deprecated. Please ensure they have the same size.",
+               target, input)
+    log_x = _ops.clamp(_ops.log(input), min=-100.0)
+    log_1mx = _ops.clamp(_ops.log(_ops.sub(1.0, input)), min=-100.0)
+    loss = _ops.neg(_ops.add(_ops.mul(target, log_x),
+                             _ops.mul(_ops.sub(1.0, target), log_1mx)))
+    if weight is not None:
+        loss = _ops.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(x), t) in PyTorch's stable form:
+    (1 - t) x + (1 + (pos_weight - 1) t) (log(1 + exp(-|x|)) + max(-x, 0))."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _same_size("Target size (torch.Size({})) must be the same as input size "
+               "(torch.Size({}))", target, input)
+    softplus_neg = _ops.add(_ops.log(_ops.add(_ops.exp(_ops.neg(_ops.abs(input))), 1.0)),
+                            _ops.relu(_ops.neg(input)))
+    if pos_weight is not None:
+        softplus_neg = _ops.mul(softplus_neg,
+                                _ops.add(_ops.mul(_ops.sub(pos_weight, 1.0), target), 1.0))
+    loss = _ops.add(_ops.mul(_ops.sub(1.0, target), input), softplus_neg)
+    if weight is not None:
+        loss = _ops.mul(loss, weight)
+    return _reduce(loss, reduction)
+
+
+def _pair_or_none(name, size):
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size, size)
+    if len(size) != 2:
+        raise ValueError(f"{name}: output_size must be 2")
+    return size
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """avg_pool2d with kernel and stride H/oh x W/ow: PyTorch's result where
+    the output size divides the input size (None keeps that dimension).
+    Other sizes (PyTorch's overlapping windows) raise NotImplementedError."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    oh, ow = _pair_or_none("adaptive_avg_pool2d", output_size)
+    oh, ow = (h if oh is None else oh), (w if ow is None else ow)
+    if oh <= 0 or ow <= 0 or h % oh or w % ow:
+        raise NotImplementedError(
+            f"torch.nn.functional.adaptive_avg_pool2d with output size {(oh, ow)} for an input "
+            f"of size {(h, w)} is not supported by of: only output sizes that divide the "
+            "input size (as avg_pool2d)")
+    kernel = (h // oh, w // ow)
+    if input.ndim == 3:
+        x = _ops.reshape(input, (1,) + tuple(input.shape))
+        return _ops.reshape(avg_pool2d(x, kernel, kernel), (input.shape[0], oh, ow))
+    return avg_pool2d(input, kernel, kernel)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalises each group of num_groups channels' elements of every
+    sample (biased variance), then scales and shifts per channel."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = _ops.reshape(input, (n, num_groups, -1))
+    centred = _ops.sub(x, _ops.mean(x, -1, keepdim=True))
+    var = _ops.mean(_ops.mul(centred, centred), -1, keepdim=True)
+    y = _ops.reshape(_ops.mul(centred, _ops.rsqrt(_ops.add(var, eps))), tuple(input.shape))
+    channel = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = _ops.mul(y, _ops.reshape(weight, channel))
+    if bias is not None:
+        y = _ops.add(y, _ops.reshape(bias, channel))
+    return y
+
+
 def dropout_probability(p):
     """PyTorch's check of a dropout probability (F.dropout's and nn.Dropout's)."""
     if p < 0.0 or p > 1.0:

@@ -470,6 +470,36 @@ Sigmoid = _activation("Sigmoid", F.sigmoid, False)
 Tanh = _activation("Tanh", F.tanh, False)
 
 
+class AdaptiveAvgPool2d(Module):
+    """F.adaptive_avg_pool2d: output sizes that divide the input size."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        if affine:
+            self.weight = Parameter(np.ones(num_channels, np.float32))
+            self.bias = Parameter(np.zeros(num_channels, np.float32)) if bias else None
+        else:
+            self.weight = self.bias = None
+        _place(self, device, dtype)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
 class GELU(Module):
     def __init__(self, approximate="none"):
         super().__init__()
@@ -540,6 +570,31 @@ class MSELoss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class BCELoss(Module):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
 
 
 class RNNBase(Module):
@@ -902,8 +957,9 @@ class ModuleDict(Module):
 
 
 __all__ = ["Module", "Linear", "Conv2d", "LayerNorm", "RMSNorm", "Embedding", "Dropout",
-           "BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
-           "Softmax", "Flatten", "Identity", "CrossEntropyLoss", "NLLLoss", "MSELoss",
+           "BatchNorm2d", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "ReLU",
+           "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Flatten", "Identity",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
            "RNNBase", "RNN", "LSTM", "GRU", "Transformer", "TransformerEncoder",
            "TransformerEncoderLayer", "TransformerDecoder", "TransformerDecoderLayer",
            "MultiheadAttention", "Sequential", "ModuleList", "ModuleDict", "init"]
