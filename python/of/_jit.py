@@ -368,9 +368,7 @@ class _PendingCall:
             return False  # accumulation needs the values
         self.loss_index = next(i for i, o in enumerate(self.outputs) if o is t)
         for p in params:
-            g = Tensor(None, shape=p.shape, dtype=p.dtype, placement=p._placement, sbp=p._sbp,
-                       device=None if p._placement is not None else p.device)
-            g._pending = self
+            g = _pending_like(p, self)
             p.grad = g
             self.grads[id(p)] = (p, g)
         return True
@@ -430,6 +428,24 @@ class _PendingCall:
         runner = entry[0].runner
         self.fused = (runner, runner.runs, step)
         return True
+
+
+_BLANK = None
+
+
+def _pending_like(p, call):
+    """A tensor of `p`'s type whose value `call` computes (a gradient of the
+    fused loop: one per parameter per step, made without __init__'s
+    argument handling)."""
+    global _BLANK
+    if _BLANK is None:
+        _BLANK = dict(Tensor(np.zeros(0, np.float32)).__dict__)
+    g = Tensor.__new__(Tensor)
+    g.__dict__.update(_BLANK)
+    g._data, g._shape, g._dtype = None, p._shape, p._dtype
+    g._placement, g._sbp, g._local_device = p._placement, p._sbp, p._local_device
+    g._pending = call
+    return g
 
 
 def force_pending():
