@@ -8,10 +8,9 @@ require gradients is recorded for the backward pass (_autograd.py)."""
 from . import _grad_mode
 from ._autograd import record
 from ._compile import CompileError, compile_program, pipeline_for
-from ._dist import sbp
 from ._program import Program, _trace, _write_op, user_frame
 from ._session import Runner
-from ._tensor import Tensor
+from ._tensor import Tensor, output_tensor
 
 
 def _common_placement(inputs):
@@ -128,14 +127,9 @@ def _eager(spec, inputs):
         runner.set(arg_index, t._value())
         arg_index += 1
     runner.run()
-    outs = []
-    for i, (shape, dtype) in enumerate(spec.outs):
-        data = runner.output(i)
-        if plc is not None:
-            outs.append(Tensor(data, shape=shape, dtype=dtype, placement=plc,
-                               sbp=runner.output_dist(i) or (sbp.broadcast,) * plc.ndim))
-        else:
-            outs.append(Tensor(data, dtype=dtype, device=runner.device))
+    outs = [output_tensor(runner.output(i), shape, dtype, plc, runner.output_dist(i),
+                          runner.device)
+            for i, (shape, dtype) in enumerate(spec.outs)]
     if _grad_mode._mode.enabled and any(t._requires_grad or t._grad_fn is not None
                                         for t in inputs):
         record(spec, inputs, outs, scalar_mix)

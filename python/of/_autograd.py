@@ -29,11 +29,10 @@ import numpy as np
 from . import _dtype as dt
 from ._compat import unsupported
 from ._compile import compile_program, pipeline_for
-from ._dist import sbp as S
 from ._grad_mode import check_inplace_leaf, is_grad_enabled
 from ._program import OpSpec, Program, _type, _write_op
 from ._session import Runner
-from ._tensor import Tensor
+from ._tensor import Tensor, output_tensor
 
 _sequence = itertools.count()
 
@@ -309,12 +308,8 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
 
     by_tensor = {}
     for k, t in enumerate(params):
-        data = runner.output(k + 1)
-        if t._placement is not None:
-            g = Tensor(data, shape=t.shape, dtype=t._dtype, placement=t._placement,
-                       sbp=runner.output_dist(k + 1) or (S.broadcast,) * t._placement.ndim)
-        else:
-            g = Tensor(data, dtype=t._dtype, device=runner.device)
+        g = output_tensor(runner.output(k + 1), t.shape, t._dtype, t._placement,
+                          runner.output_dist(k + 1), runner.device)
         if id(t) in by_tensor:  # a leaf read at two versions
             prev = by_tensor[id(t)][1]
             g = Tensor(prev._value() + g._value(), shape=t.shape, dtype=t._dtype,

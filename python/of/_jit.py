@@ -21,7 +21,7 @@ from . import _autocast, _grad_mode, _random
 from ._autograd import TracedSpec, record
 from ._autograd import accumulate as _autograd_accumulate
 from ._autograd import gradients as _autograd_gradients
-from ._tensor import _pending_calls
+from ._tensor import _pending_calls, force_pending, output_tensor
 from ._compile import compile_program, pipeline_for
 from ._dist import sbp as S
 from ._log import log_debug, progress
@@ -151,9 +151,11 @@ class _Executable:
                 r.set(index, np.zeros(info["shape"], np_dtype))
         self.initialised = True
 
-    def run(self, args, seed=None):
+    def run(self, tensors, seed=None):
+        """Runs on the arguments' tensors (_arguments' list, nested ones
+        included)."""
         r = self.runner
-        for a, index in zip(_arguments(args)[1], self.data_inputs):
+        for a, index in zip(tensors, self.data_inputs):
             r.set(index, a._value())
         self._bind_state()
         if self.lr_index is not None:
@@ -177,11 +179,9 @@ class _Executable:
         yet (a pending result, _PendingCall)."""
         r = self.runner
         info = r.outputs[index]
-        dtype = dt.from_mlir(info["dtype"])
-        if plc is not None:
-            return Tensor(data, shape=tuple(info["global_shape"]), dtype=dtype, placement=plc,
-                          sbp=r.output_dist(index) or (S.broadcast,) * plc.ndim)
-        return Tensor(data, shape=tuple(info["shape"]), dtype=dtype, device=r.device)
+        shape = info["global_shape"] if plc is not None else info["shape"]
+        return output_tensor(data, tuple(shape), dt.from_mlir(info["dtype"]), plc,
+                             r.output_dist(index), r.device)
 
 
 def _flatten(out, loss=None):
@@ -223,13 +223,12 @@ def _unflatten(structure, tensors, loss=None):
     return tuple(items) if kind == "tuple" else items
 
 
-def _record_call(name, executable, args, results):
+def _record_call(name, executable, tensors, results):
     """Records a run of a compiled forward for the eager backward pass when
     one of its inputs (parameters included) requires gradients: the traced
     program is one op of the recorded program (_autograd.py)."""
     program = executable.traced
     inputs, positions = [], {id(t): i for i, t in enumerate(program.data_proxies)}
-    tensors = _arguments(args)[1]
     for t in program.arg_tensors:
         if id(t) in positions:
             inputs.append(tensors[positions[id(t)]])
@@ -255,11 +254,11 @@ class _PendingCall:
     freed = False
     next_functions = ()
 
-    def __init__(self, cf, entry, args):
+    def __init__(self, cf, entry, args, tensors):
         # a call before this one may be read later: it runs now, before
         # this one's step changes the parameters
         force_pending()
-        self.cf, self.entry, self.args = cf, entry, list(args)
+        self.cf, self.entry, self.args, self.tensors = cf, entry, list(args), tensors
         executable = entry[0]
         self.seed = np.array(_random.seed64(), np.int64) \
             if executable.seed_index is not None else None
@@ -275,7 +274,8 @@ class _PendingCall:
         self.grads = {}         # id(parameter) -> (parameter, its pending .grad)
         self.clip = None        # clip_grad_norm_'s max_norm on those gradients
         self.norm = None        # and its pending result
-        self.fused = None       # after a fused step: (runner, its runs, names)
+        self.fused = None       # after a fused step: (runner, its runs, the step)
+        self.fused_names = None
         # the module state its run writes (batch norm's statistics): read,
         # it runs first
         self.writes = {id(t) for _, t in executable.updated_state}
@@ -303,13 +303,12 @@ class _PendingCall:
                     "this gradient was computed by a fused training step (of.compile(model) "
                     "with loss.backward(); opt.step()) whose plan has run again since; read "
                     ".grad before the next step")
-            if t is self.norm:
-                name = "grad_norm"
-            else:
+            if self.fused_names is None:  # the plan's name of each pending value
                 bindings = step._bindings()
-                name = next("grad_" + bindings[pid][0] for pid, (_, g) in self.grads.items()
-                            if g is t)
-            j = runner.output_index[name]
+                self.fused_names = {id(g): "grad_" + bindings[pid][0]
+                                    for pid, (_, g) in self.grads.items()}
+                self.fused_names[id(self.norm)] = "grad_norm"
+            j = runner.output_index[self.fused_names[id(t)]]
             t._data = runner.output(j)
             t._pending = None
             return
@@ -323,12 +322,12 @@ class _PendingCall:
             return
         self.state = "run"
         _pending_calls.discard(self)
-        results = self.cf._run(self.entry, self.args, self.seed)
+        results = self.cf._run(self.entry, self.tensors, self.seed)
         for t, r in zip(self.outputs, results):
             t._data = r._data
             t._pending = None
             t._grad_fn = None
-        _record_call(self.cf.name, self.entry[0], self.args, self.outputs)
+        _record_call(self.cf.name, self.entry[0], self.tensors, self.outputs)
 
     def _backward(self):
         """The eager backward that loss.backward() asked for (and the clip
@@ -361,7 +360,7 @@ class _PendingCall:
                 t.numel() != 1 or not t.dtype.is_floating_point or \
                 not any(o is t for o in self.outputs):
             return False
-        if any(a.requires_grad for a in _arguments(self.args)[1]):
+        if any(a.requires_grad for a in self.tensors):
             return False
         params = self.params()
         if any(p.grad is not None for p in params):
@@ -420,7 +419,7 @@ class _PendingCall:
         if entry is None:
             with _autocast.restored(self.autocast):
                 entry = entries[entry_key] = step._entry(self.args)
-        results = step._run(entry, self.args, self.seed)
+        results = step._run(entry, self.tensors, self.seed)
         loss, rest = results[0], iter(results[1:])
         for i, t in enumerate(self.outputs):
             r = loss if i == self.loss_index else next(rest)
@@ -446,12 +445,6 @@ def _pending_like(p, call):
     g._placement, g._sbp, g._local_device = p._placement, p._sbp, p._local_device
     g._pending = call
     return g
-
-
-def force_pending():
-    """Runs every pending call (before the parameters change)."""
-    for call in list(_pending_calls):
-        call.run()
 
 
 class CompiledFunction:
@@ -680,7 +673,7 @@ class CompiledFunction:
         without running it."""
         return self._entry(args)[0]
 
-    def _run(self, entry, args, seed=None):
+    def _run(self, entry, tensors, seed=None):
         """Runs compiled signature `entry` (continuing the optimizer state of
         the signature run before); its result tensors."""
         previous = self._last[0] if self._last is not None else None
@@ -691,7 +684,7 @@ class CompiledFunction:
         if executable.train and previous is not None and previous is not executable and \
                 previous.initialised:
             executable.take_optimizer_state(previous)
-        return executable.run(args, seed)
+        return executable.run(tensors, seed)
 
     def __call__(self, *args):
         args, tensors = _arguments(args)
@@ -702,8 +695,9 @@ class CompiledFunction:
                 any(t.requires_grad for t in tensors)):
             # the standard loop: run when a value is needed, or fused with
             # loss.backward() and opt.step() into one training step
-            return _unflatten(layout, iter(_PendingCall(self, entry, args).outputs), None)
-        results = self._run(entry, args)
+            return _unflatten(layout, iter(_PendingCall(self, entry, args, tensors).outputs),
+                              None)
+        results = self._run(entry, tensors)
         loss = None
         if self.optimizer is not None:
             # of.compile(model, ..., optimizer) returns the loss; a Graph

@@ -1970,12 +1970,7 @@ def _install():
     T.__neg__ = lambda a: neg(a)
     T.__matmul__ = lambda a, b: matmul(a, b)
     T.eq, T.ne, T.lt, T.le, T.gt, T.ge = eq, ne, lt, le, gt, ge
-    T.__eq__ = lambda a, b: _compare("eq", a, b)
-    T.__ne__ = lambda a, b: _compare("ne", a, b)
-    T.__lt__ = lambda a, b: _compare("lt", a, b)
-    T.__le__ = lambda a, b: _compare("le", a, b)
-    T.__gt__ = lambda a, b: _compare("gt", a, b)
-    T.__ge__ = lambda a, b: _compare("ge", a, b)
+    T.__eq__, T.__ne__, T.__lt__, T.__le__, T.__gt__, T.__ge__ = eq, ne, lt, le, gt, ge
     T.__getitem__ = getitem
     T.__setitem__ = setitem
     T.add, T.sub, T.mul, T.div, T.pow = add, sub, mul, div, pow

@@ -14,7 +14,7 @@ import numpy as np
 from . import _dtype as dt
 from . import _global, _random
 from ._compat import unsupported
-from ._dist import CPU, device
+from ._dist import CPU, device, sbp
 
 
 def _device_arg(value):
@@ -31,6 +31,14 @@ def _device_arg(value):
 # Calls of compiled forwards not run yet (_jit._PendingCall): they run
 # before a tensor's value changes, since they read the values of now.
 _pending_calls = weakref.WeakSet()
+
+
+def force_pending(writing=None):
+    """Runs the pending calls (those whose run writes tensor `writing`, if
+    given: its value is about to be read)."""
+    for call in list(_pending_calls):
+        if writing is None or id(writing) in call.writes:
+            call.run()
 
 
 class Size(tuple):
@@ -88,9 +96,7 @@ class Tensor:
         if self._pending is not None:
             self._pending.value(self)
         if _pending_calls:  # module state a pending call writes: it runs first
-            for call in list(_pending_calls):
-                if id(self) in call.writes:
-                    call.run()
+            force_pending(writing=self)
         if self._source is not None:
             self._pull()
         if self._data is None and self._logical is not None:
@@ -107,8 +113,7 @@ class Tensor:
             self._alias._set_value(data)
             return
         if _pending_calls:  # they read the value before this write
-            for call in list(_pending_calls):
-                call.run()
+            force_pending()
         self._data = data
         self._pending = None
         self._source = None
@@ -409,6 +414,17 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + Tensor.__repr__(self)
+
+
+def output_tensor(data, shape, dtype, plc, dist, device):
+    """A plan's output as a tensor: `data` is this rank's part (None: not
+    computed yet) of the global tensor of `shape` on `plc` with the output's
+    distribution `dist` (all B where the plan gives none), or, without a
+    placement, the local tensor on `device`."""
+    if plc is not None:
+        return Tensor(data, shape=shape, dtype=dtype, placement=plc,
+                      sbp=dist or (sbp.broadcast,) * plc.ndim)
+    return Tensor(data, shape=shape, dtype=dtype, device=device)
 
 
 # --------------------------------------------------------------------------

@@ -256,6 +256,10 @@ def test_the_standard_loop_matches_pytorch(rng, name, compiled):
                 close_scaled(osd["state"][i][k], v)
     assert [g["params"] for g in osd["param_groups"]] == \
         [g["params"] for g in tsd["param_groups"]]
+    # opt.state: by parameter, as torch.optim's
+    for o, t in zip(om.parameters(), tm.parameters()):
+        assert sorted(oopt.state[o]) == sorted(k for k, v in topt.state[t].items()
+                                               if v is not None)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))

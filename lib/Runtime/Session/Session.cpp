@@ -680,7 +680,7 @@ Status Session::checkRanksAgree() {
   // name and mesh, its digest]; every rank receives every rank's message
   // and reaches the same verdict, so all fail together or none does.
   auto nameHash = [](const TensorInfo &info) {
-    uint64_t h = ::of::plan::checksum(info.name.data(), info.name.size());
+    uint64_t h = digestOf(info.name.data(), info.name.size());
     for (int r : info.dist.meshRanks)
       h = (h ^ static_cast<uint64_t>(r)) * 0x100000001b3ull;
     return h;

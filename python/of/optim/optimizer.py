@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from .. import _dtype as dt
-from .._tensor import Tensor
+from .._tensor import Tensor, force_pending
 
 
 class _GroupParams:
@@ -74,13 +74,15 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         self.defaults = defaults
         self.param_groups = []
-        self.state = collections.defaultdict(dict)
         self._steps = 0
         self._updaters = {}      # group index -> CompiledFunction
         self._pending = {}       # (parameter index, state key) -> value (load_state_dict)
         # compiled training steps of a model using it (_jit), weakly
         self._compiled_steps = weakref.WeakSet()
         self._counts = collections.Counter()  # parameter index -> updates
+        # the update that ran last (a compiled step, or the per-group ones:
+        # self._updaters): it holds the optimizer state
+        self._last_update = None
         for g in (params if isinstance(params[0], dict) else [{"params": params}]):
             self.add_param_group(g)
 
@@ -148,7 +150,6 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         from .._grad_mode import no_grad
-        from .._jit import force_pending
         with_grads = [p for g in self.param_groups for p in g["params"] if p.grad is not None]
         calls = {id(p.grad._pending): p.grad._pending for p in with_grads}
         if len(calls) == 1 and None not in calls.values():
@@ -165,7 +166,7 @@ class Optimizer:
                 items = [(f"p{index[id(p)]}", p) for p in group["params"]
                          if p.grad is not None]
                 if items:
-                    self._update(gi, group, items)
+                    self._update(gi, group, items, index)
         self._pending = {}  # loaded state: taken by each group's first update
         self._steps += 1
         return loss
@@ -174,22 +175,14 @@ class Optimizer:
         """Before compiled update `target` runs: if another update ran last
         (the eager per-group updates, or another compiled step), its state
         becomes `target`'s (through load_state_dict's pending state)."""
-        last = getattr(self, "_last_update", None)
+        last = self._last_update
         if last is None or last is target:
             self._last_update = target
             return
         state = self.state_dict()["state"]  # the last update's
         self._last_update = target
-        self._pending = {(i, k): v._value() for i, entry in state.items()
-                         for k, v in entry.items()}
-        for i, entry in state.items():
-            if entry.get("momentum_buffer") is not None and \
-                    "_started" in self._STATE_NAMES.values():
-                self._pending[(i, "_started")] = np.float32(1)
-        targets = [target] if not isinstance(target, dict) else list(target.values())
-        for cf in targets:
-            for executable, _ in cf._cache.values():
-                executable.initialised = False
+        self._pending = self._pending_from(state)
+        _restart([target] if not isinstance(target, dict) else target.values())
 
     def _updater(self, gi, group):
         cf = self._updaters.get(gi)
@@ -210,7 +203,7 @@ class Optimizer:
             self._updaters[gi] = cf
         return cf
 
-    def _update(self, gi, group, items):
+    def _update(self, gi, group, items, index):
         cf = self._updater(gi, group)
         self._hand_over(self._updaters)
         cf.holder.named = items
@@ -222,7 +215,6 @@ class Optimizer:
                                    f"shape {list(p.shape)} {p.dtype} is {list(g.shape)} "
                                    f"{g.dtype}")
             grads.append(g)
-        index = self._index()
         for _, p in items:
             self._counts[index[id(p)]] += 1
         executable = cf.executable(grads)
@@ -236,7 +228,7 @@ class Optimizer:
         """(runner, id(parameter) -> its name in the runner's plan) of the
         update that ran last: the eager per-group updates or a compiled
         training step."""
-        last = getattr(self, "_last_update", None)
+        last = self._last_update
         updaters = self._updaters.values() if last is None or last is self._updaters else ()
         for cf in updaters:
             if cf._last is not None:
@@ -309,32 +301,52 @@ class Optimizer:
             for k, v in theirs.items():
                 if k != "params":
                     mine[k] = v
-        pending = {}
+        self._pending = self._pending_from(state_dict["state"])
         self._counts = collections.Counter()
-        for i, entry in state_dict["state"].items():
-            for key in self._STATE_NAMES.values():
-                if entry.get(key) is not None:
-                    value = entry[key]
-                    value = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-                    pending[(int(i), key)] = value
-            if entry.get("momentum_buffer") is not None and "_started" in \
-                    self._STATE_NAMES.values():
-                pending[(int(i), "_started")] = np.float32(1)
-            if self._COUNTS_STEPS and entry.get("step") is not None:
-                step = entry["step"]
-                self._counts[int(i)] = int(step.item() if isinstance(step, Tensor) else step)
-        self._pending = pending
+        if self._COUNTS_STEPS:
+            for i, entry in state_dict["state"].items():
+                step = entry.get("step")
+                if step is not None:
+                    self._counts[int(i)] = int(step.item() if isinstance(step, Tensor)
+                                               else step)
         # the next step starts from the loaded state
         self._updaters = {}
         self._last_update = None
-        for cf in self._compiled_steps:
-            for executable, _ in cf._cache.values():
-                executable.initialised = False
+        _restart(self._compiled_steps)
+
+    def _pending_from(self, state):
+        """(parameter index, key) -> value of a state in PyTorch's layout,
+        for the next update to start from (SGD's buffer marked started
+        where one is given)."""
+        pending = {}
+        for i, entry in state.items():
+            for key in self._STATE_NAMES.values():
+                value = entry.get(key)
+                if value is not None:
+                    pending[(int(i), key)] = value.numpy() if isinstance(value, Tensor) \
+                        else np.asarray(value)
+            if entry.get("momentum_buffer") is not None and \
+                    "_started" in self._STATE_NAMES.values():
+                pending[(int(i), "_started")] = np.float32(1)
+        return pending
+
+    @property
+    def state(self):
+        """torch.optim's `state`: parameter -> its state (the values the
+        last update left; `state_dict()['state']` by parameter)."""
+        params = [p for g in self.param_groups for p in g["params"]]
+        state = collections.defaultdict(dict)
+        for i, entry in self.state_dict()["state"].items():
+            state[params[i]] = entry
+        return state
 
 
-def _is_state(name):
-    from .._jit import _optimizer_state
-    return _optimizer_state(name)
+def _restart(compiled):
+    """Each signature of the compiled updates `compiled` takes the pending
+    state at its next run instead of continuing its own."""
+    for cf in compiled:
+        for executable, _ in cf._cache.values():
+            executable.initialised = False
 
 
 def _zero_grad(p, set_to_none):
