@@ -10,6 +10,7 @@
 // RUN: of-opt %s --of-autodiff --of-training-step=optimizer=adagrad | FileCheck %s --check-prefix=ADAGRAD
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=rmsprop momentum=0.5 centered=true" | FileCheck %s --check-prefix=RMS
 // RUN: of-opt %s --of-autodiff --of-training-step=optimizer=adadelta | FileCheck %s --check-prefix=ADADELTA
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd grads-out=true max-grad-norm=1.0" | FileCheck %s --check-prefix=GRADS
 // A plan whose output updates an input it does not have is refused when
 // the session is made, with the names:
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd | sed 's/updates = "w"/updates = "nope"/' \
@@ -53,6 +54,15 @@
 
 // RMS-LABEL: func.func @loss_train_step(
 // RMS-SAME: {of.name = "rmsprop_square_avg_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "momentum_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "rmsprop_grad_avg_w"}, %{{.*}}: tensor<f32> {of.name = "lr"})
+
+// grads-out: each gradient (clipped) and the norm before clipping, after
+// the loss, before the updates.
+// GRADS-LABEL: func.func @loss_train_step(
+// GRADS-SAME: -> (tensor<f32> {of.name = "loss"}, tensor<8x2xf32> {of.name = "grad_w"}, tensor<f32> {of.name = "grad_norm"}, tensor<8x2xf32> {of.name = "w", of.update = 1 : i64})
+// GRADS: %[[NORM:.*]] = of.sqrt
+// GRADS: %[[FACTOR:.*]] = of.minimum
+// GRADS: %[[CLIPPED:.*]] = of.mul %{{.*}}#1, %[[FACTOR]]
+// GRADS: return %{{.*}}#0, %[[CLIPPED]], %[[NORM]], %{{.*}} :
 
 // ADADELTA-LABEL: func.func @loss_train_step(
 // ADADELTA-SAME: {of.name = "adadelta_square_avg_w"}, %{{.*}}: tensor<8x2xf32> {of.name = "adadelta_acc_delta_w"}, %{{.*}}: tensor<f32> {of.name = "lr"})
