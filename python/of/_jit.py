@@ -423,7 +423,9 @@ class _PendingCall:
         loss, rest = results[0], iter(results[1:])
         for i, t in enumerate(self.outputs):
             r = loss if i == self.loss_index else next(rest)
-            t._data, t._pending, t._grad_fn = r._data, None, None
+            # the step's distribution with its data: the forward's loss is a
+            # partial sum (P) over the ranks, the step's is reduced (B)
+            t._data, t._sbp, t._pending, t._grad_fn = r._data, r._sbp, None, None
         runner = entry[0].runner
         self.fused = (runner, runner.runs, step)
         return True

@@ -232,3 +232,63 @@ def test_rank_divergent_values_to_global_are_refused(tmp_path):
     proc = launch(str(script), 2)
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.count("REFUSED") == 4 and "NO ERROR" not in proc.stdout, proc.stdout
+
+
+FUSED_LOOP = r'''
+import json
+import numpy as np
+import of
+F = of.nn.functional
+
+
+class TwoLosses(of.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = of.nn.Linear(4, 3), of.nn.Linear(4, 2)
+
+    def forward(self, x, y, z):
+        a = self.a(x)
+        return a, F.cross_entropy(a, y) + F.cross_entropy(self.b(x), z)
+
+
+rng = np.random.default_rng(0)
+data = [rng.standard_normal((8, 4)).astype(np.float32), rng.integers(0, 3, 8),
+        rng.integers(0, 2, 8)]
+runs = []
+for ranks in (1, 2):
+    of.manual_seed(0)
+    model = TwoLosses()
+    args = [of.tensor(v) for v in data]
+    if ranks == 2:
+        p = of.placement("cpu", ranks=[0, 1])
+        model.to_global(p, of.sbp.broadcast)
+        args = [t.to_global(p, of.sbp.split(0)) for t in args]
+    opt = of.optim.SGD(model.parameters(), lr=0.1)
+    compiled = of.compile(model)
+    losses = []
+    for _ in range(3):
+        _, loss = compiled(*args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    runs.append(losses)
+if of.env.rank() == 0:
+    print("LOSSES " + json.dumps(runs))
+'''
+
+
+def test_fused_loop_loss_on_two_ranks_is_one_ranks(tmp_path):
+    """The standard loop under of.compile(model) fused into one training
+    step, data parallel on 2 ranks: the loss it returns is the step's
+    (reduced over the ranks), not the forward's partial sums (which
+    .item() would add up: twice the loss)."""
+    import json
+    import numpy as np
+    script = tmp_path / "fused.py"
+    script.write_text(FUSED_LOOP)
+    proc = launch(str(script), 2)
+    assert proc.returncode == 0, proc.stdout
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("LOSSES "))
+    one, two = json.loads(line[len("LOSSES "):])
+    np.testing.assert_allclose(two, one, rtol=1e-6)
