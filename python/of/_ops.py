@@ -2242,13 +2242,10 @@ def tril(input, diagonal=0):
     return Tensor(np.tril(input.numpy(), diagonal), dtype=input.dtype, device=input.device)
 
 
-@autocast_op("scaled_dot_product_attention")
-def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None):
-    """softmax(q k^T * scale [+ causal mask]) v over the last two dims."""
-    if dropout_p:
-        raise NotImplementedError("scaled_dot_product_attention: dropout_p > 0 is not "
-                                  "supported; apply of.nn.Dropout to the weights instead")
+def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
+    """softmax(q k^T * scale [+ causal mask] [+ attn_mask]) over the last
+    dimension: the attention weights of scaled_dot_product_attention (a bool
+    mask keeps its True positions)."""
     s = matmul(q, k, transpose_b=True)
     s = mul(s, float(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])))
     L, S = q.shape[-2], k.shape[-2]
@@ -2260,7 +2257,18 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
             s = where(attn_mask, s, float("-inf"))
         else:
             s = add(s, attn_mask)
-    return matmul(softmax(s, -1), v)
+    return softmax(s, -1)
+
+
+@autocast_op("scaled_dot_product_attention")
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None):
+    """softmax(q k^T * scale [+ causal mask]) v over the last two dims
+    (dropout_p > 0: of.nn.functional's, which draws the dropout's seed)."""
+    if dropout_p:
+        raise NotImplementedError("of._ops.scaled_dot_product_attention: dropout_p > 0 is "
+                                  "of.nn.functional.scaled_dot_product_attention's")
+    return matmul(attention_weights(q, k, attn_mask, is_causal, scale), v)
 
 
 _install()

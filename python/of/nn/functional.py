@@ -5,6 +5,8 @@ defaults); an argument value of does not support raises
 NotImplementedError (of._compat)."""
 # ruff: noqa: A002  (PyTorch's parameter is called `input`)
 
+import math
+
 import numpy as np
 
 from .. import _dtype as dt
@@ -74,8 +76,323 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return _ops.embedding(input, weight)
 
 
+def _padding_index(padding_idx, rows):
+    """PyTorch's check and wrap of an embedding's padding_idx (None: -1)."""
+    if padding_idx is None:
+        return -1
+    if not -rows <= padding_idx < rows:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
+                           f"through {rows - 1}, but got {padding_idx}")
+    return padding_idx % rows
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """The sum, mean or max of each bag's rows of `weight`: the rows of a
+    2-D input [B, L], or of a 1-D input cut into bags at `offsets` (bag b
+    is input[offsets[b]:offsets[b + 1]]; the last runs to the end, or to
+    offsets[-1] with include_last_offset). Entries equal to padding_idx
+    are left out (and not counted by the mean); an empty bag gives zeros.
+    per_sample_weights (mode 'sum') scale the rows.
+
+    Eager offsets cut the input into a [B, longest bag] table of positions
+    (a gather) with a mask of the real ones; offsets traced in a compiled
+    function give each position its bag by comparing it with the offsets,
+    and each bag its rows by a [B, N] x [N, D] matmul (for 'max' a masked
+    [B, N, D] maximum). Offsets that do not start at 0, decrease, or pass
+    the input's end raise a RuntimeError; traced, they stop the run at the
+    embedding's index check."""
+    unsupported("embedding_bag", max_norm=(max_norm, None),
+                scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
+    if per_sample_weights is not None and \
+            tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    for name, t in (("indices", input), ("offsets", offsets)):
+        if t is not None and t.dtype not in (dt.int64, dt.int32):
+            raise RuntimeError(f"Expected tensor for argument '{name}' to have one of the "
+                               f"following scalar types: Long, Int; but got "
+                               f"{_SCALAR_NAMES[t.dtype.name]} instead (while checking "
+                               "arguments for embedding_bag)")
+    pad = _padding_index(padding_idx, weight.shape[0])
+    if input.ndim == 2:  # a bag per row (include_last_offset does not apply)
+        keep = _ops.ne(input, pad) if padding_idx is not None else None
+        return _bag_reduce(_ops.embedding(input, weight), keep, per_sample_weights, mode)
+    if offsets._program is None and offsets._placement is None:
+        return _ragged_bags(input, weight, offsets._value().astype(np.int64), mode,
+                            per_sample_weights, include_last_offset, pad, padding_idx)
+    return _traced_bags(input, weight, offsets, mode, per_sample_weights,
+                        include_last_offset, pad, padding_idx)
+
+
+def _bag_reduce(rows, keep, weights, mode):
+    """The bags [B, L, D] of `rows` reduced over L: `keep` [B, L] (bool, or
+    None for all) marks the entries that count, `weights` [B, L] scale
+    them (mode 'sum')."""
+    if mode == "max":
+        if keep is None:
+            return _ops.amax(rows, 1)
+        top = _ops.amax(_ops.where(_ops.unsqueeze(keep, -1), rows, float("-inf")), 1)
+        return _ops.where(_ops.unsqueeze(_ops.amax(keep, 1), -1), top, 0.0)
+    if keep is not None:
+        weights = _ops.cast(keep, rows.dtype) if weights is None else \
+            _ops.where(keep, weights, 0.0)
+    if weights is not None:
+        rows = _ops.mul(rows, _ops.unsqueeze(_ops.cast(weights, rows.dtype), -1))
+    total = _ops.sum(rows, 1)
+    if mode == "sum":
+        return total
+    count = float(rows.shape[1]) if keep is None else \
+        _ops.maximum(_ops.sum(_ops.cast(keep, rows.dtype), 1, keepdim=True), 1.0)
+    return _ops.div(total, count)
+
+
+def _bag_bounds(starts, count, include_last_offset):
+    """Each bag's [start, end) in a 1-D input of `count` entries."""
+    if include_last_offset:
+        return starts[:-1], starts[1:]
+    return starts, np.append(starts[1:], count)
+
+
+def _ragged_bags(input, weight, offsets, mode, weights, include_last_offset, pad,
+                 padding_idx):
+    n = input.shape[0]
+    if offsets.size and offsets[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the "
+                           "mini-batch has to start from position 0. However, got "
+                           f"{offsets[0]}")
+    if offsets.size and offsets[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {offsets[-1]}")
+    if np.any(np.diff(offsets) < 0):
+        raise RuntimeError(f"embedding_bag: offsets must not decrease, got {offsets.tolist()}")
+    starts, ends = _bag_bounds(offsets, n, include_last_offset)
+    longest = int(max((ends - starts).max(initial=0), 1))
+    step = np.arange(longest)
+    real = step[None, :] < (ends - starts)[:, None]
+    positions = np.where(real, starts[:, None] + step[None, :], 0).reshape(-1)
+    if n == 0:  # every bag empty
+        return Tensor(np.zeros((len(starts), weight.shape[1]), weight.dtype.np),
+                      dtype=weight.dtype, device=weight.device)
+    where = Tensor(positions, dtype=dt.int64, device=input.device)
+    ids = _ops.reshape(_ops.index_select(input, 0, where), real.shape)
+    keep = Tensor(real, dtype=dt.bool, device=input.device)
+    if padding_idx is not None:
+        keep = _ops.where(keep, _ops.ne(ids, pad), False)
+    if weights is not None:
+        weights = _ops.reshape(_ops.index_select(weights, 0, where), real.shape)
+    return _bag_reduce(_ops.embedding(ids, weight), keep, weights, mode)
+
+
+def _traced_bags(input, weight, offsets, mode, weights, include_last_offset, pad,
+                 padding_idx):
+    n, count = input.shape[0], offsets.shape[0]
+    bags = count - 1 if include_last_offset else count
+    offsets = _ops.cast(offsets, dt.int64)
+    position = Tensor(np.arange(n), dtype=dt.int64, device=input.device)
+    # bag[i]: the number of offsets at or before position i, less one
+    bag = _ops.sub(_ops.sum(_ops.cast(_ops.le(_ops.unsqueeze(offsets, 0),
+                                              _ops.unsqueeze(position, 1)), dt.int64), 1), 1)
+    # offsets[0] != 0, a decrease or offsets[-1] > n: the embedding's index
+    # check stops the run at a -1
+    bad = _ops.add(_ops.cast(_ops.ne(_ops.narrow(offsets, 0, 0, 1), 0), dt.int64),
+                   _ops.cast(_ops.gt(_ops.narrow(offsets, 0, count - 1, 1), n), dt.int64))
+    if count > 1:
+        steps = _ops.sub(_ops.narrow(offsets, 0, 1, count - 1),
+                         _ops.narrow(offsets, 0, 0, count - 1))
+        bad = _ops.add(bad, _ops.sum(_ops.cast(_ops.lt(steps, 0), dt.int64)))
+    ids = _ops.where(_ops.gt(bad, 0), -1, _ops.cast(input, dt.int64))
+    keep = _ops.eq(_ops.unsqueeze(bag, 0),
+                   Tensor(np.arange(bags).reshape(-1, 1), dtype=dt.int64, device=input.device))
+    if padding_idx is not None:
+        keep = _ops.where(keep, _ops.unsqueeze(_ops.ne(ids, pad), 0), False)
+    rows = _ops.embedding(ids, weight)
+    if mode == "max":
+        return _bag_reduce(_ops.unsqueeze(rows, 0), keep, None, mode)
+    scale = _ops.cast(keep, weight.dtype)
+    if weights is not None:
+        scale = _ops.mul(scale, _ops.unsqueeze(_ops.cast(weights, weight.dtype), 0))
+    total = _ops.matmul(scale, rows)
+    if mode == "sum":
+        return total
+    return _ops.div(total, _ops.maximum(_ops.sum(_ops.cast(keep, weight.dtype), 1,
+                                                 keepdim=True), 1.0))
+
+
+def _ntuple(value, n):
+    """A convolution's int-or-tuple argument as an n-tuple (PyTorch's
+    _single / _pair)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
+def _conv_padding(padding, kernel, stride, dilation):
+    """The zeros (before, after) each spatial dimension of a convolution's
+    input gets: `padding` as numbers, or PyTorch's 'valid' (none) and 'same'
+    (dilation * (kernel - 1) in all, the odd one after)."""
+    if not isinstance(padding, str):
+        return [(p, p) for p in _ntuple(padding, len(kernel))]
+    if padding == "valid":
+        return [(0, 0)] * len(kernel)
+    if padding != "same":
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    return [(t // 2, t - t // 2) for t in total]
+
+
+def _zeros_beside(x, dim, before, after):
+    """x with `before` zeros ahead of and `after` zeros behind its elements
+    along `dim`; a negative count cuts that many elements instead."""
+    cut_before, cut_after = max(-before, 0), max(-after, 0)
+    if cut_before or cut_after:
+        x = _ops.narrow(x, dim, cut_before, x.shape[dim] - cut_before - cut_after)
+    def zeros(count):
+        shape = list(x.shape)
+        shape[dim] = count
+        return [Tensor(np.zeros(shape, x.dtype.np), dtype=x.dtype, device=x.device)] \
+            if count > 0 else []
+    parts = zeros(before) + [x] + zeros(after)
+    return _ops.cat(parts, dim) if len(parts) > 1 else x
+
+
+def _conv_pads(x, pads):
+    """The padding `pads` ((before, after) per trailing dimension of x) as
+    the symmetric part a convolution takes and the input with the rest
+    added (or cut) explicitly."""
+    symmetric = []
+    for i, (before, after) in enumerate(pads):
+        common = max(0, min(before, after))
+        x = _zeros_beside(x, x.ndim - len(pads) + i, before - common, after - common)
+        symmetric.append(common)
+    return x, tuple(symmetric)
+
+
+def _unbatched(api, input, spatial):
+    """`input` with its batch dimension ([C, ...] -> [1, C, ...]) and whether
+    it had none, after PyTorch's check of its rank."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) "
+                           f"input to {api}, but got input of size: {list(input.shape)}")
+    if input.ndim == spatial + 1:
+        return _ops.unsqueeze(input, 0), True
+    return input, False
+
+
+def _conv_weight(api, weight, spatial):
+    if weight.ndim != spatial + 2:
+        raise RuntimeError(f"{api}: expected a {spatial + 2}-D weight, got "
+                           f"{list(weight.shape)}")
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A conv2d over a unit height: [N, C, L] as [N, C, 1, L] and the weight
+    [O, C / groups, K] as [O, C / groups, 1, K]."""
+    _conv_weight("conv1d", weight, 1)
+    x, unbatched = _unbatched("conv1d", input, 1)
+    stride, dilation = _ntuple(stride, 1), _ntuple(dilation, 1)
+    pads = _conv_padding(padding, tuple(weight.shape[2:]), stride, dilation)
+    x, (pad,) = _conv_pads(_ops.unsqueeze(x, 2), pads)
+    y = _ops.conv2d(x, _ops.unsqueeze(weight, 2), bias, (1,) + stride, (0, pad),
+                    (1,) + dilation, groups)
+    y = _ops.squeeze(y, 2)
+    return _ops.squeeze(y, 0) if unbatched else y
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _ops.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    _conv_weight("conv2d", weight, 2)
+    x, unbatched = _unbatched("conv2d", input, 2)
+    stride, dilation = _ntuple(stride, 2), _ntuple(dilation, 2)
+    pads = _conv_padding(padding, tuple(weight.shape[2:]), stride, dilation)
+    x, padding = _conv_pads(x, pads)
+    y = _ops.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    return _ops.squeeze(y, 0) if unbatched else y
+
+
+def _conv_transpose(api, spatial, input, weight, bias, stride, padding, output_padding,
+                    groups, dilation):
+    """The transpose of a convolution (its gradient with respect to its
+    input) as a conv2d: the input with stride - 1 zeros between its
+    elements and dilation * (kernel - 1) - padding zeros around it
+    (output_padding more after, a negative count cutting), convolved at
+    stride 1 with the kernel flipped and its input and output channels
+    swapped within each group. 1-D goes over a unit height."""
+    _conv_weight(api, weight, spatial)
+    x, unbatched = _unbatched(api, input, spatial)
+    if isinstance(padding, str):
+        raise TypeError(f"{api}(): argument 'padding' must be a tuple of ints, not str")
+    stride, padding = _ntuple(stride, spatial), _ntuple(padding, spatial)
+    output_padding, dilation = _ntuple(output_padding, spatial), _ntuple(dilation, spatial)
+    for op, st, dl in zip(output_padding, stride, dilation):
+        if op >= st and op >= dl:
+            raise RuntimeError(f"{api}: output padding must be smaller than either stride or "
+                               f"dilation, but got output_padding={list(output_padding)}, "
+                               f"stride={list(stride)}, dilation={list(dilation)}")
+    cin, cout_g = weight.shape[0], weight.shape[1]
+    if x.shape[1] != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {cin} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"{api}: the weight's {cin} input channels do not divide into "
+                           f"{groups} groups")
+    kernel = tuple(weight.shape[2:])
+    if spatial == 1:  # over a unit height
+        x, weight = _ops.unsqueeze(x, 2), _ops.unsqueeze(weight, 2)
+        stride, padding = (1,) + stride, (0,) + padding
+        output_padding, dilation, kernel = (0,) + output_padding, (1,) + dilation, (1,) + kernel
+    n, c, h, w = x.shape
+    if stride != (1, 1):  # stride - 1 zeros after each element
+        x = _ops.reshape(x, (n, c, h, 1, w, 1))
+        x = _zeros_beside(_zeros_beside(x, 3, 0, stride[0] - 1), 5, 0, stride[1] - 1)
+        x = _ops.reshape(x, (n, c, h * stride[0], w * stride[1]))
+    pads = [(dl * (k - 1) - p, dl * (k - 1) - p + op - (st - 1))
+            for k, st, p, op, dl in zip(kernel, stride, padding, output_padding, dilation)]
+    x, symmetric = _conv_pads(x, pads)
+    flipped = _ops.reshape(weight, (groups, cin // groups, cout_g) + kernel)
+    flipped = _ops.reshape(_ops.permute(flipped, [0, 2, 1, 3, 4]),
+                           (groups * cout_g, cin // groups) + kernel)
+    flipped = _ops.flip(flipped, [d for d in (2, 3) if flipped.shape[d] > 1])
+    y = _ops.conv2d(x, flipped, bias, 1, symmetric, dilation, groups)
+    if spatial == 1:
+        y = _ops.squeeze(y, 2)
+    return _ops.squeeze(y, 0) if unbatched else y
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
 
 
 def max_pool2d_arguments(dilation, ceil_mode, return_indices):
@@ -102,9 +419,22 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v. With dropout_p > 0 the weights are
+    dropped out (the kept ones scaled by 1 / (1 - dropout_p)) before the
+    product, as PyTorch's math kernel does, whether or not a module is
+    training (callers pass 0.0 in eval mode)."""
     unsupported("scaled_dot_product_attention", enable_gqa=(enable_gqa, False))
+    if dropout_p:
+        return _attention_with_dropout(query, key, value, attn_mask, dropout_p, is_causal,
+                                       scale)
     return _ops.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                              is_causal, scale)
+
+
+@_ops.autocast_op("scaled_dot_product_attention")
+def _attention_with_dropout(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    weights = _ops.attention_weights(query, key, attn_mask, is_causal, scale)
+    return _ops.matmul(dropout(weights, dropout_p), value)
 
 
 @_ops.autocast_op("cross_entropy")
@@ -289,6 +619,136 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = _ops.mul(loss, weight)
     return _reduce(loss, reduction)
+
+
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resamples the spatial dimensions of [N, C, d...] to `size` (or the
+    input's times `scale_factor`, rounded down), one dimension at a time:
+    'nearest' / 'nearest-exact' gather the source element PyTorch's kernel
+    picks (its float32 index arithmetic), 'linear' / 'bilinear' /
+    'trilinear' gather the two neighbours and mix them with PyTorch's
+    weights (align_corners both ways), 'area' is adaptive_avg_pool2d.
+    The gathers' gradients add up into the sources, as PyTorch's."""
+    unsupported("interpolate", antialias=(antialias, False))
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    spatial = input.ndim - 2
+    shape = list(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        sizes = list(size) if isinstance(size, (list, tuple)) else [size] * spatial
+        if len(sizes) != spatial:
+            raise ValueError("Input and output must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {shape} "
+                             f"and output size of {size}. Please provide input tensor in (N, "
+                             "C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                             "format.")
+        scales = [None] * spatial
+    elif scale_factor is not None:
+        factors = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else \
+            [scale_factor] * spatial
+        if len(factors) != spatial:
+            raise ValueError("Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {shape} "
+                             f"and scale_factor of shape {scale_factor}. Please provide input "
+                             "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, "
+                             "s2, ...,sK) format.")
+        sizes = [int(math.floor(float(n) * f)) for n, f in zip(shape, factors)]
+        scales = [None] * spatial if recompute_scale_factor else [float(f) for f in factors]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if spatial not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                  f"(got {input.ndim}D) for the modes: nearest | linear | "
+                                  "bilinear | bicubic | trilinear | area | nearest-exact (got "
+                                  f"{mode})")
+    if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != input.ndim:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{_LINEAR_MODES[mode]}D input")
+    if mode == "area":
+        if spatial != 2:
+            raise NotImplementedError(f"interpolate(mode='area') of a {input.ndim}-D input is "
+                                      "not supported yet: of has adaptive_avg_pool2d only")
+        return adaptive_avg_pool2d(input, sizes)
+    if mode not in ("nearest", "nearest-exact") and mode not in _LINEAR_MODES:
+        raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported yet: of has "
+                                  "nearest, nearest-exact, linear, bilinear, trilinear and area")
+    out = input
+    for d, (n, m, scale) in enumerate(zip(shape, sizes, scales)):
+        if m <= 0:
+            raise RuntimeError(f"Input and output sizes should be greater than 0, but got "
+                               f"input ({', '.join(map(str, shape))}) and output "
+                               f"({', '.join(map(str, sizes))})")
+        axis = 2 + d
+        if mode in _LINEAR_MODES:
+            out = _linear_resample(out, axis, n, m, scale, align_corners)
+        else:
+            out = _take(out, axis, _nearest_source(n, m, scale, mode == "nearest-exact",
+                                                   shortcuts=spatial == 2))
+    return out
+
+
+def _take(x, axis, positions):
+    """x's elements at the NumPy `positions` along `axis` (a gather; x
+    itself where they are all of them in order)."""
+    if len(positions) == x.shape[axis] and np.array_equal(positions, np.arange(len(positions))):
+        return x
+    return _ops.index_select(x, axis, Tensor(np.ascontiguousarray(positions, np.int64),
+                                             dtype=dt.int64, device=x.device))
+
+
+def _source_scale(n, m, scale):
+    """PyTorch's compute_scales_value: 1 / scale_factor where one was given
+    (and not recomputed), else input size / output size."""
+    return 1.0 / scale if scale is not None and scale > 0 else n / m
+
+
+def _nearest_source(n, m, scale, exact, shortcuts):
+    """The source index of each of the m outputs, in float32 as PyTorch's
+    CPU kernels compute it: its 2-D 'nearest' (nearest_idx) takes index i
+    for the same size and i // 2 for twice the size whatever the scale
+    factor, its 1-D and 3-D ones do not. (Their backward kernels do, so
+    where that matters PyTorch's 1-D and 3-D gradient is not the one of its
+    forward; of's is.)"""
+    i = np.arange(m)
+    if not exact and shortcuts and m == n:
+        return i
+    if not exact and shortcuts and m == 2 * n:
+        return i >> 1
+    s = np.float32(_source_scale(n, m, scale))
+    at = i.astype(np.float32) + np.float32(0.5) if exact else i.astype(np.float32)
+    return np.minimum(np.floor(at * s).astype(np.int64), n - 1)
+
+
+def _linear_resample(x, axis, n, m, scale, align_corners):
+    """Linear interpolation of `axis` from n to m elements with PyTorch's
+    source positions (area_pixel_compute_source_index) and weights."""
+    i = np.arange(m, dtype=np.float64)
+    if align_corners:
+        src = i * ((n - 1) / (m - 1) if m > 1 else 0.0)
+    else:
+        src = np.maximum((i + 0.5) * _source_scale(n, m, scale) - 0.5, 0.0)
+    low = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    high = np.minimum(low + 1, n - 1)
+    frac = np.clip(src - low, 0.0, 1.0)
+    shape = [1] * x.ndim
+    shape[axis] = m
+    near = Tensor(np.ascontiguousarray((1.0 - frac).reshape(shape), x.dtype.np),
+                  dtype=x.dtype, device=x.device)
+    far = Tensor(np.ascontiguousarray(frac.reshape(shape), x.dtype.np), dtype=x.dtype,
+                 device=x.device)
+    return _ops.add(_ops.mul(_take(x, axis, low), near), _ops.mul(_take(x, axis, high), far))
 
 
 def _pair_or_none(name, size):

@@ -326,6 +326,135 @@ class Conv2d(Module):
                         self.groups)
 
 
+class _ConvNd(Module):
+    """PyTorch's _ConvNd: the attributes and initialisation of Conv1d and
+    the transposed convolutions (kaiming_uniform_(a=sqrt(5)) of the weight,
+    a bound of 1/sqrt(fan_in) for the bias). A transposed convolution's
+    weight is [in_channels, out_channels / groups, k...]."""
+
+    def __init__(self, api, spatial, in_channels, out_channels, kernel_size, stride, padding,
+                 dilation, transposed, output_padding, groups, bias, padding_mode, device,
+                 dtype):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in F._ntuple(stride, spatial)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError("padding_mode must be one of ['zeros', 'reflect', 'replicate', "
+                             f"'circular'], but got padding_mode='{padding_mode}'")
+        unsupported(api, padding_mode=(padding_mode, "zeros"))
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = F._ntuple(kernel_size, spatial)
+        self.stride, self.dilation = F._ntuple(stride, spatial), F._ntuple(dilation, spatial)
+        self.padding = padding if isinstance(padding, str) else F._ntuple(padding, spatial)
+        self.transposed, self.output_padding = transposed, F._ntuple(output_padding, spatial)
+        self.groups, self.padding_mode = groups, padding_mode
+        shape = (in_channels, out_channels // groups) if transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = _param(*shape, *self.kernel_size)
+        self.bias = _param(out_channels) if bias else None
+        self.reset_parameters()
+        _place(self, device, dtype)
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * len(self.kernel_size):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__("Conv1d", 1, in_channels, out_channels, kernel_size, stride, padding,
+                         dilation, False, 0, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):  # noqa: A002
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    def _output_padding(self, input, output_size):  # noqa: A002
+        """PyTorch's output_padding for a requested output_size (the last
+        `spatial` numbers): what the stride leaves undetermined."""
+        if output_size is None:
+            return self.output_padding
+        spatial = len(self.kernel_size)
+        output_size = list(output_size)
+        if len(output_size) not in (spatial, spatial + 1, spatial + 2):
+            raise ValueError(f"ConvTranspose{spatial}D: for {input.ndim}D input, output_size "
+                             f"must have {spatial} or {spatial + 2} elements (got "
+                             f"{len(output_size)})")
+        output_size = output_size[-spatial:]
+        padding = []
+        for d in range(spatial):
+            size = input.shape[input.ndim - spatial + d]
+            smallest = ((size - 1) * self.stride[d] - 2 * self.padding[d] +
+                        self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            largest = smallest + self.stride[d] - 1
+            if not smallest <= output_size[d] <= largest:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                                 f"range from {smallest} to {largest} (for an input of "
+                                 f"{list(input.shape[2:])})")
+            padding.append(output_size[d] - smallest)
+        return tuple(padding)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__("ConvTranspose1d", 1, in_channels, out_channels, kernel_size, stride,
+                         padding, dilation, True, output_padding, groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__("ConvTranspose2d", 2, in_channels, out_channels, kernel_size, stride,
+                         padding, dilation, True, output_padding, groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
@@ -370,6 +499,48 @@ class Embedding(Module):
     def forward(self, idx):
         return F.embedding(idx, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
+
+
+class EmbeddingBag(Module):
+    """torch.nn.EmbeddingBag: F.embedding_bag with the module's weight
+    (normal(0, 1), the padding_idx row zero)."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        unsupported("EmbeddingBag", max_norm=(max_norm, None),
+                    scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False),
+                    _weight=(_weight, None))
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
+        self.weight = _param(num_embeddings, embedding_dim)
+        self.reset_parameters()
+        _place(self, device, dtype)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            value = self.weight.numpy().copy()
+            value[self.padding_idx] = 0
+            self.weight._set_value(value)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
 
 
 class Dropout(Module):
@@ -498,6 +669,40 @@ class GroupNorm(Module):
 
     def forward(self, x):
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class Upsample(Module):
+    """torch.nn.Upsample: F.interpolate with the module's size or scale."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        self.scale_factor = tuple(float(f) for f in scale_factor) \
+            if isinstance(scale_factor, (tuple, list)) else \
+            float(scale_factor) if scale_factor else None
+        self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self):
+        what = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else \
+            f"size={self.size!r}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class GELU(Module):
@@ -863,26 +1068,6 @@ class GRU(RNNBase):
         return output, h
 
 
-def _unsupported_module(name, instead):
-    """A PyTorch module class of does not have yet: it can be named and
-    subclassed (model files define classes on it at import), and making
-    one raises NotImplementedError naming it."""
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"torch.nn.{name} is not supported yet: {instead}")
-    return type(name, (Module,), {"__init__": __init__, "__doc__": f"torch.nn.{name}: not "
-                                  f"supported yet; making one raises NotImplementedError."})
-
-
-_ATTENTION = ("build it from Linear, LayerNorm and "
-              "of.nn.functional.scaled_dot_product_attention")
-Transformer = _unsupported_module("Transformer", _ATTENTION)
-TransformerEncoder = _unsupported_module("TransformerEncoder", _ATTENTION)
-TransformerEncoderLayer = _unsupported_module("TransformerEncoderLayer", _ATTENTION)
-TransformerDecoder = _unsupported_module("TransformerDecoder", _ATTENTION)
-TransformerDecoderLayer = _unsupported_module("TransformerDecoderLayer", _ATTENTION)
-MultiheadAttention = _unsupported_module("MultiheadAttention", _ATTENTION)
-
-
 class _IndexedModules(Module):
     """Children in order, by position: Sequential's and ModuleList's access."""
 
@@ -956,10 +1141,10 @@ class ModuleDict(Module):
         return self._modules.items()
 
 
-__all__ = ["Module", "Linear", "Conv2d", "LayerNorm", "RMSNorm", "Embedding", "Dropout",
-           "BatchNorm2d", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "ReLU",
+__all__ = ["Module", "Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
+           "BatchNorm2d", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d", "ReLU",
            "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Flatten", "Identity",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
-           "RNNBase", "RNN", "LSTM", "GRU", "Transformer", "TransformerEncoder",
-           "TransformerEncoderLayer", "TransformerDecoder", "TransformerDecoderLayer",
-           "MultiheadAttention", "Sequential", "ModuleList", "ModuleDict", "init"]
+           "RNNBase", "RNN", "LSTM", "GRU", "Sequential", "ModuleList", "ModuleDict", "init"]

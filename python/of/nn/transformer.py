@@ -1,0 +1,407 @@
+"""torch.nn's attention modules: MultiheadAttention and the Transformer
+family (encoder and decoder layers, their stacks, Transformer), with
+PyTorch's constructor arguments, parameter names (so a PyTorch state_dict
+loads), initialisation, masks and results, composed of of ops (linear
+projections, scaled_dot_product_attention, layer_norm, dropout).
+
+Time-first [L, N, E] is the layout inside, as PyTorch's; batch_first
+inputs are transposed on the way in and out. Masks follow PyTorch's
+convention: a bool attn_mask or key_padding_mask is True where attention
+is NOT allowed, a float one is added to the scores."""
+
+import copy
+import math
+
+import numpy as np
+
+from .. import _dtype as dt
+from .. import _ops
+from .._compat import unsupported
+from .._tensor import Tensor
+from . import functional as F
+from . import init
+from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, _param, _place
+
+
+def _additive_mask(mask, name, dtype):
+    """A bool mask (True: not allowed) as -inf / 0 of `dtype`; a float mask
+    as it is (PyTorch's _canonical_mask)."""
+    if mask is None:
+        return None
+    if mask.dtype is dt.bool:
+        return _ops.where(mask, float("-inf"), Tensor(np.zeros((), dtype.np), dtype=dtype,
+                                                      device=mask.device))
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+class MultiheadAttention(Module):
+    """torch.nn.MultiheadAttention: the query, key and value projected
+    (one [3E, E] in_proj_weight when kdim = vdim = embed_dim, else
+    q/k/v_proj_weight), split into num_heads heads, attended with
+    scaled_dot_product_attention, joined and projected by out_proj.
+    need_weights=True computes the softmax weights itself to return them
+    (averaged over the heads unless average_attn_weights=False), as
+    PyTorch does. add_bias_kv and add_zero_attn are not supported yet."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        unsupported("MultiheadAttention", add_bias_kv=(add_bias_kv, False),
+                    add_zero_attn=(add_zero_attn, False))
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads, self.dropout, self.batch_first = num_heads, dropout, batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = _param(3 * embed_dim, embed_dim)
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        else:
+            self.q_proj_weight = _param(embed_dim, embed_dim)
+            self.k_proj_weight = _param(embed_dim, self.kdim)
+            self.v_proj_weight = _param(embed_dim, self.vdim)
+            self.in_proj_weight = None
+        self.in_proj_bias = _param(3 * embed_dim) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+        _place(self, device, dtype)
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    def _project(self, query, key, value):
+        """q, k, v: the inputs' projections ([L, N, E], [S, N, E] twice);
+        self-attention's in one matmul."""
+        if self._qkv_same_embed_dim and query is key and key is value:
+            return _ops.chunk(F.linear(query, self.in_proj_weight, self.in_proj_bias), 3, -1)
+        w = _ops.chunk(self.in_proj_weight, 3) if self._qkv_same_embed_dim else \
+            (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = _ops.chunk(self.in_proj_bias, 3) if self.in_proj_bias is not None else \
+            (None, None, None)
+        return tuple(F.linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w, b))
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        if query.ndim not in (2, 3):
+            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
+                                 f"received {query.ndim}-D query tensor")
+        batched = query.ndim == 3
+        if key.ndim != query.ndim or value.ndim != query.ndim:
+            raise AssertionError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} "
+                                 f"`query`, expected `key` and `value` to be {query.ndim}-D but "
+                                 f"found {key.ndim}-D and {value.ndim}-D tensors respectively")
+        if not batched:  # a batch of one: [L, E] -> [L, 1, E]
+            query, key, value = _each(lambda t: _ops.unsqueeze(t, 1), query, key, value)
+            if key_padding_mask is not None:
+                key_padding_mask = _ops.unsqueeze(key_padding_mask, 0)
+        elif self.batch_first:
+            query, key, value = _each(lambda t: _ops.transpose(t, 0, 1), query, key, value)
+        out, weights = self._attend(query, key, value, key_padding_mask, need_weights,
+                                    attn_mask, average_attn_weights, is_causal)
+        if not batched:
+            out = _ops.squeeze(out, 1)
+            weights = _ops.squeeze(weights, 0) if weights is not None else None
+        elif self.batch_first:
+            out = _ops.transpose(out, 0, 1)
+        return out, weights
+
+    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                average_attn_weights, is_causal):
+        """PyTorch's multi_head_attention_forward on [L, N, E] inputs."""
+        length, n, e = query.shape
+        source = key.shape[0]
+        heads, hd = self.num_heads, self.head_dim
+        if e != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
+                                 f"got {e}")
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key shape {list(key.shape)} does not match value shape "
+                                 f"{list(value.shape)}")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
+                               "the Transformer module method `generate_square_subsequent_mask` "
+                               "to create this mask.")
+        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, source):
+            raise AssertionError(f"expecting key_padding_mask shape of {(n, source)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        mask = _additive_mask(attn_mask, "attn_mask", query.dtype)
+        if mask is not None:
+            if mask.ndim == 2:
+                if tuple(mask.shape) != (length, source):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but "
+                                       f"should be {(length, source)}.")
+                mask = _ops.reshape(mask, (1, 1, length, source))
+            elif mask.ndim == 3:
+                if tuple(mask.shape) != (n * heads, length, source):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but "
+                                       f"should be {(n * heads, length, source)}.")
+                mask = _ops.reshape(mask, (n, heads, length, source))
+            else:
+                raise RuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
+        padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
+        if padding is not None:
+            padding = _ops.reshape(padding, (n, 1, 1, source))
+            mask = padding if mask is None else _ops.add(mask, padding)
+        q, k, v = self._project(query, key, value)
+        # [L, N, E] -> [N, heads, L, head_dim]
+        q, k, v = (_ops.permute(_ops.reshape(t, (t.shape[0], n, heads, hd)), [1, 2, 0, 3])
+                   for t in (q, k, v))
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            weights = _ops.attention_weights(q, k, mask, scale=1.0 / math.sqrt(hd))
+            if p > 0:
+                weights = F.dropout(weights, p)
+            out = _ops.matmul(weights, v)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, mask, p)
+            weights = None
+        # [N, heads, L, head_dim] -> [L, N, E]
+        out = _ops.reshape(_ops.permute(out, [2, 0, 1, 3]), (length, n, e))
+        out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
+        if weights is not None and average_attn_weights:
+            weights = _ops.mean(weights, 1)
+        return out, weights
+
+
+def _each(fn, query, key, value):
+    """fn of query, key and value, once per distinct tensor, so that
+    self-attention stays recognisable (query is key is value)."""
+    q = fn(query)
+    k = q if key is query else fn(key)
+    v = k if value is key else q if value is query else fn(value)
+    return q, k, v
+
+
+def _activation(activation):
+    """A Transformer layer's activation: 'relu', 'gelu' or a callable."""
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return activation
+
+
+class TransformerEncoderLayer(Module):
+    """torch.nn.TransformerEncoderLayer: self-attention then a two-layer
+    feed-forward block, each with dropout and a residual connection, layer
+    norm after each (or before, norm_first=True)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+        _place(self, device, dtype)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerDecoderLayer(Module):
+    """torch.nn.TransformerDecoderLayer: self-attention, attention over the
+    encoder's output (memory), then the feed-forward block; residuals,
+    dropout and layer norms as TransformerEncoderLayer's."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+        _place(self, device, dtype)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
+                                               memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+def _clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+class TransformerEncoder(Module):
+    """torch.nn.TransformerEncoder: num_layers copies of encoder_layer, then
+    `norm` if given. enable_nested_tensor (PyTorch's fast path for padded
+    batches) changes no result and is accepted."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True):
+        super().__init__()
+        self.layers = _clones(encoder_layer, num_layers)
+        self.num_layers, self.norm = num_layers, norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        out = src
+        for layer in self.layers:
+            out = layer(out, src_mask=mask, is_causal=bool(is_causal),
+                        src_key_padding_mask=src_key_padding_mask)
+        return self.norm(out) if self.norm is not None else out
+
+
+class TransformerDecoder(Module):
+    """torch.nn.TransformerDecoder: num_layers copies of decoder_layer, then
+    `norm` if given."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers)
+        self.num_layers, self.norm = num_layers, norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        out = tgt
+        for layer in self.layers:
+            out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                        tgt_key_padding_mask=tgt_key_padding_mask,
+                        memory_key_padding_mask=memory_key_padding_mask,
+                        tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(out) if self.norm is not None else out
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: an encoder and a decoder stack (each ending in
+    a LayerNorm) with PyTorch's xavier_uniform_ initialisation of every
+    matrix."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation=F.relu, custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
+                 bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first, norm_first,
+                                            bias)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                            activation, layer_norm_eps, batch_first, norm_first,
+                                            bias)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+        _place(self, device, dtype)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        batched = src.ndim == 3
+        if not self.batch_first and src.shape[1] != tgt.shape[1] and batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if self.batch_first and src.shape[0] != tgt.shape[0] and batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A float [sz, sz] mask: -inf above the diagonal (the future), 0
+        elsewhere."""
+        dtype = dtype or dt.float32
+        mask = np.triu(np.full((sz, sz), -np.inf), 1).astype(dtype.np)
+        return Tensor(mask, dtype=dtype, device=device)
+
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
