@@ -14,6 +14,8 @@ DEBIAN_PACKAGES=(
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-dev
   libopenblas-dev libopenblas0-openmp libdnnl-dev
+  # the exact SBP search of --of-auto-parallel (CBC's integer programming)
+  coinor-libcbc-dev
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )

@@ -4,7 +4,8 @@
 //   sbp       : canonicalize, inline, of-amp (with amp=...), of-autodiff
 //               (with autodiff=true or train=...), of-training-step and
 //               inline (with train=...), of-schedule-stages,
-//               of-propagate-sbp, of-insert-boxing
+//               of-auto-parallel (with auto=true), of-propagate-sbp,
+//               of-insert-boxing
 //   partition : of-early-boxing (cuda), of-partition (per-rank programs
 //               with collectives)
 //   linalg    : of-select-library-calls (a no-op with use-dnn=false),
@@ -108,7 +109,8 @@ LogicalResult mlir::of::parsePipelineOptions(
         {"dampening", options.dampening},
         {"alpha", options.alpha},
         {"rho", options.rho},
-        {"lr-decay", options.lrDecay}})
+        {"lr-decay", options.lrDecay},
+        {"memory-budget", options.memoryBudget}})
     if (!(value >= 0))
       return errorHandler("--of-pipeline: " + key +
                           " takes a non-negative number, not '" +
@@ -173,8 +175,18 @@ void mlir::of::buildPipeline(OpPassManager &pm,
     // Pipelines: every micro-batch's forward before the backward passes.
     pm.addPass(createScheduleStagesPass());
   }
-  pm.addPass(createPropagateSbpPass());
-  pm.addPass(createInsertBoxingPass());
+  if (options.autoParallel) {
+    AutoParallelPassOptions search;
+    search.memoryBudget = options.memoryBudget;
+    search.machineFile = options.machineFile;
+    pm.addPass(createAutoParallelPass(search));
+  }
+  PropagateSbpPassOptions propagate;
+  propagate.machineFile = options.machineFile;
+  pm.addPass(createPropagateSbpPass(propagate));
+  InsertBoxingPassOptions boxing;
+  boxing.machineFile = options.machineFile;
+  pm.addPass(createInsertBoxingPass(boxing));
   pm.addPass(createCSEPass()); // one boxing per value and target
   // A chain of boxings with nothing else reading the middle becomes one
   // transition (an inlined gradient's boxing to its parameter's B followed

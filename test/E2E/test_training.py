@@ -15,6 +15,7 @@ over 20 steps as the loss shrinks; 1.1e-4 was seen at step 20 of SGD,
 while a wrong momentum gives 1e-2 by step 3).
 """
 
+import json
 import math
 import re
 import shutil
@@ -53,6 +54,19 @@ LAYOUTS = {
                          "@s1": ["S(0)"], "y": ("s1", ["S(0)"]), "w1": ("s1", None),
                          "b1": ("s1", None)}),
 }
+
+
+class Unannotated(dict):
+    """Arguments with no distribution: --of-auto-parallel chooses."""
+
+    def get(self, key, default=None):
+        return "auto"
+
+
+# Layouts left to --of-auto-parallel: only the placement is written (and
+# the loss's B).
+AUTO_LAYOUTS = {"auto-2": ([2], Unannotated()), "auto-4": ([4], Unannotated()),
+                "auto-2x2": ([2, 2], Unannotated())}
 # AdamW's epsilon: at the default 1e-8 a gradient element that should be 0
 # but comes out 1e-9 from float32 rounding moves its weight by a whole lr
 # (m / sqrt(v) = +-1), so where the summation order differs (ZeRO's
@@ -77,7 +91,7 @@ OPTIMIZERS = {
 
 def ttype(shape, et, sbp, grid, placement="p"):
     t = "tensor<" + "".join(f"{d}x" for d in shape) + et
-    if grid:
+    if grid and sbp != "auto":
         t += f", #of.sbp<@{placement}, [{', '.join(sbp or ['B'] * len(grid))}]>"
     return t + ">"
 
@@ -182,7 +196,7 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
     options plus `options`; with accumulate = K the batch is fed as K
     micro-batches) and compares every loss and the final parameters with
     the JAX loop on the whole batch. Returns the plan."""
-    grid, args = LAYOUTS[layout]
+    grid, args = {**LAYOUTS, **AUTO_LAYOUTS}[layout]
     nproc = nproc_of(grid)
     if nproc > 1 and shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
@@ -267,3 +281,33 @@ def test_gradient_accumulation(layout, rng, tmp_path):
     6 (the reference). On pipeline stages both forward passes run before
     the backward passes (--of-schedule-stages)."""
     run_training(layout, "sgd", rng, tmp_path, accumulate=2)
+
+
+# A machine whose compute is slow next to its links: the search splits
+# nearly everything (odd layouts that exercise partitioning), where the
+# default model keeps a small step's cheap parts whole.
+SLOW_MACHINE = {"flops": 1e7, "memory_bandwidth": 1e8,
+                "axes": [{"latency": 1e-9, "bandwidth": 1e11}]}
+
+
+@pytest.mark.parametrize("machine", ["default", "slow"])
+@pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
+@pytest.mark.parametrize("layout", list(AUTO_LAYOUTS))
+def test_auto_parallel(layout, optimizer, machine, rng, tmp_path):
+    """auto=true: the exact SBP search chooses every distribution of the
+    training step (only the placement is written) and training matches the
+    reference as the hand layouts do. On the slow machine the chosen layout
+    splits some parameter (checked in the plan's listing), so the test is
+    not one of replicated training."""
+    options = ",auto=true"
+    if machine == "slow":
+        path = tmp_path / "machine.json"
+        path.write_text(json.dumps(SLOW_MACHINE))
+        options += f",machine-file={path}"
+    plan = run_training(layout, optimizer, rng, tmp_path, options)
+    listing = _run([tool("of-run"), str(plan), "--list", "--entry", "mlp_train_step"]).decode()
+    params = [l for l in listing.splitlines()
+              if re.search(r"input  (w0|b0|w1|b1):", l)]
+    assert len(params) == 4, listing
+    if machine == "slow":
+        assert any("S(" in l for l in params), listing

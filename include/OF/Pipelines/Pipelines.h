@@ -98,6 +98,20 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
                     llvm::cl::desc("ZeRO: optimizer state split over the "
                                    "data-parallel ranks"),
                     llvm::cl::init(false)};
+  Option<bool> autoParallel{
+      *this, "auto",
+      llvm::cl::desc("Choose every distribution by --of-auto-parallel's "
+                     "exact search (annotations are constraints)"),
+      llvm::cl::init(false)};
+  Option<double> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("auto: bytes per device the step may hold (0: no "
+                     "limit)"),
+      llvm::cl::init(0)};
+  Option<std::string> machineFile{
+      *this, "machine-file",
+      llvm::cl::desc("JSON machine file of the SBP cost model (see "
+                     "--of-propagate-sbp)")};
   Option<std::string> amp{
       *this, "amp",
       llvm::cl::desc("bf16 or f16: run --of-amp before autodiff; with train, "

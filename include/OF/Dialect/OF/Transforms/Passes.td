@@ -291,6 +291,42 @@ def PropagateSbpPass : Pass<"of-propagate-sbp", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::of::OFDialect"];
 }
 
+def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
+  let summary = "Choose every value's SBP by an exact search of the modeled step time";
+  let description = [{
+    For a program on one placement whose values carry at most some
+    distributions (those are constraints), chooses an nd-SBP for every
+    argument (parameters, inputs, optimizer state) and op result and an nd
+    signature for every op, minimising the modeled step time (each op's
+    compute under its signature plus the boxing of every edge, the cost
+    model of `--of-propagate-sbp`) subject to `memory-budget` bytes per
+    device live at any point. The search is an integer program solved
+    exactly by CBC (SbpSearch.h); a function result is returned annotated,
+    in the distribution of the argument it updates (`of.update`), or B.
+    The placement is `placement`, else the one the function's annotations
+    use, else the module's only `of.placement`. Writes the choice as
+    annotations (every argument and result typed, `of.operand_sbp` and
+    `of.result_sbp` on every op), so the output is a fixed program that
+    `--of-propagate-sbp` keeps; a remark on each function gives the
+    solver, the objective and the peak memory, and with `explain` one per
+    argument gives the chosen distribution, the modeled cost of the
+    alternatives and whether memory or time decided.
+  }];
+  let options = !listconcat(OF_CostModelOptions, [
+    Option<"placement", "placement", "std::string", "\"\"",
+           "The placement to distribute over (default: see above)">,
+    Option<"memoryBudget", "memory-budget", "double", "0",
+           "Bytes per device the program may hold at any point (0: no limit)">,
+    Option<"timeLimit", "time-limit", "double", "10",
+           "Seconds the solver may search before it keeps the best found">,
+    Option<"solver", "solver", "std::string", "\"cbc\"",
+           "cbc (exact), greedy, or exhaustive (every assignment; tests)">,
+    Option<"explain", "explain", "bool", "false",
+           "A remark per argument: chosen SBP, alternatives, what decided">,
+  ]);
+  let dependentDialects = ["::mlir::of::OFDialect"];
+}
+
 def ExplainSbpPass : Pass<"of-explain-sbp", "::mlir::ModuleOp"> {
   let summary = "SBP propagation that explains every choice in a remark";
   let description = [{

@@ -1,0 +1,190 @@
+//===- AutoParallel.cpp - --of-auto-parallel ------------------------------===//
+//
+// Runs the exact SBP search (SbpSearch.h) on every function and writes its
+// choice as annotations: argument, result and op result types, and each
+// op's `of.operand_sbp` / `of.result_sbp`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OF/Dialect/OF/Analysis/SbpSearch.h"
+#include "OF/Dialect/OF/IR/OFOps.h"
+#include "OF/Dialect/OF/Transforms/Passes.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::of {
+#define GEN_PASS_DEF_AUTOPARALLELPASS
+#include "OF/Dialect/OF/Transforms/Passes.h.inc"
+} // namespace mlir::of
+
+using namespace mlir;
+using namespace mlir::of;
+
+namespace {
+
+std::string seconds(double s) { return llvm::formatv("{0:e2} s", s).str(); }
+std::string gridStr(ArrayRef<int64_t> grid) {
+  std::string s = "[";
+  for (auto [i, g] : llvm::enumerate(grid))
+    s += (i ? "x" : "") + std::to_string(g);
+  return s + "]";
+}
+std::string bytes(double b) { return llvm::formatv("{0:e2} B", b).str(); }
+
+/// The placement `func` is distributed over, or null when it has none.
+FailureOr<std::optional<FuncPlacement>> choosePlacement(func::FuncOp func,
+                                                        StringRef name) {
+  FailureOr<FuncPlacements> used = collectPlacements(func);
+  if (failed(used))
+    return failure();
+  auto fromOp = [](PlacementOp p) {
+    return FuncPlacement{FlatSymbolRefAttr::get(p.getSymNameAttr()),
+                         p.getGridShape(), p.getRankList()};
+  };
+  if (!name.empty()) {
+    auto p = SymbolTable::lookupNearestSymbolFrom<PlacementOp>(
+        func, StringAttr::get(func.getContext(), name));
+    if (!p)
+      return func.emitError("--of-auto-parallel: no placement @") << name;
+    return std::optional(fromOp(p));
+  }
+  if (used->list.size() > 1)
+    return func.emitError("--of-auto-parallel handles a function on one "
+                          "placement; this one uses ")
+           << used->list.size() << " (a pipeline)";
+  if (used->list.size() == 1)
+    return std::optional(used->list.front());
+  auto module = func->getParentOfType<ModuleOp>();
+  auto all = module.getOps<PlacementOp>();
+  if (all.empty())
+    return std::optional<FuncPlacement>();
+  if (std::next(all.begin()) != all.end())
+    return func.emitError("--of-auto-parallel: the module has several "
+                          "placements; name one with placement=NAME");
+  return std::optional(fromOp(*all.begin()));
+}
+
+std::string argName(func::FuncOp func, unsigned i) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, "of.name"))
+    return name.str();
+  return "argument " + std::to_string(i);
+}
+
+LogicalResult apply(func::FuncOp func, const FuncPlacement &fp,
+                    const SbpSearchResult &r, double budget, bool explain) {
+  MLIRContext *ctx = func.getContext();
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (auto it = r.dists.find(arg); it != r.dists.end())
+      arg.setType(withSbp(arg.getType(), fp.ref, it->second));
+  auto sbpArray = [&](ArrayRef<NdSbp> dists) {
+    SmallVector<Attribute> attrs;
+    for (const NdSbp &d : dists)
+      attrs.push_back(SbpAttr::get(ctx, fp.ref, d));
+    return ArrayAttr::get(ctx, attrs);
+  };
+  for (Operation &op : body.without_terminator()) {
+    for (Value res : op.getResults())
+      if (auto it = r.dists.find(res); it != r.dists.end())
+        res.setType(withSbp(res.getType(), fp.ref, it->second));
+    if (auto it = r.signatures.find(&op); it != r.signatures.end()) {
+      op.setAttr(OFDialect::OperandSbpAttrHelper::getNameStr(),
+                 sbpArray(it->second.operands));
+      op.setAttr(OFDialect::ResultSbpAttrHelper::getNameStr(),
+                 sbpArray(it->second.results));
+    }
+  }
+  SmallVector<Type> results(func.getResultTypes());
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, t] : llvm::enumerate(results)) {
+    if (!isa<RankedTensorType>(t) || r.results[i].empty())
+      continue;
+    t = withSbp(t, fp.ref, r.results[i]);
+    if (ret.getOperand(i).getType() != t) {
+      OpBuilder b(ret);
+      ret.setOperand(i,
+                     BoxingOp::create(b, ret.getLoc(), t, ret.getOperand(i)));
+    }
+  }
+  func.setType(FunctionType::get(ctx, body.getArgumentTypes(), results));
+
+  std::string summary = llvm::formatv(
+      "auto-parallel on {0} {1}: {2}{3}, modeled step {4} (compute {5}, "
+      "boxing {6}), peak {7} per device{8}; {9} nodes, {10} variables, {11} "
+      "constraints, searched in {12}",
+      fp.ref, gridStr(fp.grid), r.solver, r.optimal ? " (optimal)" : "",
+      seconds(r.objective), seconds(r.compute), seconds(r.boxing),
+      bytes(r.peakMemory), budget > 0 ? " of " + bytes(budget) : std::string(),
+      r.nodes, r.variables, r.constraints, seconds(r.seconds));
+  func.emitRemark(summary);
+  if (!explain)
+    return success();
+  for (BlockArgument arg : body.getArguments()) {
+    auto alts = r.alternatives.find(arg);
+    if (alts == r.alternatives.end())
+      continue;
+    const NdSbp &chosen = r.dists.lookup(arg);
+    std::string text = argName(func, arg.getArgNumber()) + ": " + str(chosen);
+    bool memoryDecided = false;
+    SmallVector<SbpSearchResult::Alternative> sorted(alts->second);
+    llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
+      return a.objective < b.objective;
+    });
+    text += "; alternatives:";
+    for (const auto &alt : sorted) {
+      if (alt.dist == chosen)
+        continue;
+      bool over = budget > 0 && alt.peakMemory > budget;
+      memoryDecided |= over && alt.objective < r.objective;
+      text += llvm::formatv(" {0} {1}{2}{3};", str(alt.dist),
+                            alt.objective >= r.objective ? "+" : "-",
+                            seconds(std::abs(alt.objective - r.objective)),
+                            over ? ", over the memory budget (" +
+                                       bytes(alt.peakMemory) + ")"
+                                 : std::string());
+    }
+    text += memoryDecided ? " decided by the memory budget"
+                          : " decided by the modeled step time";
+    func.emitRemark(text);
+  }
+  return success();
+}
+
+struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
+  using AutoParallelPassBase::AutoParallelPassBase;
+  void runOnOperation() override {
+    if (solver != "cbc" && solver != "greedy" && solver != "exhaustive") {
+      getOperation().emitError("--of-auto-parallel: solver takes cbc, "
+                               "greedy or exhaustive, not '")
+          << solver << "'";
+      return signalPassFailure();
+    }
+    if (!(memoryBudget >= 0) || !(timeLimit > 0)) {
+      getOperation().emitError("--of-auto-parallel: memory-budget takes a "
+                               "non-negative number of bytes and time-limit "
+                               "a positive number of seconds");
+      return signalPassFailure();
+    }
+    SbpSearchOptions options;
+    options.memoryBudget = memoryBudget;
+    options.timeLimit = timeLimit;
+    options.solver = solver;
+    if (failed(forEachFunction(
+            getOperation(), interconnect, machineFile,
+            [&](func::FuncOp f, const CostModel &model) -> LogicalResult {
+              FailureOr<std::optional<FuncPlacement>> fp =
+                  choosePlacement(f, placement);
+              if (failed(fp))
+                return failure();
+              if (!*fp)
+                return success();
+              FailureOr<SbpSearchResult> r = searchSbp(f, **fp, model, options);
+              if (failed(r))
+                return failure();
+              return apply(f, **fp, *r, memoryBudget, explain);
+            })))
+      signalPassFailure();
+  }
+};
+
+} // namespace
