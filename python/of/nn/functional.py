@@ -700,10 +700,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def _take(x, axis, positions):
-    """x's elements at the NumPy `positions` along `axis` (a gather; x
-    itself where they are all of them in order)."""
-    if len(positions) == x.shape[axis] and np.array_equal(positions, np.arange(len(positions))):
-        return x
+    """x's elements at the NumPy `positions` along `axis`: a gather, or,
+    where each element is repeated k times in order (nearest upsampling by
+    an integer factor), a broadcast, whose gradient is a sum rather than a
+    scatter."""
+    n, m = x.shape[axis], len(positions)
+    if m % n == 0 and np.array_equal(positions, np.arange(m) // (m // n)):
+        if m == n:
+            return x
+        shape = list(x.shape)
+        repeated = _ops.broadcast_to(_ops.unsqueeze(x, axis + 1),
+                                     shape[:axis + 1] + [m // n] + shape[axis + 1:])
+        return _ops.reshape(repeated, shape[:axis] + [m] + shape[axis + 1:])
     return _ops.index_select(x, axis, Tensor(np.ascontiguousarray(positions, np.int64),
                                              dtype=dt.int64, device=x.device))
 
