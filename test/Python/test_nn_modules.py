@@ -429,6 +429,22 @@ def test_sdpa_dropout(rng):
     assert abs(1 - (first != 0).mean() - p) < 0.03
 
 
+def test_sdpa_grouped_query_attention(rng):
+    """enable_gqa: 6 query heads over 2 key/value heads, with a mask."""
+    q, k, v = (rng.standard_normal((2, h, 5, 4)) for h in (6, 2, 2))
+    mask = rng.random((5, 5)) < 0.7
+    mask[:, 0] = True
+    check_function(rng, lambda q, k, v: OF.scaled_dot_product_attention(
+                       q, k, v, of.tensor(mask), enable_gqa=True),
+                   lambda q, k, v: TF.scaled_dot_product_attention(
+                       q, k, v, torch.tensor(mask), enable_gqa=True), q, k, v)
+    raises_like(lambda: OF.scaled_dot_product_attention(of.zeros(1, 3, 2, 4), of.zeros(1, 2, 2, 4),
+                                                        of.zeros(1, 2, 2, 4), enable_gqa=True),
+                lambda: TF.scaled_dot_product_attention(torch.zeros(1, 3, 2, 4),
+                                                        torch.zeros(1, 2, 2, 4),
+                                                        torch.zeros(1, 2, 2, 4), enable_gqa=True))
+
+
 # ---------------------------------------------------------------------------
 # MultiheadAttention
 

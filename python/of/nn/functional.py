@@ -422,13 +422,32 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q k^T * scale + mask) v. With dropout_p > 0 the weights are
     dropped out (the kept ones scaled by 1 / (1 - dropout_p)) before the
     product, as PyTorch's math kernel does, whether or not a module is
-    training (callers pass 0.0 in eval mode)."""
-    unsupported("scaled_dot_product_attention", enable_gqa=(enable_gqa, False))
+    training (callers pass 0.0 in eval mode). enable_gqa: key and value
+    have fewer heads (dim -3), each serving query heads in turn, as
+    repeat_interleave would give (here a broadcast)."""
+    if enable_gqa:
+        key, value = _shared_heads(query, key), _shared_heads(query, value)
     if dropout_p:
         return _attention_with_dropout(query, key, value, attn_mask, dropout_p, is_causal,
                                        scale)
     return _ops.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                              is_causal, scale)
+
+
+def _shared_heads(query, kv):
+    """kv [..., Hkv, S, E] with each head repeated for Hq / Hkv query heads."""
+    if query.ndim < 3 or kv.ndim < 3:
+        return kv
+    hq, hkv = query.shape[-3], kv.shape[-3]
+    if hq == hkv:
+        return kv
+    if hkv == 0 or hq % hkv:
+        raise RuntimeError(f"scaled_dot_product_attention(enable_gqa=True): the query's {hq} "
+                           f"heads must be a multiple of the key's and value's {hkv}")
+    shape = list(kv.shape)
+    repeated = _ops.broadcast_to(_ops.unsqueeze(kv, -3),
+                                 shape[:-2] + [hq // hkv] + shape[-2:])
+    return _ops.reshape(repeated, shape[:-3] + [hq] + shape[-2:])
 
 
 @_ops.autocast_op("scaled_dot_product_attention")
