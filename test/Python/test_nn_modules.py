@@ -6,7 +6,8 @@ scaled_dot_product_attention's dropout) against PyTorch: the same weights
 float64 in PyTorch, outputs and the gradients of the inputs and of every
 parameter compared relative to each tensor's largest element; eagerly and,
 for the attention modules and EmbeddingBag's traced offsets, under
-of.compile. Bad arguments raise PyTorch's exception types."""
+of.compile (and one model of them in a compiled training step). Bad
+arguments raise PyTorch's exception types."""
 
 import numpy as np
 import pytest
@@ -619,3 +620,46 @@ def test_transformer_initialisation():
             assert not value.any(), name
     torch_keys = list(torch.nn.Transformer(16, 4, 1, 1, 32).state_dict())
     assert list(model.state_dict()) == torch_keys
+
+
+# ---------------------------------------------------------------------------
+# In a compiled training step
+
+def _bag_encoder(nn):
+    """EmbeddingBag (offsets traced) feeding a TransformerEncoderLayer and a
+    Conv1d over the sequence: a class for torch.nn or of.nn."""
+    class BagEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = nn.EmbeddingBag(20, 8, mode="mean")
+            self.encoder = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+            self.conv = nn.Conv1d(8, 3, 3, padding="same")
+
+        def forward(self, ids, offsets, x):
+            h = self.encoder(x + self.bag(ids, offsets).unsqueeze(1))
+            return self.conv(h.transpose(1, 2)).mean(2)
+    return BagEncoder
+
+
+def test_compiled_training_step(rng):
+    """Three SGD steps of of.compile(model, loss_fn, optimizer) against
+    PyTorch's loop: the losses and the trained weights."""
+    tm, om = _bag_encoder(torch.nn)().double(), _bag_encoder(onn)()
+    om.load_state_dict(tm.state_dict())
+    ids, offsets = rng.integers(0, 20, 10), np.array([0, 3, 3, 7])
+    x, y = rng.standard_normal((4, 5, 8)), rng.integers(0, 3, 4)
+    topt = torch.optim.SGD(tm.parameters(), lr=0.1)
+    step = of.compile(om, loss_fn=OF.cross_entropy,
+                      optimizer=of.optim.SGD(om.parameters(), lr=0.1))
+    for _ in range(3):
+        loss = step(of.tensor(ids), of.tensor(offsets), of.tensor(x.astype(np.float32)),
+                    of.tensor(y))
+        topt.zero_grad()
+        expected = TF.cross_entropy(tm(torch.tensor(ids), torch.tensor(offsets),
+                                       torch.tensor(x)), torch.tensor(y))
+        expected.backward()
+        topt.step()
+        assert abs(float(loss.item()) - float(expected)) <= 1e-5 * abs(float(expected))
+    trained = om.state_dict()
+    for name, value in tm.state_dict().items():
+        close(trained[name], value, what=name)
