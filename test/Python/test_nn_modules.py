@@ -497,6 +497,25 @@ def test_multihead_attention_kdim_vdim_unbatched(rng):
     check_module(rng, tm, om, [q, k, v], dict(kwargs, need_weights=False))
 
 
+@pytest.mark.parametrize("add_bias_kv,add_zero_attn", [(True, False), (False, True),
+                                                       (True, True)])
+def test_multihead_attention_extra_keys(rng, add_bias_kv, add_zero_attn):
+    """bias_k / bias_v and the zero key: extra source positions, which the
+    masks allow."""
+    tm = torch.nn.MultiheadAttention(E, HEADS, add_bias_kv=add_bias_kv,
+                                     add_zero_attn=add_zero_attn)
+    om = onn.MultiheadAttention(E, HEADS, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+    q, k, v = (rng.standard_normal(s) for s in ((3, 2, E), (4, 2, E), (4, 2, E)))
+    padding = np.zeros((2, 4), bool)
+    padding[1, 0] = True
+    for need_weights in (True, False):
+        tm.zero_grad()
+        om.zero_grad()
+        check_module(rng, tm, om, [q, k, v], dict(attn_mask=rng.random((3, 4)) < 0.3,
+                                                  key_padding_mask=padding,
+                                                  need_weights=need_weights))
+
+
 def test_multihead_attention_dropout(rng):
     """Dropout of the attention weights in training mode (a random mask,
     so compared with eval mode's result only by being different); eval
@@ -520,8 +539,6 @@ def test_multihead_attention_dropout(rng):
 def test_multihead_attention_errors():
     raises_like(lambda: onn.MultiheadAttention(6, 4), lambda: torch.nn.MultiheadAttention(6, 4))
     raises_like(lambda: onn.MultiheadAttention(0, 4), lambda: torch.nn.MultiheadAttention(0, 4))
-    with pytest.raises(NotImplementedError, match="add_bias_kv"):
-        onn.MultiheadAttention(E, HEADS, add_bias_kv=True)
     om, tm = onn.MultiheadAttention(E, HEADS), torch.nn.MultiheadAttention(E, HEADS)
     x, tx = of.zeros(3, 2, E), torch.zeros(3, 2, E)
     raises_like(lambda: om(x, x, x, attn_mask=of.zeros(3, 4)),

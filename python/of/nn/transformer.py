@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _ops
-from .._compat import unsupported
 from .._tensor import Tensor
 from . import functional as F
 from . import init
@@ -43,7 +42,9 @@ class MultiheadAttention(Module):
     scaled_dot_product_attention, joined and projected by out_proj.
     need_weights=True computes the softmax weights itself to return them
     (averaged over the heads unless average_attn_weights=False), as
-    PyTorch does. add_bias_kv and add_zero_attn are not supported yet."""
+    PyTorch does. add_bias_kv appends the learnt bias_k / bias_v to the
+    keys and values, add_zero_attn a zero key and value (each a source
+    position every mask allows)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
@@ -52,8 +53,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        unsupported("MultiheadAttention", add_bias_kv=(add_bias_kv, False),
-                    add_zero_attn=(add_zero_attn, False))
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -72,7 +71,10 @@ class MultiheadAttention(Module):
             self.in_proj_weight = None
         self.in_proj_bias = _param(3 * embed_dim) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:
+            self.bias_k, self.bias_v = _param(1, 1, embed_dim), _param(1, 1, embed_dim)
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
         _place(self, device, dtype)
@@ -86,6 +88,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:  # xavier_normal_ of a [1, 1, E] tensor
+            for b in (self.bias_k, self.bias_v):
+                init.normal_(b, 0.0, math.sqrt(1.0 / self.embed_dim))
 
     def _project(self, query, key, value):
         """q, k, v: the inputs' projections ([L, N, E], [S, N, E] twice);
@@ -159,8 +164,21 @@ class MultiheadAttention(Module):
         padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
         if padding is not None:
             padding = _ops.reshape(padding, (n, 1, 1, source))
-            mask = padding if mask is None else _ops.add(mask, padding)
         q, k, v = self._project(query, key, value)
+        extra = []  # more source positions, [1, N, E] each: bias_k/v, zeros
+        if self.bias_k is not None:
+            extra.append((_ops.broadcast_to(self.bias_k, (1, n, e)),
+                          _ops.broadcast_to(self.bias_v, (1, n, e))))
+        if self.add_zero_attn:
+            zeros = Tensor(np.zeros((1, n, e), k.dtype.np), dtype=k.dtype, device=k.device)
+            extra.append((zeros, zeros))
+        if extra:
+            k = _ops.cat([k] + [ek for ek, _ in extra], 0)
+            v = _ops.cat([v] + [ev for _, ev in extra], 0)
+            mask, padding = (None if m is None else F._zeros_beside(m, 3, 0, len(extra))
+                             for m in (mask, padding))
+        if padding is not None:
+            mask = padding if mask is None else _ops.add(mask, padding)
         # [L, N, E] -> [N, heads, L, head_dim]
         q, k, v = (_ops.permute(_ops.reshape(t, (t.shape[0], n, heads, hd)), [1, 2, 0, 3])
                    for t in (q, k, v))
