@@ -499,7 +499,7 @@ FailureOr<SmallVector<unsigned>> exhaustive(const Problem &p,
 /// nullopt when CBC found no solution in time.
 std::optional<SmallVector<unsigned>>
 solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
-         unsigned &columns, unsigned &rows) {
+         bool &infeasible, unsigned &columns, unsigned &rows) {
   Cbc_Model *m = Cbc_newModel();
   Cbc_setLogLevel(m, 0);
   Cbc_setMaximumSeconds(m, timeLimit);
@@ -608,6 +608,7 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
     Cbc_setMIPStartI(m, startCols.size(), startCols.data(), startVals.data());
   Cbc_solve(m);
   optimal = Cbc_isProvenOptimal(m);
+  infeasible = Cbc_isProvenInfeasible(m);
   std::optional<SmallVector<unsigned>> out;
   if (const double *x = Cbc_bestSolution(m)) {
     SmallVector<unsigned> choice(p.nodes.size(), 0);
@@ -657,10 +658,10 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
     result.solver = "greedy";
     if (options.solver == "cbc") {
 #ifdef OF_HAVE_CBC
-      bool optimal = false;
+      bool optimal = false, infeasible = false;
       std::optional<SmallVector<unsigned>> solved =
-          solveCbc(p, choice, options.timeLimit, optimal, result.variables,
-                   result.constraints);
+          solveCbc(p, choice, options.timeLimit, optimal, infeasible,
+                   result.variables, result.constraints);
       // The solver's tolerances may leave its answer a rounding above the
       // greedy one; then that one is as good.
       if (solved && p.fits(*solved) &&
@@ -671,6 +672,11 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
         result.optimal = optimal;
         if (!optimal)
           result.solver += " (time limit: best found)";
+      } else if (infeasible) {
+        return func.emitError("no layout fits the memory budget of ")
+               << options.memoryBudget << " bytes per device: CBC proved it "
+               << "(the values live together at some point need more; the "
+               << "least peak found is " << p.peak(choice) << " bytes)";
       } else if (!solved) {
         result.solver = "greedy (cbc found no solution within the time limit)";
       }
@@ -724,4 +730,36 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   return result;
+}
+
+FailureOr<std::optional<FuncPlacement>> of::searchPlacement(func::FuncOp func,
+                                                            StringRef name) {
+  FailureOr<FuncPlacements> used = collectPlacements(func);
+  if (failed(used))
+    return failure();
+  auto fromOp = [](PlacementOp p) {
+    return FuncPlacement{FlatSymbolRefAttr::get(p.getSymNameAttr()),
+                         p.getGridShape(), p.getRankList()};
+  };
+  if (!name.empty()) {
+    auto p = SymbolTable::lookupNearestSymbolFrom<PlacementOp>(
+        func, StringAttr::get(func.getContext(), name));
+    if (!p)
+      return func.emitError("--of-auto-parallel: no placement @") << name;
+    return std::optional(fromOp(p));
+  }
+  if (used->list.size() > 1)
+    return func.emitError("--of-auto-parallel handles a function on one "
+                          "placement; this one uses ")
+           << used->list.size() << " (a pipeline)";
+  if (used->list.size() == 1)
+    return std::optional(used->list.front());
+  auto module = func->getParentOfType<ModuleOp>();
+  auto all = module.getOps<PlacementOp>();
+  if (all.empty())
+    return std::optional<FuncPlacement>();
+  if (std::next(all.begin()) != all.end())
+    return func.emitError("--of-auto-parallel: the module has several "
+                          "placements; name one with placement=NAME");
+  return std::optional(fromOp(*all.begin()));
 }

@@ -31,39 +31,6 @@ std::string gridStr(ArrayRef<int64_t> grid) {
 }
 std::string bytes(double b) { return llvm::formatv("{0:e2} B", b).str(); }
 
-/// The placement `func` is distributed over, or null when it has none.
-FailureOr<std::optional<FuncPlacement>> choosePlacement(func::FuncOp func,
-                                                        StringRef name) {
-  FailureOr<FuncPlacements> used = collectPlacements(func);
-  if (failed(used))
-    return failure();
-  auto fromOp = [](PlacementOp p) {
-    return FuncPlacement{FlatSymbolRefAttr::get(p.getSymNameAttr()),
-                         p.getGridShape(), p.getRankList()};
-  };
-  if (!name.empty()) {
-    auto p = SymbolTable::lookupNearestSymbolFrom<PlacementOp>(
-        func, StringAttr::get(func.getContext(), name));
-    if (!p)
-      return func.emitError("--of-auto-parallel: no placement @") << name;
-    return std::optional(fromOp(p));
-  }
-  if (used->list.size() > 1)
-    return func.emitError("--of-auto-parallel handles a function on one "
-                          "placement; this one uses ")
-           << used->list.size() << " (a pipeline)";
-  if (used->list.size() == 1)
-    return std::optional(used->list.front());
-  auto module = func->getParentOfType<ModuleOp>();
-  auto all = module.getOps<PlacementOp>();
-  if (all.empty())
-    return std::optional<FuncPlacement>();
-  if (std::next(all.begin()) != all.end())
-    return func.emitError("--of-auto-parallel: the module has several "
-                          "placements; name one with placement=NAME");
-  return std::optional(fromOp(*all.begin()));
-}
-
 std::string argName(func::FuncOp func, unsigned i) {
   if (auto name = func.getArgAttrOfType<StringAttr>(i, "of.name"))
     return name.str();
@@ -173,7 +140,7 @@ struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
             getOperation(), interconnect, machineFile,
             [&](func::FuncOp f, const CostModel &model) -> LogicalResult {
               FailureOr<std::optional<FuncPlacement>> fp =
-                  choosePlacement(f, placement);
+                  searchPlacement(f, placement);
               if (failed(fp))
                 return failure();
               if (!*fp)

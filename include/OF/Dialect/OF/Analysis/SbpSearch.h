@@ -81,6 +81,13 @@ FailureOr<SbpSearchResult> searchSbp(func::FuncOp func,
                                      const CostModel &model,
                                      const SbpSearchOptions &options);
 
+/// The placement the search distributes `func` over: the one named `name`,
+/// else the only one its annotations use, else the module's only
+/// `of.placement`; nullopt when there is none (a one-device function).
+/// Failure, after an error, when that is ambiguous or a pipeline.
+FailureOr<std::optional<FuncPlacement>> searchPlacement(func::FuncOp func,
+                                                        StringRef name);
+
 /// Whether this build has CBC.
 bool haveCbc();
 

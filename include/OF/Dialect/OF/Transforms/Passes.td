@@ -442,4 +442,18 @@ def TestSbpSignaturesPass : Pass<"of-test-sbp-signatures", "::mlir::ModuleOp"> {
   let summary = "Emit a remark per op listing its SBP signatures (for tests and docs)";
 }
 
+def TestSbpSearchPass : Pass<"of-test-sbp-search", "::mlir::ModuleOp"> {
+  let summary = "Solve each function's SBP search exactly, by enumeration and greedily, and compare (for tests)";
+  let description = [{
+    Emits a remark per function with the objective (seconds, all digits)
+    and peak memory of the CBC, exhaustive and greedy answers, and an error
+    when CBC's objective is not the enumerated optimum's or a solver breaks
+    the memory budget. The IR is unchanged.
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "double", "0",
+           "Bytes per device (0: no limit)">,
+  ];
+}
+
 #endif // OF_TRANSFORMS_PASSES_TD
