@@ -378,6 +378,14 @@ def test_upsample_modules(rng):
         check_module(rng, tm, om, [x])
     check_function(rng, lambda x: OF.interpolate(x, size=(1, 2), mode="area"),
                    lambda x: TF.interpolate(x, size=(1, 2), mode="area"), x)
+    for name, kwargs in [("upsample", dict(scale_factor=2, mode="bilinear")),
+                         ("upsample_nearest", dict(size=(4, 6))),
+                         ("upsample_bilinear", dict(scale_factor=1.5))]:
+        with pytest.warns(UserWarning, match="deprecated"):
+            ours = getattr(OF, name)(of.tensor(x.astype(np.float32)), **kwargs)
+        with pytest.warns(UserWarning, match="deprecated"):
+            theirs = getattr(TF, name)(torch.tensor(x), **kwargs)
+        close(ours, theirs, what=name)
 
 
 def test_interpolate_errors():

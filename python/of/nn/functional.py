@@ -6,6 +6,7 @@ NotImplementedError (of._compat)."""
 # ruff: noqa: A002  (PyTorch's parameter is called `input`)
 
 import math
+import warnings
 
 import numpy as np
 
@@ -716,6 +717,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = _take(out, axis, _nearest_source(n, m, scale, mode == "nearest-exact",
                                                    shortcuts=spatial == 2))
     return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated in PyTorch for interpolate, which it calls (with its warning)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use "
+                  "nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
+                  "nn.functional.interpolate(..., mode='bilinear', align_corners=True) "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _take(x, axis, positions):
