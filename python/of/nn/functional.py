@@ -460,14 +460,37 @@ def _attention_with_dropout(query, key, value, attn_mask, dropout_p, is_causal, 
 @_ops.autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
-    """Mean (or sum, or per-example) softmax cross-entropy of logits
-    [N, C] (or [N, C, d...]) against class indices [N] ([N, d...]).
-    Labels equal to `ignore_index` count as absent when it is not the
-    default -100; with the default, an out-of-range label (-100 included)
-    stops the run with the runtime's index check, never silently."""
-    unsupported("cross_entropy", weight=(weight, None),
-                label_smoothing=(label_smoothing, 0.0))
+    """Softmax cross-entropy of logits [N, C] ([C], or [N, C, d...])
+    against class indices [N] ([], [N, d...]) or, for a floating-point
+    target of the input's shape, class probabilities.
+
+    Without weight and label smoothing it is one fused op per example;
+    then labels equal to `ignore_index` count as absent when it is not the
+    default -100, and with the default an out-of-range label (-100
+    included) stops the run with the runtime's index check, never
+    silently. With `weight` or `label_smoothing` > 0 it is PyTorch's
+    definition composed of log_softmax and nll_loss (which masks any
+    ignore_index, -100 included): (1 - eps) * nll_loss(weight) + eps / C
+    * the smoothing term, -sum_c weight[c] * log_softmax[c] per element,
+    zero where the target is ignored, and for the mean divided by the
+    summed weights of the targets (their count without `weight`)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    class_dim = 0 if input.ndim == 1 else 1
+    if tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probabilities(input, target, weight, ignore_index, reduction,
+                                            label_smoothing, class_dim)
+    if label_smoothing > 0.0 or weight is not None:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                               f"{label_smoothing}")
+        logp = log_softmax(input, class_dim)
+        nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+        if not label_smoothing > 0.0:
+            return nll
+        return _smoothed(logp, target, weight, ignore_index, reduction, label_smoothing,
+                         class_dim, nll)
     if input.ndim > 2:  # [N, C, d...] -> [N * d..., C], as PyTorch
         perm = [0] + list(range(2, input.ndim)) + [1]
         input = _ops.reshape(_ops.permute(input, perm), (-1, input.shape[1]))
@@ -487,11 +510,65 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         ce = _ops.cross_entropy_per_example(input, target)
         if reduction == "mean":
             return _ops.mean(ce)
-    if reduction == "sum":
-        return _ops.sum(ce)
+    return _ops.sum(ce) if reduction == "sum" else ce
+
+
+def _class_weight(weight, ndim, class_dim, classes):
+    """`weight` [C] shaped to broadcast along the class dimension of an
+    `ndim`-D input (PyTorch's expand_weight), after its size check."""
+    if weight.ndim != 1 or weight.shape[0] != classes:
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                           f"{classes} classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    return _ops.reshape(weight, (classes,) + (1,) * (ndim - class_dim - 1))
+
+
+def _smoothed(logp, target, weight, ignore_index, reduction, eps, class_dim, nll):
+    """PyTorch's cross_entropy_loss_label_smoothing from the log
+    probabilities and the nll_loss term."""
+    classes = logp.shape[class_dim]
+    w = None if weight is None else _class_weight(weight, logp.ndim, class_dim, classes)
+    smooth = _ops.neg(_ops.sum(logp if w is None else _ops.mul(logp, w), class_dim))
+    valid = target != ignore_index
+    smooth = _ops.where(valid, smooth, 0.0)
     if reduction == "none":
-        return ce
-    raise ValueError(f"cross_entropy: reduction is 'mean', 'sum' or 'none', not {reduction!r}")
+        ret = smooth
+    elif reduction == "sum":
+        ret = _ops.sum(smooth)
+    elif weight is None:
+        ret = _ops.div(_ops.sum(smooth), _ops.sum(_ops.cast(valid, logp.dtype)))
+    else:  # the summed weights of the targets that count, as nll_loss's mean
+        counted = _ops.where(valid, target, -1)  # -1: no class
+        hit = _ops.unsqueeze(counted, -1) == _ops.arange(classes, device=logp.device)
+        ret = _ops.div(_ops.sum(smooth), _ops.sum(_ops.where(hit, weight, 0.0)))
+    return _ops.add(_ops.mul(nll, 1.0 - eps), _ops.mul(ret, eps / classes))
+
+
+def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, eps,
+                                 class_dim):
+    """PyTorch's cross_entropy_loss_prob_target: -sum_c weight[c] *
+    target[c] * log_softmax[c] per element, the target mixed with the
+    uniform distribution by label_smoothing; the mean divides by the
+    number of elements (not by weights)."""
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"Expected floating point type for target with class "
+                           f"probabilities, got {_SCALAR_NAMES[target.dtype.name]}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    classes = input.shape[class_dim]
+    if eps > 0.0:
+        if eps > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {eps}")
+        target = _ops.add(_ops.mul(target, 1.0 - eps), eps / classes)
+    terms = _ops.mul(log_softmax(input, class_dim), target)
+    if weight is not None:
+        terms = _ops.mul(terms, _class_weight(weight, input.ndim, class_dim, classes))
+    loss = _ops.neg(_ops.sum(terms, class_dim))
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return _ops.sum(loss)
+    return _ops.div(_ops.sum(loss), float(input.numel() // classes))
 
 
 # PyTorch's scalar type names, for its dtype messages.

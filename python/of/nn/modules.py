@@ -738,18 +738,21 @@ class Identity(Module):
 
 
 class CrossEntropyLoss(Module):
+    """torch.nn.CrossEntropyLoss: F.cross_entropy with the module's weight
+    (a buffer, as PyTorch's), ignore_index, reduction and label_smoothing."""
+
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
         super().__init__()
-        unsupported("CrossEntropyLoss", weight=(weight, None),
-                    label_smoothing=(label_smoothing, 0.0))
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
         self.reduction = legacy_reduction(size_average, reduce, reduction)
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):  # noqa: A002
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index,
-                               reduction=self.reduction)
+        return F.cross_entropy(input, target, weight=self.weight,
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(Module):
