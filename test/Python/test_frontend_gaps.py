@@ -126,3 +126,68 @@ def test_cross_entropy_errors(rng):
         F.cross_entropy(x, t, label_smoothing=1.5)
     with pytest.raises(RuntimeError, match="weight tensor should be defined"):
         F.cross_entropy(x, t, weight=of.tensor(np.ones(3)), label_smoothing=0.1)
+
+
+# -- F.pad and the padding modules ----------------------------------------------
+
+PAD_CASES = [
+    ((2, 3, 5), (2, 1), "constant", 1.5),
+    ((2, 3, 5, 4), (1, -1, 2, 0), "constant", None),
+    ((2, 3, 4), (1, 1, 1, 1, -1, 2), "constant", None),
+    ((2, 3, 5), (3, 4), "reflect", None),
+    ((2, 3, 5, 4), (-1, 3, 2, -2), "reflect", None),
+    ((1, 2, 3, 4, 5), (1, 2, 2, 1, 1, 0), "reflect", None),
+    ((2, 5), (4, -1), "replicate", None),
+    ((2, 3, 5, 4), (2, 3, 1, 0), "replicate", None),
+    ((2, 3, 3, 4), (3, -1, 1, 2), "circular", None),
+    ((2, 2, 3, 4, 2), (1, 1, 0, 2, 3, 3), "circular", None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PAD_CASES)))
+def test_pad(rng, case):
+    shape, pads, mode, value = PAD_CASES[case]
+    x = rng.standard_normal(shape)
+    kwargs = {} if value is None else {"value": value}
+
+    def fn(fw):
+        return lambda x: fw.nn.functional.pad(x, pads, mode, **kwargs)
+    compare(fn(of), fn(torch), [x], compiled=case % 3 == 0)
+
+
+@pytest.mark.parametrize("name,args,shape", [
+    ("ZeroPad1d", (2,), (2, 3, 4)), ("ZeroPad2d", ((1, 0, 2, 3),), (1, 2, 3, 4)),
+    ("ZeroPad3d", (1,), (1, 2, 2, 3, 2)),
+    ("ConstantPad1d", ((1, 2), 3.5), (3, 4)), ("ConstantPad2d", (1, -1.0), (2, 3, 4)),
+    ("ConstantPad3d", ((1, 0, 0, 1, 2, 0), 2.0), (1, 1, 2, 2, 3)),
+    ("ReflectionPad1d", (2,), (2, 3, 4)), ("ReflectionPad2d", ((1, 2, 0, 2),), (1, 2, 3, 4)),
+    ("ReflectionPad3d", (1,), (1, 2, 2, 3, 2)),
+    ("ReplicationPad1d", ((3, 1),), (2, 3, 4)), ("ReplicationPad2d", (2,), (2, 3, 4)),
+    ("ReplicationPad3d", ((1, 0, 2, 1, 0, 1),), (1, 1, 2, 3, 2)),
+    ("CircularPad1d", (2,), (2, 3, 4)), ("CircularPad2d", ((1, 2, 2, 0),), (1, 2, 3, 4)),
+    ("CircularPad3d", (1,), (1, 2, 2, 3, 2)),
+])
+def test_pad_modules(rng, name, args, shape):
+    modules = {fw: getattr(fw.nn, name)(*args) for fw in (torch, of)}
+    assert repr(modules[of]) == repr(modules[torch])
+    assert modules[of].padding == modules[torch].padding
+    compare(lambda x: modules[of](x), lambda x: modules[torch](x),
+            [rng.standard_normal(shape)])
+
+
+def test_pad_errors():
+    x = of.zeros(1, 5)
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(x, (5, 0), mode="reflect")
+    with pytest.raises(RuntimeError, match="wrapping around more than once"):
+        F.pad(x, (6, 0), mode="circular")
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 1D"):
+        F.pad(of.zeros(5), (1, 1), mode="reflect")
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        F.pad(x, (1, 1, 1))
+    with pytest.raises(RuntimeError, match="less than or equal to two times"):
+        F.pad(x, (1, 1, 1, 1, 1, 1))
+    with pytest.raises(NotImplementedError, match="Unrecognised padding mode foo"):
+        F.pad(x, (1, 1), mode="foo")
+    with pytest.raises(RuntimeError, match="doesn't take in value argument"):
+        F.pad(x, (1, 1), mode="reflect", value=1.0)

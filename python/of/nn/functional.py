@@ -266,19 +266,93 @@ def _conv_padding(padding, kernel, stride, dilation):
     return [(t // 2, t - t // 2) for t in total]
 
 
-def _zeros_beside(x, dim, before, after):
-    """x with `before` zeros ahead of and `after` zeros behind its elements
-    along `dim`; a negative count cuts that many elements instead."""
+def _zeros_beside(x, dim, before, after, value=0):
+    """x with `before` zeros (or `value`s) ahead of and `after` behind its
+    elements along `dim`; a negative count cuts that many elements
+    instead."""
     cut_before, cut_after = max(-before, 0), max(-after, 0)
     if cut_before or cut_after:
         x = _ops.narrow(x, dim, cut_before, x.shape[dim] - cut_before - cut_after)
-    def zeros(count):
+    def filled(count):
         shape = list(x.shape)
         shape[dim] = count
-        return [Tensor(np.zeros(shape, x.dtype.np), dtype=x.dtype, device=x.device)] \
+        return [Tensor(np.full(shape, value, x.dtype.np), dtype=x.dtype, device=x.device)] \
             if count > 0 else []
-    parts = zeros(before) + [x] + zeros(after)
+    parts = filled(before) + [x] + filled(after)
     return _ops.cat(parts, dim) if len(parts) > 1 else x
+
+
+def _pad_positions(mode, n, before, after):
+    """The source positions along a dimension of size n of a `mode`
+    padding by (before, after), negative counts cutting: PyTorch's
+    reflection about the first and last element of the whole dimension,
+    replication of them, or the circular wrap of what is left after the
+    cuts."""
+    if mode == "circular":
+        start, stop = max(-before, 0), n - max(-after, 0)
+        kept = stop - start
+        if max(before, 0) > kept or max(after, 0) > kept:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        return start + np.arange(-max(before, 0), kept + max(after, 0)) % kept
+    i = np.arange(-before, n + after)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    return np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))  # reflect
+
+
+def pad(input, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: `pad` = (before, after) pairs from the last
+    dimension backwards; negative counts cut. "constant" concatenates
+    blocks of `value` (0 by default); "reflect", "replicate" and
+    "circular" gather the padded elements of each dimension (so repeated
+    sources add up their gradients) and concatenate them with the kept
+    ones."""
+    pads = list(pad)
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pads) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pads)} and input of "
+                           f"dimension {input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    x = input
+    if mode == "constant":
+        for k in range(len(pads) // 2):
+            x = _zeros_beside(x, x.ndim - 1 - k, pads[2 * k], pads[2 * k + 1],
+                              0 if value is None else value)
+        return x
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    spatial = len(pads) // 2
+    if spatial not in (1, 2, 3) or input.ndim not in (spatial + 1, spatial + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pads)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    for k in range(spatial):
+        dim, (before, after) = x.ndim - 1 - k, pads[2 * k:2 * k + 2]
+        n = x.shape[dim]
+        if mode == "reflect" and (before >= n or after >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({before}, "
+                               f"{after}) at dimension {dim} of input {list(x.shape)}")
+        if before == 0 and after == 0:
+            continue
+        positions = _pad_positions(mode, n, before, after)
+        # the kept run of positions is a narrow; the padded ends are gathers
+        first = max(before, 0)
+        kept = len(positions) - first - max(after, 0)
+        parts = []
+        if first:
+            parts.append(_take(x, dim, positions[:first]))
+        parts.append(_ops.narrow(x, dim, int(positions[first]), kept))
+        if after > 0:
+            parts.append(_take(x, dim, positions[first + kept:]))
+        x = _ops.cat(parts, dim) if len(parts) > 1 else parts[0]
+    return x
 
 
 def _conv_pads(x, pads):

@@ -641,6 +641,72 @@ Sigmoid = _activation("Sigmoid", F.sigmoid, False)
 Tanh = _activation("Tanh", F.tanh, False)
 
 
+class _PadNd(Module):
+    """torch.nn's padding modules: F.pad of the last `_spatial` dimensions
+    with the module's padding (an int for every side, or the F.pad tuple)
+    and mode."""
+    _mode, _spatial = "constant", 1
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = (padding,) * (2 * self._spatial) if isinstance(padding, int) else \
+            tuple(padding)
+
+    def forward(self, input):  # noqa: A002
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class _ConstantPadNd(_PadNd):
+    def __init__(self, padding, value):
+        super().__init__(padding)
+        self.value = value
+
+    def forward(self, input):  # noqa: A002
+        return F.pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, value={self.value}"
+
+
+def _pad_module(name, base, mode, spatial):
+    return type(name, (base,), {"_mode": mode, "_spatial": spatial, "__module__": __name__,
+                                "__doc__": f"torch.nn.{name}: F.pad(mode={mode!r}) of the "
+                                           f"last {spatial} dimension(s)."})
+
+
+ConstantPad1d = _pad_module("ConstantPad1d", _ConstantPadNd, "constant", 1)
+ConstantPad2d = _pad_module("ConstantPad2d", _ConstantPadNd, "constant", 2)
+ConstantPad3d = _pad_module("ConstantPad3d", _ConstantPadNd, "constant", 3)
+
+
+def _zero_pad_module(name, base):
+    def __init__(self, padding):
+        base.__init__(self, padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+    return type(name, (base,), {"__init__": __init__, "extra_repr": extra_repr,
+                                "__module__": __name__,
+                                "__doc__": f"torch.nn.{name}: zeros around the input."})
+
+
+ZeroPad1d = _zero_pad_module("ZeroPad1d", ConstantPad1d)
+ZeroPad2d = _zero_pad_module("ZeroPad2d", ConstantPad2d)
+ZeroPad3d = _zero_pad_module("ZeroPad3d", ConstantPad3d)
+ReflectionPad1d = _pad_module("ReflectionPad1d", _PadNd, "reflect", 1)
+ReflectionPad2d = _pad_module("ReflectionPad2d", _PadNd, "reflect", 2)
+ReflectionPad3d = _pad_module("ReflectionPad3d", _PadNd, "reflect", 3)
+ReplicationPad1d = _pad_module("ReplicationPad1d", _PadNd, "replicate", 1)
+ReplicationPad2d = _pad_module("ReplicationPad2d", _PadNd, "replicate", 2)
+ReplicationPad3d = _pad_module("ReplicationPad3d", _PadNd, "replicate", 3)
+CircularPad1d = _pad_module("CircularPad1d", _PadNd, "circular", 1)
+CircularPad2d = _pad_module("CircularPad2d", _PadNd, "circular", 2)
+CircularPad3d = _pad_module("CircularPad3d", _PadNd, "circular", 3)
+
+
 class AdaptiveAvgPool2d(Module):
     """F.adaptive_avg_pool2d: output sizes that divide the input size."""
 
@@ -1148,6 +1214,10 @@ __all__ = ["Module", "Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTrans
            "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
            "BatchNorm2d", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
            "UpsamplingNearest2d", "UpsamplingBilinear2d", "ReLU",
+           "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",
+           "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+           "CircularPad2d", "CircularPad3d",
            "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Flatten", "Identity",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
            "RNNBase", "RNN", "LSTM", "GRU", "Sequential", "ModuleList", "ModuleDict", "init"]
