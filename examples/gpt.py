@@ -60,6 +60,9 @@ LAYOUTS = {
     # 2-D: data parallel over mesh axis 0, Megatron over axis 1
     "2d-2x2": ([2, 2], {"idx": ["S(0)", "B"], "targets": ["S(0)", "B"],
                         **{k: ["B"] + v for k, v in _MEGATRON.items()}}),
+    # only the placement: compile with auto=true (--of-auto-parallel)
+    "auto-2": ([2], "auto"),
+    "auto-4": ([4], "auto"),
 }
 
 
@@ -113,14 +116,17 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
     """The GPT as MLIR text: @<func>(idx, targets, params...) -> loss, or
     with output="logits" @<func>(idx, params...) -> logits [B, T, V] (for
     sampling; its parameters are plain inputs, not of.param). A layout's
-    placement is on `device` ("cpu" or "cuda": the plan's kind)."""
-    layout = layout or {}
+    placement is on `device` ("cpu" or "cuda": the plan's kind). The layout
+    "auto" writes the placement and no distribution: --of-auto-parallel
+    (the pipeline's auto=true) chooses them."""
+    auto = layout == "auto"
+    layout = {} if auto else (layout or {})
     B, T, C, H, D, V = cfg.batch, cfg.block, cfg.d_model, cfg.heads, cfg.head_dim, cfg.vocab
     types = {}
 
     def ty(shape, et="f32", sbp=None):
         t = "tensor<" + "".join(f"{d}x" for d in shape) + et
-        if mesh:
+        if mesh and not auto:
             t += f", #of.sbp<@p, [{', '.join(sbp or ['B'] * len(mesh))}]>"
         return t + ">"
 
@@ -208,7 +214,8 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
         result, result_shape = logits, (B, T, V)
     result_type = plain(result_shape)
     if mesh:
-        result_type = ty(result_shape)
+        result_type = (plain(result_shape)[:-1]
+                       + f", #of.sbp<@p, [{', '.join(['B'] * len(mesh))}]>>")
         lines.append(f"%result = of.boxing {result} : {types[result]} -> {result_type}")
         result = "%result"
     header = (f'of.placement @p {{device = "{device}", shape = [{", ".join(map(str, mesh))}]}}\n'

@@ -114,7 +114,8 @@ def token_batches(cfg, rng):
     return seq[..., :-1].astype(np.int64), seq[..., 1:].astype(np.int64)
 
 
-CASES = [(layout, "") for layout in gpt.LAYOUTS] + [
+CASES = [(layout, ",auto=true" if args == "auto" else "")
+         for layout, (_, args) in gpt.LAYOUTS.items()] + [
     ("data-2", ",zero=true"), ("2d-2x2", ",zero=true"),
     ("1-rank", ",amp=bf16"), ("megatron-2", ",amp=bf16"),
     ("1-rank", ",amp=f16,loss-scale-log2=12")]

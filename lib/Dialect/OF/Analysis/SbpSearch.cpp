@@ -38,6 +38,9 @@ struct Node {
   SmallVector<double> cost;
   SmallVector<unsigned> edges; ///< incident product edges
   int firstColumn = -1;        ///< CBC column of candidate 0
+  /// The nodes producing the op's tensor operands (the IR's structure,
+  /// which the clustering of repeated blocks hashes).
+  SmallVector<unsigned, 4> operands;
 };
 
 /// An edge whose two ends both choose: cost[a][b] for the producer's
@@ -56,6 +59,8 @@ struct Problem {
   SmallVector<Node, 0> nodes;
   SmallVector<Edge, 0> edges;
   SmallVector<MemoryRow, 0> memory;
+  /// Bytes of each memory row that no choice changes (eliminated nodes).
+  SmallVector<double, 0> memoryFixed;
   double budget = 0;
 
   double objective(ArrayRef<unsigned> choice) const {
@@ -66,10 +71,29 @@ struct Problem {
       total += e.cost[e.fromClass[choice[e.from]]][e.toClass[choice[e.to]]];
     return total;
   }
+  /// Program point at which each node's results die (the original
+  /// problem's; rows are built from it only under a budget).
+  SmallVector<unsigned, 0> death;
+
   double peak(ArrayRef<unsigned> choice) const {
     double peak = 0;
-    for (const MemoryRow &row : memory) {
-      double bytes = 0;
+    if (memory.empty() && !death.empty()) {
+      // Without rows: a sweep over the program.
+      SmallVector<double, 0> freed(nodes.size() + 1, 0.0);
+      double live = 0;
+      for (unsigned t = 0; t <= nodes.size(); ++t) {
+        if (t < nodes.size()) {
+          double bytes = nodes[t].cands[choice[t]].memory;
+          live += bytes;
+          freed[death[t]] += bytes;
+        }
+        peak = std::max(peak, live);
+        live -= freed[t];
+      }
+      return peak;
+    }
+    for (auto [r, row] : llvm::enumerate(memory)) {
+      double bytes = r < memoryFixed.size() ? memoryFixed[r] : 0.0;
       for (const auto &[n, perCand] : row)
         bytes += perCand[choice[n]];
       peak = std::max(peak, bytes);
@@ -305,6 +329,9 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
     }
     for (const SbpCandidate &c : node.cands)
       node.cost.push_back(c.compute);
+    for (Value v : op.getOperands())
+      if (auto it = producers.find(v); it != producers.end())
+        node.operands.push_back(it->second.node);
     opNode[&op] = p.nodes.size();
     for (auto [i, r] : llvm::enumerate(op.getResults()))
       producers[r] = Producer{static_cast<unsigned>(p.nodes.size()),
@@ -375,6 +402,9 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
         death[n] = std::max(death[n], it == opNode.end() ? end : it->second);
       }
   }
+  p.death.assign(death.begin(), death.end());
+  if (budget <= 0)
+    return success();
   std::set<unsigned> live;
   SmallVector<SmallVector<unsigned>> dying(end + 1);
   for (unsigned n = 0; n < p.nodes.size(); ++n)
@@ -397,6 +427,365 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
   }
   return success();
 }
+
+/// The cost of edge `e` when its end `n` is in class `mine` and the other
+/// end in class `other`.
+double classCost(const Edge &e, unsigned n, unsigned mine, unsigned other) {
+  return e.from == n ? e.cost[mine][other] : e.cost[other][mine];
+}
+/// The class on edge `e` of candidate `c` of its end `n`.
+unsigned classOf(const Edge &e, unsigned n, unsigned c) {
+  return e.from == n ? e.fromClass[c] : e.toClass[c];
+}
+ArrayRef<unsigned> classesAt(const Edge &e, unsigned n) {
+  return e.from == n ? ArrayRef<unsigned>(e.fromClass)
+                     : ArrayRef<unsigned>(e.toClass);
+}
+
+/// Exact reductions (min-plus elimination, as in variable elimination):
+/// a node whose choice matters only through one edge folds into its
+/// neighbour's costs; one between two edges becomes an edge between its
+/// neighbours when that is no larger. Under a memory budget only nodes
+/// whose candidates hold the same bytes are eliminated (their bytes become
+/// constants of the memory rows). The search runs on `reduced`;
+/// `expand` chooses the eliminated nodes back, optimally given the rest.
+class Reduction {
+public:
+  explicit Reduction(const Problem &p) : work(p) { run(); }
+
+  Problem reduced;
+  SmallVector<unsigned> fromReduced; ///< reduced node -> original node
+
+  SmallVector<unsigned> expand(ArrayRef<unsigned> reducedChoice) const {
+    SmallVector<unsigned> choice(work.nodes.size(), 0);
+    for (auto [r, n] : llvm::enumerate(fromReduced))
+      choice[n] = reducedChoice[r];
+    for (const Step &step : llvm::reverse(steps)) {
+      double best = kInf;
+      for (unsigned c = 0; c < step.cost.size(); ++c) {
+        double total = step.cost[c];
+        for (const Edge &e : step.edges) {
+          unsigned other = e.from == step.node ? e.to : e.from;
+          total += classCost(e, step.node, classOf(e, step.node, c),
+                             classOf(e, other, choice[other]));
+        }
+        if (total < best) {
+          best = total;
+          choice[step.node] = c;
+        }
+      }
+    }
+    return choice;
+  }
+
+private:
+  struct Step {
+    unsigned node;
+    SmallVector<double> cost;
+    SmallVector<Edge, 2> edges;
+  };
+  Problem work;
+  SmallVector<bool> nodeAlive, edgeAlive;
+  SmallVector<Step, 0> steps;
+
+  bool eligible(unsigned n) const {
+    if (work.budget <= 0)
+      return true;
+    const Node &node = work.nodes[n];
+    return llvm::all_of(node.cands, [&](const SbpCandidate &c) {
+      return c.memory == node.cands.front().memory;
+    });
+  }
+  SmallVector<unsigned, 4> liveEdges(unsigned n) const {
+    SmallVector<unsigned, 4> out;
+    for (unsigned e : work.nodes[n].edges)
+      if (edgeAlive[e] && !llvm::is_contained(out, e))
+        out.push_back(e);
+    return out;
+  }
+  /// Adds to node `v`'s costs, per candidate, the least over `u`'s
+  /// candidates of u's cost and the edges `es` between them.
+  void foldInto(unsigned u, unsigned v, ArrayRef<unsigned> es) {
+    Node &target = work.nodes[v];
+    const Node &source = work.nodes[u];
+    for (unsigned cv = 0; cv < target.cands.size(); ++cv) {
+      double best = kInf;
+      for (unsigned cu = 0; cu < source.cands.size(); ++cu) {
+        double total = source.cost[cu];
+        for (unsigned ei : es) {
+          const Edge &e = work.edges[ei];
+          total += classCost(e, u, classOf(e, u, cu), classOf(e, v, cv));
+        }
+        best = std::min(best, total);
+      }
+      target.cost[cv] += best;
+    }
+  }
+  void eliminate(unsigned u, ArrayRef<unsigned> es) {
+    Step step{u, work.nodes[u].cost, {}};
+    for (unsigned e : es) {
+      step.edges.push_back(work.edges[e]);
+      edgeAlive[e] = false;
+    }
+    steps.push_back(std::move(step));
+    nodeAlive[u] = false;
+  }
+
+  void run() {
+    nodeAlive.assign(work.nodes.size(), true);
+    edgeAlive.assign(work.edges.size(), true);
+    SmallVector<unsigned> worklist;
+    for (unsigned n = work.nodes.size(); n-- > 0;)
+      worklist.push_back(n);
+    while (!worklist.empty()) {
+      unsigned u = worklist.pop_back_val();
+      if (!nodeAlive[u] || !eligible(u))
+        continue;
+      SmallVector<unsigned, 4> es = liveEdges(u);
+      if (es.size() > 2)
+        continue;
+      auto otherEnd = [&](unsigned e) {
+        return work.edges[e].from == u ? work.edges[e].to : work.edges[e].from;
+      };
+      if (es.empty()) {
+        eliminate(u, es);
+        continue;
+      }
+      unsigned v = otherEnd(es[0]);
+      if (es.size() == 1 || otherEnd(es[1]) == v) {
+        foldInto(u, v, es);
+        eliminate(u, es);
+        worklist.push_back(v);
+        continue;
+      }
+      unsigned w = otherEnd(es[1]);
+      const Edge &e1 = work.edges[es[0]], &e2 = work.edges[es[1]];
+      SmallVector<unsigned> vClass(classesAt(e1, v)), wClass(classesAt(e2, w));
+      unsigned classesV = 1 + *llvm::max_element(vClass);
+      unsigned classesW = 1 + *llvm::max_element(wClass);
+      size_t before = e1.cost.size() * e1.cost.front().size() +
+                      e2.cost.size() * e2.cost.front().size() +
+                      work.nodes[u].cands.size();
+      if (static_cast<size_t>(classesV) * classesW > before)
+        continue;
+      Edge merged{v, w, vClass, wClass, {}};
+      const Node &source = work.nodes[u];
+      merged.cost.assign(classesV, SmallVector<double>(classesW, kInf));
+      for (unsigned cu = 0; cu < source.cands.size(); ++cu) {
+        unsigned a1 = classOf(e1, u, cu), a2 = classOf(e2, u, cu);
+        for (unsigned a = 0; a < classesV; ++a)
+          for (unsigned b = 0; b < classesW; ++b)
+            merged.cost[a][b] = std::min(
+                merged.cost[a][b], source.cost[cu] + classCost(e1, u, a1, a) +
+                                       classCost(e2, u, a2, b));
+      }
+      eliminate(u, es);
+      work.edges.push_back(std::move(merged));
+      edgeAlive.push_back(true);
+      work.nodes[v].edges.push_back(work.edges.size() - 1);
+      work.nodes[w].edges.push_back(work.edges.size() - 1);
+      worklist.push_back(v);
+      worklist.push_back(w);
+    }
+    compact();
+  }
+
+  void compact() {
+    SmallVector<int> toReduced(work.nodes.size(), -1);
+    for (unsigned n = 0; n < work.nodes.size(); ++n)
+      if (nodeAlive[n]) {
+        toReduced[n] = fromReduced.size();
+        fromReduced.push_back(n);
+        Node node = work.nodes[n];
+        node.edges.clear();
+        reduced.nodes.push_back(std::move(node));
+      }
+    for (unsigned e = 0; e < work.edges.size(); ++e) {
+      if (!edgeAlive[e])
+        continue;
+      Edge edge = work.edges[e];
+      edge.from = toReduced[edge.from];
+      edge.to = toReduced[edge.to];
+      reduced.nodes[edge.from].edges.push_back(reduced.edges.size());
+      reduced.nodes[edge.to].edges.push_back(reduced.edges.size());
+      reduced.edges.push_back(std::move(edge));
+    }
+    reduced.budget = work.budget;
+    for (auto [r, row] : llvm::enumerate(work.memory)) {
+      MemoryRow out;
+      double fixed = r < work.memoryFixed.size() ? work.memoryFixed[r] : 0.0;
+      for (const auto &[n, bytes] : row) {
+        if (toReduced[n] >= 0)
+          out.emplace_back(toReduced[n], bytes);
+        else
+          fixed += bytes.front();
+      }
+      reduced.memory.push_back(std::move(out));
+      reduced.memoryFixed.push_back(fixed);
+    }
+  }
+};
+
+/// Identical repeated blocks (the layers of a model) choose alike: nodes
+/// whose structure within `rounds` steps of the graph is the same (a
+/// Weisfeiler-Lehman hash of op, attributes, types and the positions of
+/// operands and users) and whose candidates are the same become one node
+/// of `clustered`, with their costs, edges and bytes summed. A restriction
+/// of the problem (each layer may not choose differently), which makes a
+/// model of L layers cost about what one layer does.
+class Clustering {
+public:
+  Clustering(const Problem &p, unsigned rounds) { run(p, rounds); }
+
+  Problem clustered;
+  SmallVector<unsigned> groupOf;
+
+  SmallVector<unsigned> expand(ArrayRef<unsigned> c) const {
+    SmallVector<unsigned> out;
+    for (unsigned g : groupOf)
+      out.push_back(c[g]);
+    return out;
+  }
+  /// The choice of `clustered` that `choice` makes, where it is one.
+  std::optional<SmallVector<unsigned>> restrict(
+      ArrayRef<unsigned> choice) const {
+    SmallVector<unsigned> out(clustered.nodes.size(), ~0u);
+    for (auto [n, g] : llvm::enumerate(groupOf)) {
+      if (out[g] != ~0u && out[g] != choice[n])
+        return std::nullopt;
+      out[g] = choice[n];
+    }
+    return out;
+  }
+
+private:
+  static bool sameCandidates(const Node &a, const Node &b) {
+    if (a.cands.size() != b.cands.size())
+      return false;
+    for (auto [x, y] : llvm::zip(a.cands, b.cands))
+      if (x.sig.operands != y.sig.operands || x.sig.results != y.sig.results)
+        return false;
+    return true;
+  }
+
+  void run(const Problem &p, unsigned rounds) {
+    size_t n = p.nodes.size();
+    SmallVector<SmallVector<std::pair<unsigned, unsigned>, 2>, 0> users(n);
+    for (unsigned v = 0; v < n; ++v)
+      for (auto [k, u] : llvm::enumerate(p.nodes[v].operands))
+        users[u].push_back({v, static_cast<unsigned>(k)});
+    SmallVector<llvm::hash_code, 0> hash(n), next(n);
+    for (unsigned v = 0; v < n; ++v) {
+      const Node &node = p.nodes[v];
+      if (node.op) {
+        llvm::hash_code h = llvm::hash_combine(
+            node.op->getName().getAsOpaquePointer(),
+            node.op->getAttrDictionary().getAsOpaquePointer());
+        for (Type t : node.op->getResultTypes())
+          h = llvm::hash_combine(h, t.getAsOpaquePointer());
+        hash[v] = llvm::hash_combine(h, node.cands.size());
+      } else {
+        hash[v] = llvm::hash_combine(node.arg.getType().getAsOpaquePointer(),
+                                     node.cands.size());
+      }
+    }
+    for (unsigned r = 0; r < rounds; ++r) {
+      for (unsigned v = 0; v < n; ++v) {
+        llvm::hash_code h = hash[v];
+        for (unsigned u : p.nodes[v].operands)
+          h = llvm::hash_combine(h, hash[u]);
+        SmallVector<size_t, 4> out;
+        for (auto [u, k] : users[v])
+          out.push_back(llvm::hash_combine(hash[u], k));
+        llvm::sort(out);
+        for (size_t x : out)
+          h = llvm::hash_combine(h, x);
+        next[v] = h;
+      }
+      std::swap(hash, next);
+    }
+    // Groups: equal hash and equal candidates, in order of first member.
+    DenseMap<size_t, SmallVector<unsigned, 1>> byHash;
+    groupOf.assign(n, 0);
+    SmallVector<unsigned> firstMember;
+    for (unsigned v = 0; v < n; ++v) {
+      auto &groups = byHash[static_cast<size_t>(hash[v])];
+      auto it = llvm::find_if(groups, [&](unsigned g) {
+        return sameCandidates(p.nodes[firstMember[g]], p.nodes[v]);
+      });
+      if (it != groups.end()) {
+        groupOf[v] = *it;
+        continue;
+      }
+      groupOf[v] = firstMember.size();
+      groups.push_back(firstMember.size());
+      firstMember.push_back(v);
+    }
+    for (unsigned g : firstMember) {
+      Node node = p.nodes[g];
+      node.edges.clear();
+      node.operands.clear();
+      llvm::fill(node.cost, 0.0);
+      for (SbpCandidate &c : node.cands)
+        c.memory = c.compute = 0;
+      clustered.nodes.push_back(std::move(node));
+    }
+    for (unsigned v = 0; v < n; ++v) {
+      Node &g = clustered.nodes[groupOf[v]];
+      for (unsigned c = 0; c < g.cands.size(); ++c) {
+        g.cost[c] += p.nodes[v].cost[c];
+        g.cands[c].memory += p.nodes[v].cands[c].memory;
+        g.cands[c].compute += p.nodes[v].cands[c].compute;
+      }
+    }
+    std::map<std::pair<unsigned, unsigned>, SmallVector<unsigned, 1>> merged;
+    for (const Edge &e : p.edges) {
+      unsigned a = groupOf[e.from], b = groupOf[e.to];
+      if (a == b) {
+        Node &g = clustered.nodes[a];
+        for (unsigned c = 0; c < g.cands.size(); ++c)
+          g.cost[c] += e.cost[e.fromClass[c]][e.toClass[c]];
+        continue;
+      }
+      auto &list = merged[{a, b}];
+      auto it = llvm::find_if(list, [&](unsigned i) {
+        const Edge &o = clustered.edges[i];
+        return o.fromClass == e.fromClass && o.toClass == e.toClass;
+      });
+      if (it == list.end()) {
+        Edge copy = e;
+        copy.from = a;
+        copy.to = b;
+        list.push_back(clustered.edges.size());
+        clustered.nodes[a].edges.push_back(clustered.edges.size());
+        clustered.nodes[b].edges.push_back(clustered.edges.size());
+        clustered.edges.push_back(std::move(copy));
+        continue;
+      }
+      Edge &o = clustered.edges[*it];
+      for (auto [row, add] : llvm::zip(o.cost, e.cost))
+        for (auto [x, y] : llvm::zip(row, add))
+          x += y;
+    }
+    clustered.budget = p.budget;
+    clustered.memoryFixed = p.memoryFixed;
+    for (const MemoryRow &row : p.memory) {
+      MemoryRow out;
+      DenseMap<unsigned, unsigned> at;
+      for (const auto &[v, bytes] : row) {
+        unsigned g = groupOf[v];
+        auto [it, fresh] = at.try_emplace(g, out.size());
+        if (fresh) {
+          out.emplace_back(g, bytes);
+          continue;
+        }
+        for (auto [x, y] : llvm::zip(out[it->second].second, bytes))
+          x += y;
+      }
+      clustered.memory.push_back(std::move(out));
+    }
+  }
+};
 
 /// Greedy in program order, then coordinate descent, then (over the
 /// budget) the changes that free the most memory per second they cost.
@@ -495,95 +884,140 @@ FailureOr<SmallVector<unsigned>> exhaustive(const Problem &p,
 }
 
 #ifdef OF_HAVE_CBC
-/// The integer program, solved by CBC from the greedy start. Returns
-/// nullopt when CBC found no solution in time.
+/// The integer program in CBC's column-major form, built once.
+class IntegerProgram {
+public:
+  /// A new column; returns its index.
+  int column(double cost, bool integer, double startValue) {
+    obj.push_back(cost);
+    integers.push_back(integer);
+    start.push_back(startValue);
+    return obj.size() - 1;
+  }
+  /// A row lo <= sum coef * column <= hi.
+  void row(ArrayRef<std::pair<int, double>> terms, double lo, double hi) {
+    for (auto [c, v] : terms)
+      triplets.push_back({c, static_cast<int>(rowLo.size()), v});
+    rowLo.push_back(lo);
+    rowHi.push_back(hi);
+  }
+  unsigned columns() const { return obj.size(); }
+  unsigned rows() const { return rowLo.size(); }
+
+  /// Solves; the columns' values, or nullopt when CBC found none.
+  std::optional<std::vector<double>> solve(double timeLimit, bool &optimal,
+                                           bool &infeasible) {
+    llvm::stable_sort(triplets, [](const Triplet &a, const Triplet &b) {
+      return a.col < b.col;
+    });
+    std::vector<CoinBigIndex> starts(obj.size() + 1, 0);
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const Triplet &t : triplets) {
+      ++starts[t.col + 1];
+      index.push_back(t.row);
+      value.push_back(t.value);
+    }
+    for (size_t c = 0; c < obj.size(); ++c)
+      starts[c + 1] += starts[c];
+    std::vector<double> lo(obj.size(), 0.0), hi(obj.size(), 1.0);
+    Cbc_Model *m = Cbc_newModel();
+    Cbc_loadProblem(m, obj.size(), rowLo.size(), starts.data(), index.data(),
+                    value.data(), lo.data(), hi.data(), obj.data(),
+                    rowLo.data(), rowHi.data());
+    std::vector<int> startCols;
+    for (size_t c = 0; c < obj.size(); ++c) {
+      if (integers[c])
+        Cbc_setInteger(m, c);
+      startCols.push_back(c);
+    }
+    Cbc_setLogLevel(m, getenv("OF_CBC_LOG") ? 1 : 0);
+    Cbc_setMaximumSeconds(m, timeLimit);
+    Cbc_setParameter(m, "threads", "1");
+    // The greedy start is a good incumbent; the feasibility pump took most
+    // of the time (7 of 11 s on a 2-layer GPT step) finding worse ones.
+    Cbc_setParameter(m, "feas", "off");
+    Cbc_setAllowableGap(m, 1e-9);
+    Cbc_setAllowableFractionGap(m, 1e-9);
+    if (!start.empty())
+      Cbc_setMIPStartI(m, startCols.size(), startCols.data(), start.data());
+    Cbc_solve(m);
+    optimal = Cbc_isProvenOptimal(m);
+    infeasible = Cbc_isProvenInfeasible(m);
+    std::optional<std::vector<double>> out;
+    if (const double *x = Cbc_bestSolution(m))
+      out = std::vector<double>(x, x + obj.size());
+    Cbc_deleteModel(m);
+    return out;
+  }
+  /// No start (the greedy one breaks the budget).
+  void dropStart() { start.clear(); }
+
+private:
+  struct Triplet {
+    int col, row;
+    double value;
+  };
+  std::vector<double> obj, start, rowLo, rowHi;
+  std::vector<bool> integers;
+  std::vector<Triplet> triplets;
+};
+
+/// The integer program of `p`, solved by CBC from the greedy start.
+/// Returns nullopt when CBC found no solution in time.
 std::optional<SmallVector<unsigned>>
 solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
          bool &infeasible, unsigned &columns, unsigned &rows) {
-  Cbc_Model *m = Cbc_newModel();
-  Cbc_setLogLevel(m, 0);
-  Cbc_setMaximumSeconds(m, timeLimit);
-  Cbc_setParameter(m, "threads", "1");
   // Costs are seconds, often microseconds: the solver's tolerances are
   // absolute, so it works in microseconds, and memory rows in budgets.
   constexpr double kScale = 1e6;
-  Cbc_setAllowableGap(m, 1e-9);
-  Cbc_setAllowableFractionGap(m, 1e-9);
-  int column = 0;
-  SmallVector<int> startCols;
-  SmallVector<double> startVals;
+  IntegerProgram ip;
   for (auto [n, node] : llvm::enumerate(p.nodes)) {
     if (node.cands.size() < 2)
       continue;
-    node.firstColumn = column;
+    SmallVector<std::pair<int, double>> one;
     for (unsigned c = 0; c < node.cands.size(); ++c) {
-      Cbc_addCol(m, "", 0, 1, node.cost[c] * kScale, 1, 0, nullptr, nullptr);
-      startCols.push_back(column);
-      startVals.push_back(start[n] == c ? 1 : 0);
-      ++column;
+      int col = ip.column(node.cost[c] * kScale, true, start[n] == c);
+      if (c == 0)
+        node.firstColumn = col;
+      one.push_back({col, 1.0});
     }
+    ip.row(one, 1, 1);
   }
-  unsigned rowCount = 0;
-  SmallVector<int> idx;
-  SmallVector<double> val;
-  for (const Node &node : p.nodes) {
-    if (node.cands.size() < 2)
-      continue;
-    idx.clear();
-    val.clear();
-    for (unsigned c = 0; c < node.cands.size(); ++c) {
-      idx.push_back(node.firstColumn + c);
-      val.push_back(1);
-    }
-    Cbc_addRow(m, "", idx.size(), idx.data(), val.data(), 'E', 1);
-    ++rowCount;
-  }
+  SmallVector<std::pair<int, double>> terms;
   for (const Edge &e : p.edges) {
     const Node &from = p.nodes[e.from], &to = p.nodes[e.to];
     unsigned classesA = e.cost.size(), classesB = e.cost.front().size();
-    int first = column;
+    unsigned startA = e.fromClass[start[e.from]];
+    unsigned startB = e.toClass[start[e.to]];
+    int first = ip.columns();
     for (unsigned a = 0; a < classesA; ++a)
-      for (unsigned b = 0; b < classesB; ++b) {
-        Cbc_addCol(m, "", 0, 1, e.cost[a][b] * kScale, 0, 0, nullptr, nullptr);
-        ++column;
-      }
-    // sum_b y[a][b] = sum of the producer's class-a columns.
+      for (unsigned b = 0; b < classesB; ++b)
+        ip.column(e.cost[a][b] * kScale, false, a == startA && b == startB);
+    // sum_b y[a][b] = the producer's class-a columns; likewise for b.
     for (unsigned a = 0; a < classesA; ++a) {
-      idx.clear();
-      val.clear();
-      for (unsigned b = 0; b < classesB; ++b) {
-        idx.push_back(first + a * classesB + b);
-        val.push_back(1);
-      }
+      terms.clear();
+      for (unsigned b = 0; b < classesB; ++b)
+        terms.push_back({first + a * classesB + b, 1.0});
       for (unsigned c = 0; c < from.cands.size(); ++c)
-        if (e.fromClass[c] == a) {
-          idx.push_back(from.firstColumn + c);
-          val.push_back(-1);
-        }
-      Cbc_addRow(m, "", idx.size(), idx.data(), val.data(), 'E', 0);
-      ++rowCount;
+        if (e.fromClass[c] == a)
+          terms.push_back({from.firstColumn + c, -1.0});
+      ip.row(terms, 0, 0);
     }
     for (unsigned b = 0; b < classesB; ++b) {
-      idx.clear();
-      val.clear();
-      for (unsigned a = 0; a < classesA; ++a) {
-        idx.push_back(first + a * classesB + b);
-        val.push_back(1);
-      }
+      terms.clear();
+      for (unsigned a = 0; a < classesA; ++a)
+        terms.push_back({first + a * classesB + b, 1.0});
       for (unsigned c = 0; c < to.cands.size(); ++c)
-        if (e.toClass[c] == b) {
-          idx.push_back(to.firstColumn + c);
-          val.push_back(-1);
-        }
-      Cbc_addRow(m, "", idx.size(), idx.data(), val.data(), 'E', 0);
-      ++rowCount;
+        if (e.toClass[c] == b)
+          terms.push_back({to.firstColumn + c, -1.0});
+      ip.row(terms, 0, 0);
     }
   }
   if (p.budget > 0)
-    for (const MemoryRow &row : p.memory) {
-      idx.clear();
-      val.clear();
-      double fixed = 0;
+    for (auto [r, row] : llvm::enumerate(p.memory)) {
+      terms.clear();
+      double fixed = r < p.memoryFixed.size() ? p.memoryFixed[r] : 0.0;
       for (const auto &[n, bytes] : row) {
         const Node &node = p.nodes[n];
         if (node.cands.size() < 2) {
@@ -591,41 +1025,33 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
           continue;
         }
         for (unsigned c = 0; c < bytes.size(); ++c)
-          if (bytes[c] != 0) {
-            idx.push_back(node.firstColumn + c);
-            val.push_back(bytes[c] / p.budget);
-          }
+          if (bytes[c] != 0)
+            terms.push_back(
+                {node.firstColumn + static_cast<int>(c), bytes[c] / p.budget});
       }
-      if (idx.empty())
-        continue;
-      Cbc_addRow(m, "", idx.size(), idx.data(), val.data(), 'L',
-                 1 - fixed / p.budget);
-      ++rowCount;
+      if (!terms.empty())
+        ip.row(terms, -1e30, 1 - fixed / p.budget);
     }
-  columns = column;
-  rows = rowCount;
-  if (p.fits(start))
-    Cbc_setMIPStartI(m, startCols.size(), startCols.data(), startVals.data());
-  Cbc_solve(m);
-  optimal = Cbc_isProvenOptimal(m);
-  infeasible = Cbc_isProvenInfeasible(m);
-  std::optional<SmallVector<unsigned>> out;
-  if (const double *x = Cbc_bestSolution(m)) {
-    SmallVector<unsigned> choice(p.nodes.size(), 0);
-    for (auto [n, node] : llvm::enumerate(p.nodes)) {
-      if (node.cands.size() < 2)
-        continue;
-      double bestValue = -1;
-      for (unsigned c = 0; c < node.cands.size(); ++c)
-        if (x[node.firstColumn + c] > bestValue) {
-          bestValue = x[node.firstColumn + c];
-          choice[n] = c;
-        }
-    }
-    out = std::move(choice);
+  columns = ip.columns();
+  rows = ip.rows();
+  if (!p.fits(start))
+    ip.dropStart();
+  std::optional<std::vector<double>> x =
+      ip.solve(timeLimit, optimal, infeasible);
+  if (!x)
+    return std::nullopt;
+  SmallVector<unsigned> choice(p.nodes.size(), 0);
+  for (auto [n, node] : llvm::enumerate(p.nodes)) {
+    if (node.cands.size() < 2)
+      continue;
+    double bestValue = -1;
+    for (unsigned c = 0; c < node.cands.size(); ++c)
+      if ((*x)[node.firstColumn + c] > bestValue) {
+        bestValue = (*x)[node.firstColumn + c];
+        choice[n] = c;
+      }
   }
-  Cbc_deleteModel(m);
-  return out;
+  return choice;
 }
 #endif
 
@@ -654,20 +1080,45 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
     result.solver = "exhaustive";
     result.optimal = p.fits(choice);
   } else {
-    choice = greedy(p);
+    // Large programs: repeated blocks choose alike (Clustering).
+    bool cluster = options.cluster == "on" ||
+                   (options.cluster == "auto" && p.nodes.size() > 1000);
+    std::optional<Clustering> clustering;
+    if (cluster) {
+      clustering.emplace(p, /*rounds=*/3);
+      result.clusters = clustering->clustered.nodes.size();
+    }
+    const Problem &base = clustering ? clustering->clustered : p;
+    auto toOriginal = [&](ArrayRef<unsigned> c) {
+      return clustering ? clustering->expand(c) : SmallVector<unsigned>(c);
+    };
+    Reduction reduction(base);
+    const Problem &q = reduction.reduced;
+    SmallVector<unsigned> reducedChoice = greedy(q);
+    choice = toOriginal(reduction.expand(reducedChoice));
     result.solver = "greedy";
-    if (options.solver == "cbc") {
+    bool choices =
+        llvm::any_of(q.nodes, [](const Node &n) { return n.cands.size() > 1; });
+    if (options.solver == "cbc" && !choices && p.fits(choice)) {
+      // The reductions are exact and left nothing to choose.
+      result.solver = "exact reductions";
+      result.optimal = true;
+    } else if (options.solver == "cbc") {
 #ifdef OF_HAVE_CBC
       bool optimal = false, infeasible = false;
+      Problem mutableQ = q;
       std::optional<SmallVector<unsigned>> solved =
-          solveCbc(p, choice, options.timeLimit, optimal, infeasible,
-                   result.variables, result.constraints);
+          solveCbc(mutableQ, reducedChoice, options.timeLimit, optimal,
+                   infeasible, result.variables, result.constraints);
+      std::optional<SmallVector<unsigned>> expanded;
+      if (solved)
+        expanded = toOriginal(reduction.expand(*solved));
       // The solver's tolerances may leave its answer a rounding above the
       // greedy one; then that one is as good.
-      if (solved && p.fits(*solved) &&
-          (p.objective(*solved) <= p.objective(choice) * (1 + 1e-9) ||
+      if (expanded && p.fits(*expanded) &&
+          (p.objective(*expanded) <= p.objective(choice) * (1 + 1e-9) ||
            !p.fits(choice))) {
-        choice = *solved;
+        choice = *expanded;
         result.solver = "cbc";
         result.optimal = optimal;
         if (!optimal)
@@ -684,6 +1135,7 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
       result.solver = "greedy (this build has no CBC)";
 #endif
     }
+    result.reducedNodes = q.nodes.size();
   }
   result.objective = p.objective(choice);
   result.peakMemory = p.peak(choice);
@@ -701,7 +1153,7 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
     const SbpCandidate &c = node.cands[choice[n]];
     if (!node.op) {
       result.dists[node.arg] = c.sig.results.front();
-      if (node.cands.size() < 2)
+      if (node.cands.size() < 2 || !options.explain)
         continue;
       SmallVector<unsigned> trial(choice);
       auto &alts = result.alternatives[node.arg];

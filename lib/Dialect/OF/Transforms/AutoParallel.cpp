@@ -77,12 +77,17 @@ LogicalResult apply(func::FuncOp func, const FuncPlacement &fp,
 
   std::string summary = llvm::formatv(
       "auto-parallel on {0} {1}: {2}{3}, modeled step {4} (compute {5}, "
-      "boxing {6}), peak {7} per device{8}; {9} nodes, {10} variables, {11} "
-      "constraints, searched in {12}",
-      fp.ref, gridStr(fp.grid), r.solver, r.optimal ? " (optimal)" : "",
+      "boxing {6}), peak {7} per device{8}; {9} nodes",
+      fp.ref, gridStr(fp.grid), r.solver,
+      r.optimal ? (r.clusters ? " (optimal over the clusters)" : " (optimal)")
+                : "",
       seconds(r.objective), seconds(r.compute), seconds(r.boxing),
       bytes(r.peakMemory), budget > 0 ? " of " + bytes(budget) : std::string(),
-      r.nodes, r.variables, r.constraints, seconds(r.seconds));
+      r.nodes);
+  if (r.clusters)
+    summary += llvm::formatv(" in {0} clusters of repeated blocks", r.clusters);
+  summary += llvm::formatv(", {0} variables, {1} constraints, searched in {2}",
+                           r.variables, r.constraints, seconds(r.seconds));
   func.emitRemark(summary);
   if (!explain)
     return success();
@@ -120,6 +125,12 @@ LogicalResult apply(func::FuncOp func, const FuncPlacement &fp,
 struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
   using AutoParallelPassBase::AutoParallelPassBase;
   void runOnOperation() override {
+    if (cluster != "on" && cluster != "off" && cluster != "auto") {
+      getOperation().emitError("--of-auto-parallel: cluster takes on, off or "
+                               "auto, not '")
+          << cluster << "'";
+      return signalPassFailure();
+    }
     if (solver != "cbc" && solver != "greedy" && solver != "exhaustive") {
       getOperation().emitError("--of-auto-parallel: solver takes cbc, "
                                "greedy or exhaustive, not '")
@@ -136,6 +147,8 @@ struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
     options.memoryBudget = memoryBudget;
     options.timeLimit = timeLimit;
     options.solver = solver;
+    options.explain = explain;
+    options.cluster = cluster;
     if (failed(forEachFunction(
             getOperation(), interconnect, machineFile,
             [&](func::FuncOp f, const CostModel &model) -> LogicalResult {

@@ -59,6 +59,7 @@ struct TestSbpSearchPass : of::impl::TestSbpSearchPassBase<TestSbpSearchPass> {
         SbpSearchOptions options;
         options.solver = names[s];
         options.memoryBudget = memoryBudget;
+        options.cluster = "off"; // exact
         // Diagnostics (an infeasible budget, too many assignments to
         // enumerate) are part of the comparison.
         std::string why;

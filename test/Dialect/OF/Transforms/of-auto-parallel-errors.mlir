@@ -33,7 +33,7 @@ func.func @stages(%x: tensor<8x8xf32, #of.sbp<@a, [B]>>) -> tensor<8x8xf32, #of.
 // op without signatures is refused.
 of.placement @a {device = "cpu", shape = [2]}
 func.func @fine(%x: tensor<1xf32>) -> tensor<1xf32> {
-  // expected-remark@-1 {{auto-parallel on @a [2]: cbc (optimal)}}
+  // expected-remark@-1 {{auto-parallel on @a [2]: exact reductions (optimal)}}
   %y = of.relu %x : (tensor<1xf32>) -> tensor<1xf32>
   return %y : tensor<1xf32>
 }

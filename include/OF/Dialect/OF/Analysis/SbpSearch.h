@@ -37,6 +37,11 @@ struct SbpSearchOptions {
   /// "cbc" (exact; the fallback when CBC is absent), "greedy", or
   /// "exhaustive" (every assignment; fails beyond a million).
   std::string solver = "cbc";
+  /// Also cost every alternative of every argument (alternatives).
+  bool explain = false;
+  /// Repeated blocks choose alike: "on", "off", or "auto" (programs of
+  /// over a thousand nodes). Exact only off.
+  std::string cluster = "auto";
 };
 
 /// A candidate distribution of a function argument, or an nd signature of
@@ -59,6 +64,8 @@ struct SbpSearchResult {
   bool memoryMet = true; ///< the peak fits the budget
   std::string solver;    ///< what answered, and why if not CBC
   unsigned variables = 0, constraints = 0, nodes = 0;
+  unsigned reducedNodes = 0; ///< nodes left after the exact reductions
+  unsigned clusters = 0;     ///< clusters of repeated blocks (0: none)
   double seconds = 0;
   /// Per argument: every candidate distribution with the objective and
   /// peak memory of the chosen layout with that argument changed alone

@@ -321,6 +321,8 @@ def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
            "Seconds the solver may search before it keeps the best found">,
     Option<"solver", "solver", "std::string", "\"cbc\"",
            "cbc (exact), greedy, or exhaustive (every assignment; tests)">,
+    Option<"cluster", "cluster", "std::string", "\"auto\"",
+           "Repeated blocks choose alike: on, off, or auto (over 1000 nodes)">,
     Option<"explain", "explain", "bool", "false",
            "A remark per argument: chosen SBP, alternatives, what decided">,
   ]);
