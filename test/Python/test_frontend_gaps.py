@@ -26,6 +26,9 @@ RTOL = 1e-10
 
 
 def close(of_value, torch_value, rtol=RTOL):
+    if torch_value is None:  # an input the function does not use: no gradient
+        assert of_value is None
+        return
     t = torch_value.detach().numpy() if hasattr(torch_value, "detach") else \
         np.asarray(torch_value)
     o = of_value.numpy() if hasattr(of_value, "numpy") else np.asarray(of_value)
@@ -191,3 +194,61 @@ def test_pad_errors():
         F.pad(x, (1, 1), mode="foo")
     with pytest.raises(RuntimeError, match="doesn't take in value argument"):
         F.pad(x, (1, 1), mode="reflect", value=1.0)
+
+
+# -- F.multi_head_attention_forward -----------------------------------------------
+
+@pytest.mark.parametrize("case", ["self", "separate", "bias_kv_zero", "static", "unbatched"])
+def test_multi_head_attention_forward(rng, case):
+    """The functional form nn.MultiheadAttention runs, called directly with
+    PyTorch's arguments: values and the gradients of inputs and weights."""
+    L, S, N, E, H = 3, 4, 2, 8, 2
+    names = ["q", "k", "v", "in_w", "in_b", "out_w", "out_b"]
+    arrays = [rng.standard_normal((L, N, E)), rng.standard_normal((S, N, E)),
+              rng.standard_normal((S, N, E)), rng.standard_normal((3 * E, E)) * 0.3,
+              rng.standard_normal(3 * E) * 0.1, rng.standard_normal((E, E)) * 0.3,
+              rng.standard_normal(E) * 0.1]
+    kwargs = dict(need_weights=True, average_attn_weights=case != "separate")
+    extra = []
+    if case == "separate":
+        names += ["q_w", "k_w", "v_w"]
+        extra = [rng.standard_normal((E, E)) * 0.3, rng.standard_normal((E, 5)) * 0.3,
+                 rng.standard_normal((E, 6)) * 0.3]
+        arrays[1], arrays[2] = rng.standard_normal((S, N, 5)), rng.standard_normal((S, N, 6))
+        kwargs["need_weights"] = False
+    elif case == "bias_kv_zero":
+        names += ["bias_k", "bias_v"]
+        extra = [rng.standard_normal((1, 1, E)), rng.standard_normal((1, 1, E))]
+    elif case == "static":
+        names += ["static_k", "static_v"]
+        extra = [rng.standard_normal((N * H, 5, E // H)), rng.standard_normal((N * H, 5, E // H))]
+    elif case == "unbatched":
+        arrays[:3] = [a[:, 0] for a in arrays[:3]]
+    arrays += extra
+    mask = np.triu(np.ones((L, S), bool), 2)
+    padding = np.zeros((N, S), bool)
+    padding[1, 0] = True
+
+    def fn(fw):
+        def f(q, k, v, in_w, in_b, out_w, out_b, *rest):
+            more = dict(zip(names[7:], rest))
+            self_attention = case == "self"
+            k = q if self_attention else k
+            v = q if self_attention else v
+            if case == "separate":
+                more["use_separate_proj_weight"] = True
+                more["q_proj_weight"], more["k_proj_weight"], more["v_proj_weight"] = (
+                    more.pop("q_w"), more.pop("k_w"), more.pop("v_w"))
+            m = fw.tensor(mask[:, :L] if self_attention else mask)
+            if case == "static":
+                m = None
+            kp = None if case in ("unbatched", "static") else \
+                fw.tensor(padding[:, :L] if self_attention else padding)
+            out, w = fw.nn.functional.multi_head_attention_forward(
+                q, k, v, E, H, None if case == "separate" else in_w, in_b,
+                more.pop("bias_k", None), more.pop("bias_v", None), case == "bias_kv_zero",
+                0.0, out_w, out_b, key_padding_mask=kp, attn_mask=m, **kwargs, **more)
+            return out if w is None else out + w.sum() * 0.5
+        return f
+    grads = [i for i in range(len(arrays)) if not (case == "separate" and i == 3)]
+    compare(fn(of), fn(torch), arrays, grads=grads, rtol=1e-9, compiled=case == "bias_kv_zero")

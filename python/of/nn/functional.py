@@ -531,6 +531,143 @@ def _attention_with_dropout(query, key, value, attn_mask, dropout_p, is_causal, 
     return _ops.matmul(dropout(weights, dropout_p), value)
 
 
+def _additive_mask(mask, name, dtype):
+    """A bool mask (True: not allowed) as -inf / 0 of `dtype`; a float mask
+    as it is (PyTorch's _canonical_mask)."""
+    if mask is None:
+        return None
+    if mask.dtype is dt.bool:
+        return _ops.where(mask, float("-inf"), Tensor(np.zeros((), dtype.np), dtype=dtype,
+                                                      device=mask.device))
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """torch.nn.functional.multi_head_attention_forward (what
+    nn.MultiheadAttention runs): time-first [L, N, E] query and [S, N, E]
+    key and value (or unbatched [L, E], [S, E]) projected (self-attention,
+    `query is key is value`, in one matmul), split into heads, with
+    bias_k / bias_v and a zero position appended (source positions every
+    mask allows), static_k / static_v ([N * heads, S, head_dim]) in place
+    of the projected keys and values, attended (softmax weights computed
+    and returned with need_weights, else scaled_dot_product_attention),
+    joined and projected by out_proj. Bool masks are True where attention
+    is not allowed; float masks are added to the scores."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
+                             f"received {query.ndim}-D query tensor")
+    batched = query.ndim == 3
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} "
+                             f"`query`, expected `key` and `value` to be {query.ndim}-D but "
+                             f"found {key.ndim}-D and {value.ndim}-D tensors respectively")
+    if not batched:  # a batch of one: [L, E] -> [L, 1, E]
+        query, key, value = (_ops.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = _ops.unsqueeze(key_padding_mask, 0)
+    length, n, e = query.shape
+    source = key.shape[0]
+    heads = num_heads
+    hd = e // heads
+    if e != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {e}")
+    if hd * heads != e:
+        raise AssertionError(f"embed_dim {e} not divisible by num_heads {heads}")
+    if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key shape {list(key.shape)} does not match value shape "
+                             f"{list(value.shape)}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
+                           "the Transformer module method `generate_square_subsequent_mask` "
+                           "to create this mask.")
+    mask = _additive_mask(attn_mask, "attn_mask", query.dtype)
+    if mask is not None:
+        if mask.ndim == 2:
+            if tuple(mask.shape) != (length, source):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but "
+                                   f"should be {(length, source)}.")
+            mask = _ops.reshape(mask, (1, 1, length, source))
+        elif mask.ndim == 3:
+            if tuple(mask.shape) != (n * heads, length, source):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but "
+                                   f"should be {(n * heads, length, source)}.")
+            mask = _ops.reshape(mask, (n, heads, length, source))
+        else:
+            raise RuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
+    # the projections
+    if not use_separate_proj_weight and query is key and key is value:
+        q, k, v = _ops.chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
+    else:
+        if use_separate_proj_weight:
+            w = (q_proj_weight, k_proj_weight, v_proj_weight)
+        else:
+            w = _ops.chunk(in_proj_weight, 3)
+        b = _ops.chunk(in_proj_bias, 3) if in_proj_bias is not None else (None,) * 3
+        q, k, v = (linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w, b))
+    # [S, N, E] -> [N, heads, S, head_dim], or the static keys and values
+    q, k, v = (_ops.permute(_ops.reshape(t, (t.shape[0], n, heads, hd)), [1, 2, 0, 3])
+               for t in (q, k, v))
+    extra = 0  # source positions appended: bias_k/v, then the zero one
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key." if static_k is not None
+                                 else "bias cannot be added to static value.")
+        k, v = (_ops.cat([t, _ops.broadcast_to(_ops.reshape(b, (1, heads, 1, hd)),
+                                               (n, heads, 1, hd))], 2)
+                for t, b in ((k, bias_k), (v, bias_v)))
+        extra += 1
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k and bias_v must both be given, or neither")
+    for name, static in (("static_k", static_k), ("static_v", static_v)):
+        if static is not None:
+            if static.shape[0] != n * heads or static.shape[2] != hd:
+                raise AssertionError(f"expecting {name} of shape [{n * heads}, S, {hd}], but "
+                                     f"got {list(static.shape)}")
+            t = _ops.reshape(static, (n, heads, static.shape[1], hd))
+            k, v = (t, v) if name == "static_k" else (k, t)
+    if add_zero_attn:
+        k, v = (_ops.cat([t, Tensor(np.zeros((n, heads, 1, hd), t.dtype.np), dtype=t.dtype,
+                                    device=t.device)], 2) for t in (k, v))
+        extra += 1
+    if extra and mask is not None:
+        mask = _zeros_beside(mask, 3, 0, extra)
+    source = k.shape[2]
+    padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if padding is not None:
+        if tuple(padding.shape) != (n, source - extra):
+            raise AssertionError(f"expecting key_padding_mask shape of {(n, source - extra)}, "
+                                 f"but got {tuple(padding.shape)}")
+        padding = _ops.reshape(_zeros_beside(padding, 1, 0, extra), (n, 1, 1, source))
+        mask = padding if mask is None else _ops.add(mask, padding)
+    p = dropout_p if training else 0.0
+    if need_weights:
+        weights = _ops.attention_weights(q, k, mask, scale=1.0 / math.sqrt(hd))
+        if p > 0:
+            weights = dropout(weights, p)
+        out = _ops.matmul(weights, v)
+    else:
+        out = scaled_dot_product_attention(q, k, v, mask, p)
+        weights = None
+    # [N, heads, L, head_dim] -> [L, N, E]
+    out = _ops.reshape(_ops.permute(out, [2, 0, 1, 3]), (length, n, e))
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if weights is not None and average_attn_weights:
+        weights = _ops.mean(weights, 1)
+    if not batched:
+        out = _ops.squeeze(out, 1)
+        weights = _ops.squeeze(weights, 0) if weights is not None else None
+    return out, weights
+
+
 @_ops.autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):

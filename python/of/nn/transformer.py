@@ -22,19 +22,6 @@ from . import init
 from .modules import Dropout, LayerNorm, Linear, Module, ModuleList, _param, _place
 
 
-def _additive_mask(mask, name, dtype):
-    """A bool mask (True: not allowed) as -inf / 0 of `dtype`; a float mask
-    as it is (PyTorch's _canonical_mask)."""
-    if mask is None:
-        return None
-    if mask.dtype is dt.bool:
-        return _ops.where(mask, float("-inf"), Tensor(np.zeros((), dtype.np), dtype=dtype,
-                                                      device=mask.device))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
-
-
 class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention: the query, key and value projected
     (one [3E, E] in_proj_weight when kdim = vdim = embed_dim, else
@@ -92,110 +79,22 @@ class MultiheadAttention(Module):
             for b in (self.bias_k, self.bias_v):
                 init.normal_(b, 0.0, math.sqrt(1.0 / self.embed_dim))
 
-    def _project(self, query, key, value):
-        """q, k, v: the inputs' projections ([L, N, E], [S, N, E] twice);
-        self-attention's in one matmul."""
-        if self._qkv_same_embed_dim and query is key and key is value:
-            return _ops.chunk(F.linear(query, self.in_proj_weight, self.in_proj_bias), 3, -1)
-        w = _ops.chunk(self.in_proj_weight, 3) if self._qkv_same_embed_dim else \
-            (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        b = _ops.chunk(self.in_proj_bias, 3) if self.in_proj_bias is not None else \
-            (None, None, None)
-        return tuple(F.linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w, b))
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        if query.ndim not in (2, 3):
-            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
-                                 f"received {query.ndim}-D query tensor")
-        batched = query.ndim == 3
-        if key.ndim != query.ndim or value.ndim != query.ndim:
-            raise AssertionError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} "
-                                 f"`query`, expected `key` and `value` to be {query.ndim}-D but "
-                                 f"found {key.ndim}-D and {value.ndim}-D tensors respectively")
-        if not batched:  # a batch of one: [L, E] -> [L, 1, E]
-            query, key, value = _each(lambda t: _ops.unsqueeze(t, 1), query, key, value)
-            if key_padding_mask is not None:
-                key_padding_mask = _ops.unsqueeze(key_padding_mask, 0)
-        elif self.batch_first:
+        batch_first = self.batch_first and query.ndim == 3
+        if batch_first:
             query, key, value = _each(lambda t: _ops.transpose(t, 0, 1), query, key, value)
-        out, weights = self._attend(query, key, value, key_padding_mask, need_weights,
-                                    attn_mask, average_attn_weights, is_causal)
-        if not batched:
-            out = _ops.squeeze(out, 1)
-            weights = _ops.squeeze(weights, 0) if weights is not None else None
-        elif self.batch_first:
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if batch_first:
             out = _ops.transpose(out, 0, 1)
-        return out, weights
-
-    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
-                average_attn_weights, is_causal):
-        """PyTorch's multi_head_attention_forward on [L, N, E] inputs."""
-        length, n, e = query.shape
-        source = key.shape[0]
-        heads, hd = self.num_heads, self.head_dim
-        if e != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {e}")
-        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(f"key shape {list(key.shape)} does not match value shape "
-                                 f"{list(value.shape)}")
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
-                               "the Transformer module method `generate_square_subsequent_mask` "
-                               "to create this mask.")
-        if key_padding_mask is not None and tuple(key_padding_mask.shape) != (n, source):
-            raise AssertionError(f"expecting key_padding_mask shape of {(n, source)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        mask = _additive_mask(attn_mask, "attn_mask", query.dtype)
-        if mask is not None:
-            if mask.ndim == 2:
-                if tuple(mask.shape) != (length, source):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {mask.shape}, but "
-                                       f"should be {(length, source)}.")
-                mask = _ops.reshape(mask, (1, 1, length, source))
-            elif mask.ndim == 3:
-                if tuple(mask.shape) != (n * heads, length, source):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {mask.shape}, but "
-                                       f"should be {(n * heads, length, source)}.")
-                mask = _ops.reshape(mask, (n, heads, length, source))
-            else:
-                raise RuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
-        padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
-        if padding is not None:
-            padding = _ops.reshape(padding, (n, 1, 1, source))
-        q, k, v = self._project(query, key, value)
-        extra = []  # more source positions, [1, N, E] each: bias_k/v, zeros
-        if self.bias_k is not None:
-            extra.append((_ops.broadcast_to(self.bias_k, (1, n, e)),
-                          _ops.broadcast_to(self.bias_v, (1, n, e))))
-        if self.add_zero_attn:
-            zeros = Tensor(np.zeros((1, n, e), k.dtype.np), dtype=k.dtype, device=k.device)
-            extra.append((zeros, zeros))
-        if extra:
-            k = _ops.cat([k] + [ek for ek, _ in extra], 0)
-            v = _ops.cat([v] + [ev for _, ev in extra], 0)
-            mask, padding = (None if m is None else F._zeros_beside(m, 3, 0, len(extra))
-                             for m in (mask, padding))
-        if padding is not None:
-            mask = padding if mask is None else _ops.add(mask, padding)
-        # [L, N, E] -> [N, heads, L, head_dim]
-        q, k, v = (_ops.permute(_ops.reshape(t, (t.shape[0], n, heads, hd)), [1, 2, 0, 3])
-                   for t in (q, k, v))
-        p = self.dropout if self.training else 0.0
-        if need_weights:
-            weights = _ops.attention_weights(q, k, mask, scale=1.0 / math.sqrt(hd))
-            if p > 0:
-                weights = F.dropout(weights, p)
-            out = _ops.matmul(weights, v)
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, mask, p)
-            weights = None
-        # [N, heads, L, head_dim] -> [L, N, E]
-        out = _ops.reshape(_ops.permute(out, [2, 0, 1, 3]), (length, n, e))
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
-        if weights is not None and average_attn_weights:
-            weights = _ops.mean(weights, 1)
         return out, weights
 
 
