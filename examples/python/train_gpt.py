@@ -16,8 +16,10 @@ process) and writes what `of-run` needs to train it there, without
 Python: the plan, the initial weights and the batches, and prints the
 command.
 
-Layouts on N ranks: data (parameters broadcast, batch split) or megatron
-(column/row-parallel MLP, vocabulary-parallel tied embedding). Prints a
+Layouts on N ranks: data (parameters broadcast, batch split), megatron
+(column/row-parallel MLP, vocabulary-parallel tied embedding), or auto
+(only the placement: of.compile(..., auto_parallel=True) searches every
+distribution). Prints a
 progress line with the loss and tokens/s, saves the step's plan (which
 `of-run` executes without Python) and a checkpoint, and samples text.
 """
@@ -73,7 +75,9 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--layout", choices=["data", "megatron"], default="data")
+    parser.add_argument("--layout", choices=["data", "megatron", "auto"], default="data",
+                        help="auto: only the placement; the compiler's SBP search "
+                             "chooses every distribution")
     parser.add_argument("--out", default="gpt-out", help="folder for the plan and checkpoint")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto: cuda where of.cuda.is_available(), else cpu")
@@ -111,7 +115,7 @@ def main():
                          weight_decay=0.1)
     schedule = of.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=options.steps,
                                                        eta_min=options.lr / 10)
-    step = of.compile(model, optimizer=opt)
+    step = of.compile(model, optimizer=opt, auto_parallel=options.layout == "auto")
 
     tokens = corpus(cfg.vocab_size)
     rng = np.random.default_rng(0)

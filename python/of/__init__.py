@@ -21,12 +21,12 @@ from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
 from ._ops import (abs, add, addcdiv, addcmul, amax, amin, arange, argmax,  # noqa: F401,A004
-                   argmin, argsort, cat, chunk, clamp, clamp_max, clamp_min, clip, exp, flip,
-                   from_numpy, full, gather, index_select, is_floating_point, lerp, log,
-                   masked_select, matmul, maximum, mean, minimum, multinomial, narrow,
+                   argmin, argsort, bmm, cat, chunk, clamp, clamp_max, clamp_min, clip, cos,
+                   exp, flip, from_numpy, full, gather, index_select, is_floating_point, lerp,
+                   log, masked_select, matmul, maximum, mean, minimum, multinomial, narrow,
                    nonzero, ones, ones_like, rand, randint, randn, randperm, return_types,
-                   rsqrt, sigmoid, sign, sort, sqrt, square, stack, sum, t, take_along_dim,
-                   tanh, tensor, topk, tril, zeros, zeros_like)
+                   roll, rsqrt, sigmoid, sign, sin, sort, sqrt, square, stack, sum, t,
+                   take_along_dim, tanh, tensor, tile, topk, tril, triu, zeros, zeros_like)
 from ._random import manual_seed
 from ._tensor import Parameter, Size, Tensor
 from .serialization import load, save
@@ -76,8 +76,8 @@ def numel(input):  # noqa: A002
 
 
 def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=False,  # noqa: A001
-            max_grad_norm=None, *, fullgraph=False, dynamic=None, backend="inductor",
-            mode=None, options=None, disable=False):
+            max_grad_norm=None, *, auto_parallel=False, fullgraph=False, dynamic=None,
+            backend="inductor", mode=None, options=None, disable=False):
     """Compiles `model` (an of.nn.Module or a function of tensors).
 
     Without an optimizer, the result runs the forward: `y = c(x)`. With one,
@@ -90,7 +90,11 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
     scaling in the training step (torch.amp.GradScaler's defaults: 2^16 to
     start, halved and the step skipped when a gradient is inf or NaN,
     doubled after 2000 good steps); `zero=True` splits the optimizer state
-    (ZeRO).
+    (ZeRO). `auto_parallel=True` (global tensors) lets the compiler choose
+    every distribution (--of-auto-parallel's exact search over the cost
+    model): the arguments' SBP is ignored, only their placement counts, and
+    parameters take the distribution the search chose (their `sbp`
+    changes after the first step; their values do not).
 
     torch.compile's keywords are taken with their meaning: `disable=True`
     returns `model` as it is; of always compiles the whole function (as
@@ -118,7 +122,8 @@ def compile(model, loss_fn=None, optimizer=None, dump_dir=None, amp=None, zero=F
     else:
         fn = model.forward if isinstance(model, nn.Module) else model
     kind = _jit.CompiledModule if modules and optimizer is None else _jit.CompiledFunction
-    compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm)
+    compiled = kind(fn, modules, name, optimizer, dump_dir, amp, zero, max_grad_norm,
+                    auto_parallel)
     compiled.loss_only = optimizer is not None
     return compiled
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import _dtype as dt
-from . import _autocast, _grad_mode, _random
+from . import _autocast, _global, _grad_mode, _random
 from ._autograd import TracedSpec, record
 from ._autograd import accumulate as _autograd_accumulate
 from ._autograd import gradients as _autograd_gradients
@@ -119,7 +119,7 @@ class _Executable:
         for index, t in self.state:
             if t._source == (r, index) or r.versions.get(index) == (id(t), t._version):
                 continue
-            r.set(index, t._value())
+            r.set(index, self._value_for(index, t))
             r.versions[index] = (id(t), t._version)
         if self.train and not self.initialised:
             # optimizer state starts at zero (AdamW's step count too, and
@@ -151,12 +151,22 @@ class _Executable:
                 r.set(index, np.zeros(info["shape"], np_dtype))
         self.initialised = True
 
+    def _value_for(self, index, t):
+        """This rank's part of `t` as input `index` takes it: moved to the
+        plan's distribution where --of-auto-parallel chose another one."""
+        value = t._value()
+        want = self.runner.input_dist(index)
+        if t._placement is not None and want is not None and tuple(t._sbp) != want:
+            value = _global.move(value, t.shape, t.dtype, t._placement, t._sbp,
+                                 t._placement, list(want))
+        return value
+
     def run(self, tensors, seed=None):
         """Runs on the arguments' tensors (_arguments' list, nested ones
         included)."""
         r = self.runner
         for a, index in zip(tensors, self.data_inputs):
-            r.set(index, a._value())
+            r.set(index, self._value_for(index, a))
         self._bind_state()
         if self.lr_index is not None:
             r.set(self.lr_index, np.array(self.optimizer.param_groups[0]["lr"], np.float32))
@@ -167,6 +177,8 @@ class _Executable:
         for index, t in self.updated_state:
             t._version += 1
             t._source = (r, index)
+            if t._placement is not None and r.input_dist(index) is not None:
+                t._sbp = list(r.input_dist(index))  # as the plan holds it
             r.versions[index] = (id(t), t._version)
         if self.train:
             self.optimizer._steps += 1
@@ -455,7 +467,7 @@ class CompiledFunction:
     `save_plan(path, *example_args)` the plan for their signature."""
 
     def __init__(self, fn, modules, name, optimizer=None, dump_dir=None, amp=None,
-                 zero=False, max_grad_norm=None):
+                 zero=False, max_grad_norm=None, auto_parallel=False):
         self.fn = fn
         self.modules = modules  # [(prefix, Module)]
         self.name = name
@@ -463,6 +475,7 @@ class CompiledFunction:
         self.dump_dir = dump_dir
         self.amp = amp
         self.zero = zero
+        self.auto_parallel = auto_parallel
         self.max_grad_norm = max_grad_norm
         self.loss_only = False  # of.compile(model, loss_fn, optimizer): the loss alone
         # a fused step of the standard loop (_PendingCall): the loss is the
@@ -496,6 +509,8 @@ class CompiledFunction:
                 parts.append("grads-out=true")
         if self.amp:
             parts.append(f"amp={self.amp}")
+        if self.auto_parallel:
+            parts.append("auto=true")
         return ",".join(parts)
 
     def _bindings(self):
@@ -514,6 +529,7 @@ class CompiledFunction:
             self.optimizer._check_one_update()
         program = Program(self.name, trace=True)
         program.train = train
+        program.auto_parallel = self.auto_parallel
         program.bindings = self._bindings()
         program.weight_decays = self.optimizer._weight_decays() if train else {}
         # every tensor of the arguments (nested ones too) is an argument of

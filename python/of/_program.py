@@ -82,6 +82,9 @@ class Program:
         self.loss = None
         self.updates = []    # (state tensor, its new value) written by the program
         self.train = False   # traced as a training step (gradients of the loss)
+        # --of-auto-parallel chooses the arguments' SBP: they are written
+        # with their placement's program but no distribution
+        self.auto_parallel = False
         self.bindings = {}   # id(module state) -> (its state_dict name, trained)
         self.weight_decays = {}  # id(parameter) -> its group's weight decay, if groups differ
         self._types = {}     # ssa -> type text
@@ -120,8 +123,11 @@ class Program:
             attrs.append("of.param")
         if weight_decay is not None:
             attrs.append(f"of.weight_decay = {float_text(weight_decay)} : f64")
-        ssa = self.add_typed_arg(_type(tensor.shape, tensor.dtype, tensor._placement,
-                                       tensor._sbp), tensor._placement, attrs)
+        if self.auto_parallel and tensor._placement is not None:
+            ty = _type(tensor.shape, tensor.dtype)
+        else:
+            ty = _type(tensor.shape, tensor.dtype, tensor._placement, tensor._sbp)
+        ssa = self.add_typed_arg(ty, tensor._placement, attrs)
         self.arg_tensors.append(tensor)
         self.values[id(tensor)] = ssa
         self.keep.append(tensor)

@@ -66,6 +66,12 @@ class Runner:
         self.session.get_output(index, _raw(out))
         return out
 
+    def input_dist(self, index):
+        d = self.inputs[index]
+        if "sbp" not in d:
+            return None
+        return tuple(_sbp_from_runtime(c) for c in d["sbp"])
+
     def output_dist(self, index):
         d = self.outputs[index]
         if "sbp" not in d:

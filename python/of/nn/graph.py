@@ -18,6 +18,27 @@ from .._jit import CompiledFunction
 from .modules import Module
 
 
+class _GraphConfig:
+    """nn.Graph.config: OneFlow's GraphConfig over the graph's options."""
+
+    def __init__(self, options):
+        self._options = options
+
+    def __call__(self, dump_dir=None, amp=None, zero=False, max_grad_norm=None):
+        self._options.update(dump_dir=dump_dir, amp=amp, zero=zero, max_grad_norm=max_grad_norm)
+
+    def enable_auto_parallel(self, mode=True):
+        """Every distribution chosen by the compiler's exact SBP search
+        (of.compile's auto_parallel)."""
+        self._options["auto_parallel"] = bool(mode)
+
+    def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024,
+                    shard_restore_level=1):
+        """ZeRO: the optimizer state split over the data-parallel ranks
+        (of's ZeRO is stage 1 at any size)."""
+        self._options["zero"] = bool(mode)
+
+
 class Graph:
     def __init__(self):
         object.__setattr__(self, "_modules", {})
@@ -36,8 +57,11 @@ class Graph:
         object.__setattr__(self, "_optimizer", optimizer)
         object.__setattr__(self, "lr_scheduler", lr_sch)
 
-    def config(self, dump_dir=None, amp=None, zero=False, max_grad_norm=None):
-        self._options.update(dump_dir=dump_dir, amp=amp, zero=zero, max_grad_norm=max_grad_norm)
+    @property
+    def config(self):
+        """The graph's options: call it (`self.config(amp="bf16")`) or use
+        OneFlow's GraphConfig methods (`self.config.enable_auto_parallel()`)."""
+        return _GraphConfig(self._options)
 
     def build(self, *args):
         raise NotImplementedError(f"{type(self).__name__} must define build()")
