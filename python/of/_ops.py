@@ -20,6 +20,7 @@ from . import _global, _random
 from ._apply import apply, apply1
 from ._compat import unsupported
 from ._dist import device, normalize_sbp, placement as Placement
+from ._grad_mode import is_grad_enabled
 from ._program import OpSpec, _trace, _type, float_text, tracing
 from ._tensor import Size, Tensor, _c_order, _device_arg, as_tensor_like, to_tensor
 
@@ -2019,6 +2020,9 @@ def _install():
     T.new_zeros, T.new_ones, T.new_empty = _new_zeros, _new_ones, _new_empty
     T.new_full, T.new_tensor = _new_full, _new_tensor
     T.t, T.narrow, T.flip = t, narrow, flip
+    T.tril, T.triu, T.roll, T.tile = tril, triu, roll, tile
+    T.bmm = lambda self, batch2: bmm(self, batch2)  # PyTorch's method names it batch2
+    T.sin, T.cos = sin, cos
     T.expand_as, T.view_as, T.reshape_as, T.repeat = _expand_as, _view_as, _reshape_as, _repeat
     T.clamp, T.clamp_min, T.clamp_max, T.clip = clamp, clamp_min, clamp_max, clip
     T.abs, T.square, T.sign = abs, square, sign
@@ -2238,8 +2242,108 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _leaf(Tensor(values.astype(dtype.np), dtype=dtype, device=device), requires_grad)
 
 
-def tril(input, diagonal=0):
-    return Tensor(np.tril(input.numpy(), diagonal), dtype=input.dtype, device=input.device)
+def _triangle(api, keep, input, diagonal):
+    """input with the elements outside `keep` (NumPy's tril/triu of a
+    [rows, cols] block of ones) zeroed: a where with a constant mask,
+    whose gradient is the compiler's."""
+    if input.ndim < 2:
+        raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions")
+    rows, cols = input.shape[-2:]
+    mask = keep(np.ones((rows, cols), np.bool_), diagonal)
+    zero = Tensor(np.zeros((), input.dtype.np), dtype=input.dtype, device=input.device)
+    return where(Tensor(mask, dtype=dt.bool, device=input.device), input, zero)
+
+
+def tril(input, diagonal=0):  # noqa: A002
+    """torch.tril: the elements on and below the `diagonal`-th diagonal of
+    the last two dimensions, the others zero."""
+    return _triangle("tril", np.tril, input, diagonal)
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    """torch.triu: the elements on and above the `diagonal`-th diagonal of
+    the last two dimensions, the others zero."""
+    return _triangle("triu", np.triu, input, diagonal)
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    """torch.roll: elements shifted along `dims` (of the flattened tensor
+    without dims), those leaving one end entering at the other: two
+    narrows concatenated per dimension."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: "
+                               f"{len(shifts)}, dims:0")
+        return reshape(roll(flatten(input), shifts, 0), tuple(input.shape))
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    x = input
+    for shift, dim in zip(shifts, dims):
+        dim = _norm_dim(dim, x.ndim)
+        n = x.shape[dim]
+        k = shift % n if n else 0
+        if k:
+            x = cat([narrow(x, dim, n - k, k), narrow(x, dim, 0, n - k)], dim)
+    return x
+
+
+def tile(input, dims):  # noqa: A002
+    """torch.tile: Tensor.repeat with ones put ahead of `dims` when it has
+    fewer entries than the tensor has dimensions."""
+    dims = tuple(dims)
+    return _repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """torch.bmm: batched [B, n, m] x [B, m, p] matrix products (matmul
+    without broadcasting)."""
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if input.ndim != 3
+                           else "batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: "
+                           f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    return matmul(input, mat2)
+
+
+def _constant_fold(api, fn, input):
+    """fn (a NumPy function) of `input`'s value, for an elementwise op of
+    PyTorch that of has no op for yet: a constant fold, so only of a value
+    known now (eager) that needs no gradient, such as the positional
+    encodings a module computes when it is made. Traced, or needing a
+    gradient, it raises NotImplementedError saying so. Integer and bool
+    inputs give float32, as PyTorch's."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{api}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input._program is not None:
+        raise NotImplementedError(
+            f"{api} in a compiled function: of has no {api} op yet (only a constant fold of "
+            f"an eager tensor); compute it outside the compiled function")
+    if input.requires_grad and is_grad_enabled():
+        raise NotImplementedError(
+            f"{api} of a tensor that requires grad: of has no {api} op yet, so no gradient; "
+            f"it is computed with NumPy only for tensors that need no gradient (detach(), or "
+            f"under of.no_grad())")
+    if input.is_global:
+        raise NotImplementedError(f"{api} of a global tensor: of has no {api} op yet")
+    dtype = input.dtype if input.dtype.is_floating_point else dt.float32
+    value = fn(np.asarray(input._value(), np.float64)).astype(dtype.np)
+    return Tensor(np.ascontiguousarray(value), dtype=dtype, device=input.device)
+
+
+def sin(input):  # noqa: A002
+    """torch.sin as a constant fold (_constant_fold): eager, no gradient."""
+    return _constant_fold("sin", np.sin, input)
+
+
+def cos(input):  # noqa: A002
+    """torch.cos as a constant fold (_constant_fold): eager, no gradient."""
+    return _constant_fold("cos", np.cos, input)
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):
