@@ -19,8 +19,16 @@ labels split by the batch (S(0)); the classification weight split by class
 the embeddings (batch x embedding floats), and the cross entropy over the
 class-split logits all-reduces each example's maximum (P(max)), sum of
 exponentials and target logit (P) instead of gathering the logits.
---dump-dir keeps the compiled step's IR after each pass and its plan
-(`of-run DIR/plan.ofp --list` lists its collectives).
+--dump-dir keeps the compiled step's IR after each pass (the
+of-insert-boxing stage shows every op's SBP and each of.boxing). At 20000
+classes on 2 ranks: the forward's logits matmul is (B embeddings x S(1)
+weight^T) -> S(1), of.cross_entropy takes S(1) logits and B labels with
+the two-stage reduction, the weight's gradient matmul stays S(1) (no
+gathered weight or logits). The backward, though, turns batch split:
+propagation gives the loss gradient's broadcast_to an S(0) result, so the
+softmax gradient and the margin's where/clamp gradients run on S(0) with
+some ten [batch, classes] all-to-alls (S(1) <-> S(0)) around them, where
+keeping S(1) would need none.
 
 --fc-budget-mb is the memory one rank may give the classification weight:
 the script stops before training when a rank's part of it is larger (so
