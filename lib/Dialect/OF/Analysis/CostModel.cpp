@@ -32,12 +32,43 @@ bool CostModel::preset(StringRef name, CostModel &out, std::string &error) {
     out.axes = {{5.0e-6, 3.0e11}, {1.0e-5, 2.5e10}};
     out.flopsPerSecond = 5.0e14;
     out.memoryBandwidth = 3.0e12;
+  } else if (name == "h100-cluster" || name == "h200-cluster") {
+    // Nodes of 8 GPUs: NVLink 4 (450 GB/s a direction) within a node, a
+    // 400 Gb/s InfiniBand NIC per GPU between nodes; bf16 dense tensor-core
+    // rate at ~50% of peak (989 TFLOP/s) and HBM3 (3.35 TB/s) or HBM3e
+    // (4.8 TB/s). Orders of magnitude, as the other presets: calibrate
+    // with a machine file.
+    bool h200 = name == "h200-cluster";
+    out.nodeSize = 8;
+    out.intraNode = {3.0e-6, 4.5e11};
+    out.interNode = {1.0e-5, 5.0e10};
+    out.axes = {out.interNode};
+    out.flopsPerSecond = 5.0e14;
+    out.memoryBandwidth = h200 ? 4.8e12 : 3.35e12;
   } else {
     error = "unknown interconnect '" + name.str() +
-            "' (expected mpi-shm, nvlink or infiniband)";
+            "' (expected mpi-shm, nvlink, infiniband, h100-cluster or "
+            "h200-cluster)";
     return false;
   }
   return true;
+}
+
+CostModel CostModel::forGrid(ArrayRef<int64_t> grid) const {
+  if (nodeSize <= 0)
+    return *this;
+  CostModel out = *this;
+  out.axes.clear();
+  int64_t stride = 1;
+  SmallVector<LinkCost, 2> reversed;
+  for (int64_t g : llvm::reverse(grid)) {
+    reversed.push_back(stride * g <= nodeSize ? intraNode : interNode);
+    stride *= g;
+  }
+  out.axes.assign(reversed.rbegin(), reversed.rend());
+  if (out.axes.empty())
+    out.axes.push_back(interNode);
+  return out;
 }
 
 bool CostModel::readMachineFile(StringRef path, CostModel &out,
@@ -76,6 +107,33 @@ bool CostModel::readMachineFile(StringRef path, CostModel &out,
   if (!positive(*root, "flops", out.flopsPerSecond) ||
       !positive(*root, "memory_bandwidth", out.memoryBandwidth))
     return false;
+  double nodeSize = static_cast<double>(out.nodeSize);
+  if (root->get("node_size")) {
+    if (!positive(*root, "node_size", nodeSize))
+      return false;
+    if (nodeSize != std::floor(nodeSize) || nodeSize > 1e9) {
+      error = "machine file '" + path.str() +
+              "': 'node_size' must be a whole number of devices";
+      return false;
+    }
+    out.nodeSize = static_cast<int64_t>(nodeSize);
+  }
+  for (auto [key, link] :
+       {std::pair<StringRef, LinkCost *>{"intra_node", &out.intraNode},
+        {"inter_node", &out.interNode}}) {
+    const llvm::json::Value *v = root->get(key);
+    if (!v)
+      continue;
+    const llvm::json::Object *o = v->getAsObject();
+    if (!o) {
+      error = "machine file '" + path.str() + "': '" + key.str() +
+              "' must be an object";
+      return false;
+    }
+    if (!positive(*o, "latency", link->latency) ||
+        !positive(*o, "bandwidth", link->bandwidth))
+      return false;
+  }
   if (const llvm::json::Value *axes = root->get("axes")) {
     const llvm::json::Array *list = axes->getAsArray();
     if (!list || list->empty()) {

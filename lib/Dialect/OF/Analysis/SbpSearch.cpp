@@ -197,6 +197,17 @@ public:
   DenseMap<Operation *, unsigned> opNode;
 
 private:
+  /// A written distribution, as the search's grid reads it: all B on
+  /// another number of axes (the mesh being factorized) is B on every
+  /// axis of this grid.
+  std::optional<NdSbp> annotation(Type type) const {
+    std::optional<NdSbp> d = distOf(type);
+    if (d && d->size() != fp.grid.size() &&
+        llvm::all_of(*d, [](const SbpEntry &e) { return e.isBroadcast(); }))
+      d = NdSbp(fp.grid.size(), SbpEntry::broadcast());
+    return d;
+  }
+
   NdSbp distOfCandidate(const Problem &p, Producer pr, unsigned c) const {
     return p.nodes[pr.node].cands[c].sig.results[pr.result];
   }
@@ -258,7 +269,7 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
     Node node;
     node.arg = arg;
     SmallVector<NdSbp> dists;
-    if (std::optional<NdSbp> d = distOf(type))
+    if (std::optional<NdSbp> d = annotation(type))
       dists.push_back(*d);
     else
       dists = argumentDists(type, fp.grid);
@@ -286,8 +297,7 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
         return op.emitError("the SBP search handles one placement, ")
                << fp.ref << "; this boxing moves its value elsewhere";
       SbpCandidate cand;
-      cand.sig.results.push_back(
-          NdSbp(target.getEntries().begin(), target.getEntries().end()));
+      cand.sig.results.push_back(*annotation(boxing.getType()));
       cand.sig.operands.push_back(cand.sig.results.front());
       cand.memory =
           shardBytes(boxing.getType(), cand.sig.results.front(), fp.grid);
@@ -302,7 +312,7 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
       SmallVector<std::optional<NdSbp>> none(op.getNumOperands());
       SmallVector<std::optional<NdSbp>> annotated;
       for (Value r : op.getResults()) {
-        annotated.push_back(distOf(r.getType()));
+        annotated.push_back(annotation(r.getType()));
         if (SbpAttr s = getSbp(r.getType()); s && s.getPlacement() != fp.ref)
           return op.emitError("the SBP search handles one placement, ")
                  << fp.ref << "; this result is on " << s.getPlacement();
@@ -364,7 +374,7 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
     }
     auto update = func.getResultAttrOfType<IntegerAttr>(
         i, OFDialect::UpdateAttrHelper::getNameStr());
-    if (std::optional<NdSbp> d = distOf(declared))
+    if (std::optional<NdSbp> d = annotation(declared))
       target.fixed = *d;
     else if (update && argNode.count(update.getInt()))
       target.argNode = argNode[update.getInt()];

@@ -10,6 +10,7 @@
 #include "OF/Dialect/OF/IR/OFOps.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
 
+#include "mlir/IR/AttrTypeSubElements.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::of {
@@ -122,6 +123,100 @@ LogicalResult apply(func::FuncOp func, const FuncPlacement &fp,
   return success();
 }
 
+/// --of-auto-parallel's factorize: the module's one 1-D placement takes
+/// the grid [a, N/a] (or [N]) whose search of the largest function models
+/// the fastest step. Distributions already written on it must be all B
+/// (they become B on every axis).
+LogicalResult factorizeMesh(ModuleOp module, const CostModel &model,
+                            const SbpSearchOptions &options) {
+  auto placements = llvm::to_vector(module.getOps<PlacementOp>());
+  if (placements.size() != 1)
+    return module.emitError("--of-auto-parallel: factorize needs a module "
+                            "with one placement, not ")
+           << placements.size();
+  PlacementOp placement = placements.front();
+  SmallVector<int64_t> shape = placement.getGridShape();
+  if (shape.size() != 1)
+    return placement.emitError("--of-auto-parallel: factorize takes a 1-D "
+                               "placement; this one is already a grid");
+  bool fixed = false;
+  module.walk([&](Operation *op) {
+    auto check = [&](Type t) {
+      if (SbpAttr sbp = getSbp(t))
+        fixed |= llvm::any_of(sbp.getEntries(), [](const SbpEntry &e) {
+          return !e.isBroadcast();
+        });
+    };
+    for (Type t : op->getResultTypes())
+      check(t);
+    if (auto f = dyn_cast<func::FuncOp>(op)) {
+      for (Type t : f.getArgumentTypes())
+        check(t);
+      for (Type t : f.getResultTypes())
+        check(t);
+    }
+  });
+  if (fixed)
+    return placement.emitError("--of-auto-parallel: factorize needs a "
+                               "program without split or partial "
+                               "annotations (they fix the mesh's shape)");
+  func::FuncOp largest;
+  size_t most = 0;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.isExternal())
+      continue;
+    size_t ops = f.getBody().front().getOperations().size();
+    if (ops > most) {
+      most = ops;
+      largest = f;
+    }
+  }
+  if (!largest)
+    return success();
+  int64_t n = shape.front();
+  SmallVector<SmallVector<int64_t>> grids{{n}};
+  for (int64_t a = 2; a < n; ++a)
+    if (n % a == 0)
+      grids.push_back({a, n / a});
+  auto ref = FlatSymbolRefAttr::get(placement.getSymNameAttr());
+  SmallVector<int64_t> ranks = placement.getRankList();
+  std::string text = "auto-parallel mesh:";
+  double best = std::numeric_limits<double>::infinity();
+  SmallVector<int64_t> chosen = shape;
+  for (const SmallVector<int64_t> &grid : grids) {
+    FuncPlacement fp{ref, grid, ranks};
+    FailureOr<SbpSearchResult> r = [&] {
+      // A grid that fits no layout (the budget) is just not chosen.
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      return searchSbp(largest, fp, model.forGrid(grid), options);
+    }();
+    text += " " + gridStr(grid) + " ";
+    text += succeeded(r) ? seconds(r->objective) : std::string("no layout");
+    text += ";";
+    if (succeeded(r) && r->objective < best) {
+      best = r->objective;
+      chosen = grid;
+    }
+  }
+  text += " chose " + gridStr(chosen);
+  module.emitRemark(text);
+  if (chosen == shape)
+    return success();
+  MLIRContext *ctx = module.getContext();
+  placement.setShapeAttr(Builder(ctx).getI64ArrayAttr(chosen));
+  AttrTypeReplacer replacer;
+  replacer.addReplacement([&](SbpAttr sbp) -> std::optional<Attribute> {
+    if (sbp.getPlacement() != ref)
+      return std::nullopt;
+    return SbpAttr::get(ctx, ref, NdSbp(chosen.size(), SbpEntry::broadcast()));
+  });
+  replacer.recursivelyReplaceElementsIn(module, /*replaceAttrs=*/true,
+                                        /*replaceLocs=*/false,
+                                        /*replaceTypes=*/true);
+  return success();
+}
+
 struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
   using AutoParallelPassBase::AutoParallelPassBase;
   void runOnOperation() override {
@@ -149,6 +244,13 @@ struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
     options.solver = solver;
     options.explain = explain;
     options.cluster = cluster;
+    if (factorize) {
+      bool ok;
+      CostModel model =
+          makeCostModel(interconnect, machineFile, getOperation(), ok);
+      if (!ok || failed(factorizeMesh(getOperation(), model, options)))
+        return signalPassFailure();
+    }
     if (failed(forEachFunction(
             getOperation(), interconnect, machineFile,
             [&](func::FuncOp f, const CostModel &model) -> LogicalResult {
@@ -158,7 +260,8 @@ struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
                 return failure();
               if (!*fp)
                 return success();
-              FailureOr<SbpSearchResult> r = searchSbp(f, **fp, model, options);
+              FailureOr<SbpSearchResult> r =
+                  searchSbp(f, **fp, model.forGrid((*fp)->grid), options);
               if (failed(r))
                 return failure();
               return apply(f, **fp, *r, memoryBudget, explain);

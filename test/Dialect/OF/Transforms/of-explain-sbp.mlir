@@ -11,7 +11,7 @@
 // SLOW: remark: chose [B], [S(1)] -> [S(1)] at {{.*}} (boxing 0.00e+00 s); alternatives: [S(1)], [S(0)] -> [P] at 1.13e-03 s
 // MISSING: error: cannot read machine file
 // BAD: error: machine file '{{.*}}': 'latency' must be a positive number
-// PRESET: error: unknown interconnect 'carrier-pigeon' (expected mpi-shm, nvlink or infiniband)
+// PRESET: error: unknown interconnect 'carrier-pigeon' (expected mpi-shm, nvlink, infiniband, h100-cluster or h200-cluster)
 
 of.placement @p {device = "cpu", shape = [2]}
 func.func @f(%x: tensor<6x8xf32, #of.sbp<@p, [B]>>, %w: tensor<8x16xf32, #of.sbp<@p, [S(1)]>>) -> tensor<6x16xf32> {

@@ -29,13 +29,25 @@ struct CostModel {
   SmallVector<LinkCost, 2> axes; ///< the last one repeats
   double flopsPerSecond = 5.0e10;
   double memoryBandwidth = 1.0e10;
+  /// A cluster of nodes of `nodeSize` devices (0: `axes` as listed): an
+  /// axis whose devices lie within one node (ranks consecutive per node)
+  /// has the intra-node link, others the inter-node one (forGrid).
+  int64_t nodeSize = 0;
+  LinkCost intraNode{5.0e-6, 3.0e11}, interNode{1.0e-5, 2.5e10};
+
+  /// This model's links for the axes of `grid` (placements over ranks 0..N
+  /// in row-major order): axis k of size g_k and stride s_k (the product of
+  /// the later axes) is within a node when s_k * g_k <= nodeSize.
+  CostModel forGrid(ArrayRef<int64_t> grid) const;
 
   /// A preset: "mpi-shm" (default; MPI over shared memory), "nvlink",
-  /// "infiniband".
+  /// "infiniband", "h100-cluster" / "h200-cluster" (nodes of 8 GPUs on
+  /// NVLink, 400 Gb/s InfiniBand between them).
   static bool preset(StringRef name, CostModel &out, std::string &error);
   /// Reads a machine file (JSON): {"flops": F, "memory_bandwidth": B,
-  /// "axes": [{"latency": s, "bandwidth": bytes_per_s}, ...]}, each key
-  /// optional, over the preset already in `out`.
+  /// "axes": [{"latency": s, "bandwidth": bytes_per_s}, ...], "node_size":
+  /// N, "intra_node": {link}, "inter_node": {link}}, each key optional,
+  /// over the preset already in `out`.
   static bool readMachineFile(StringRef path, CostModel &out,
                               std::string &error);
 

@@ -263,7 +263,7 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
 
 defvar OF_CostModelOptions = [
     Option<"interconnect", "interconnect", "std::string", "\"mpi-shm\"",
-           "Cost model preset: mpi-shm, nvlink or infiniband">,
+           "Cost model preset: mpi-shm, nvlink, infiniband, h100-cluster or h200-cluster">,
     Option<"machineFile", "machine-file", "std::string", "\"\"",
            "JSON machine file overriding the preset's figures">,
 ];
@@ -310,7 +310,11 @@ def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
     `--of-propagate-sbp` keeps; a remark on each function gives the
     solver, the objective and the peak memory, and with `explain` one per
     argument gives the chosen distribution, the modeled cost of the
-    alternatives and whether memory or time decided.
+    alternatives and whether memory or time decided. With `factorize`, a
+    1-D placement of N devices may become a grid [a, N/a]: the search runs
+    on each (the largest function decides; with a cluster preset each
+    axis gets the link of its span, CostModel::forGrid) and the placement
+    takes the cheapest shape.
   }];
   let options = !listconcat(OF_CostModelOptions, [
     Option<"placement", "placement", "std::string", "\"\"",
@@ -323,6 +327,8 @@ def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
            "cbc (exact), greedy, or exhaustive (every assignment; tests)">,
     Option<"cluster", "cluster", "std::string", "\"auto\"",
            "Repeated blocks choose alike: on, off, or auto (over 1000 nodes)">,
+    Option<"factorize", "factorize", "bool", "false",
+           "Also choose the mesh: a 1-D placement of N devices may become any 2-D grid [a, N/a]">,
     Option<"explain", "explain", "bool", "false",
            "A remark per argument: chosen SBP, alternatives, what decided">,
   ]);
