@@ -183,8 +183,9 @@ struct Producer {
 class ProblemBuilder {
 public:
   ProblemBuilder(func::FuncOp func, const FuncPlacement &fp,
-                 const CostModel &model)
-      : func(func), fp(fp), model(model) {}
+                 const CostModel &model, unsigned maxNdCandidates)
+      : func(func), fp(fp), model(model), maxNdCandidates(maxNdCandidates) {}
+  bool pruned = false; ///< nd candidates were left out
 
   LogicalResult build(Problem &p, double budget);
   /// The target of each function result: fixed, or an argument node.
@@ -218,6 +219,7 @@ private:
   func::FuncOp func;
   const FuncPlacement &fp;
   const CostModel &model;
+  unsigned maxNdCandidates;
 };
 
 void ProblemBuilder::addEdge(Problem &p, Value v, int to,
@@ -323,6 +325,33 @@ LogicalResult ProblemBuilder::build(Problem &p, double budget) {
         return op.emitError("no SBP signature of the op fits its shapes on "
                             "placement ")
                << fp.ref;
+      // On a mesh of several axes the nd signatures are the product of the
+      // 1-D ones (49 for a matmul on 2 axes) and the edges' class products
+      // grow as their square: keep every signature that splits on one axis
+      // alone (whole on the others) and the cheapest `maxNdCandidates` of
+      // the rest (ranked is cheapest first).
+      unsigned axesInUse =
+          llvm::count_if(fp.grid, [](int64_t g) { return g > 1; });
+      if (axesInUse > 1 && ranked.size() > maxNdCandidates) {
+        SmallVector<NdSignature, 0> kept;
+        unsigned others = 0;
+        for (NdSignature &sig : ranked) {
+          unsigned splitAxes =
+              llvm::count_if(sig.perAxis, [](const SbpSignature &a) {
+                return llvm::any_of(a.operands,
+                                    [](const SbpEntry &e) {
+                                      return !e.isBroadcast();
+                                    }) ||
+                       llvm::any_of(a.results, [](const SbpEntry &e) {
+                         return !e.isBroadcast();
+                       });
+              });
+          if (splitAxes <= 1 || others++ < maxNdCandidates)
+            kept.push_back(std::move(sig));
+        }
+        pruned |= kept.size() < ranked.size();
+        ranked = std::move(kept);
+      }
       for (NdSignature &sig : ranked) {
         SbpCandidate cand;
         // rankSignatures charged the boxing of results to their
@@ -1075,12 +1104,13 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
   if (!func.getBody().hasOneBlock())
     return func.emitError("the SBP search needs a single-block function");
   Problem p;
-  ProblemBuilder builder(func, fp, model);
+  ProblemBuilder builder(func, fp, model, options.maxNdCandidates);
   if (failed(builder.build(p, options.memoryBudget)))
     return failure();
 
   SbpSearchResult result;
   result.nodes = p.nodes.size();
+  result.pruned = builder.pruned;
   SmallVector<unsigned> choice;
   if (options.solver == "exhaustive") {
     FailureOr<SmallVector<unsigned>> found = exhaustive(p, func);

@@ -80,8 +80,12 @@ LogicalResult apply(func::FuncOp func, const FuncPlacement &fp,
       "auto-parallel on {0} {1}: {2}{3}, modeled step {4} (compute {5}, "
       "boxing {6}), peak {7} per device{8}; {9} nodes",
       fp.ref, gridStr(fp.grid), r.solver,
-      r.optimal ? (r.clusters ? " (optimal over the clusters)" : " (optimal)")
-                : "",
+      !r.optimal ? ""
+      : r.clusters && r.pruned
+          ? " (optimal over the clusters and the kept nd signatures)"
+      : r.clusters ? " (optimal over the clusters)"
+      : r.pruned   ? " (optimal over the kept nd signatures)"
+                   : " (optimal)",
       seconds(r.objective), seconds(r.compute), seconds(r.boxing),
       bytes(r.peakMemory), budget > 0 ? " of " + bytes(budget) : std::string(),
       r.nodes);
@@ -244,6 +248,7 @@ struct AutoParallelPass : of::impl::AutoParallelPassBase<AutoParallelPass> {
     options.solver = solver;
     options.explain = explain;
     options.cluster = cluster;
+    options.maxNdCandidates = maxNdCandidates;
     if (factorize) {
       bool ok;
       CostModel model =

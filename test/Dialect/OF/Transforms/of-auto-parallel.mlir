@@ -78,7 +78,7 @@ func.func @data(%x: tensor<8192x64xf32> {of.name = "x"},
 // CHECK-SAME: tensor<2048x1024xf32, #of.sbp<@mesh, [S(0), B]>>
 // CHECK-SAME: tensor<1024x4096xf32, #of.sbp<@mesh, [B, S(1)]>>
 // CHECK-SAME: tensor<4096x1024xf32, #of.sbp<@mesh, [B, S(0)]>>
-// REMARK: remark: auto-parallel on @mesh [2x4]: {{cbc|exact reductions}} (optimal)
+// REMARK: remark: auto-parallel on @mesh [2x4]: {{cbc|exact reductions}} (optimal over the kept nd signatures)
 of.placement @mesh {device = "cpu", shape = [2, 4]}
 func.func @dp_tp(%x: tensor<2048x1024xf32> {of.name = "x"},
                  %w0: tensor<1024x4096xf32> {of.name = "w0", of.param},

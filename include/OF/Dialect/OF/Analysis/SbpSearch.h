@@ -42,6 +42,9 @@ struct SbpSearchOptions {
   /// Repeated blocks choose alike: "on", "off", or "auto" (programs of
   /// over a thousand nodes). Exact only off.
   std::string cluster = "auto";
+  /// On a mesh of several axes: per op, the signatures splitting on one
+  /// axis alone and the cheapest this many of the rest.
+  unsigned maxNdCandidates = 12;
 };
 
 /// A candidate distribution of a function argument, or an nd signature of
@@ -66,6 +69,7 @@ struct SbpSearchResult {
   unsigned variables = 0, constraints = 0, nodes = 0;
   unsigned reducedNodes = 0; ///< nodes left after the exact reductions
   unsigned clusters = 0;     ///< clusters of repeated blocks (0: none)
+  bool pruned = false;       ///< nd candidates left out (maxNdCandidates)
   double seconds = 0;
   /// Per argument: every candidate distribution with the objective and
   /// peak memory of the chosen layout with that argument changed alone

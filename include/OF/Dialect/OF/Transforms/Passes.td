@@ -327,6 +327,8 @@ def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
            "cbc (exact), greedy, or exhaustive (every assignment; tests)">,
     Option<"cluster", "cluster", "std::string", "\"auto\"",
            "Repeated blocks choose alike: on, off, or auto (over 1000 nodes)">,
+    Option<"maxNdCandidates", "max-nd-candidates", "unsigned", "12",
+           "On a mesh of several axes: per op, the signatures that split on one axis alone and this many of the rest">,
     Option<"factorize", "factorize", "bool", "false",
            "Also choose the mesh: a 1-D placement of N devices may become any 2-D grid [a, N/a]">,
     Option<"explain", "explain", "bool", "false",
