@@ -20,7 +20,6 @@ from . import _global, _random
 from ._apply import apply, apply1
 from ._compat import unsupported
 from ._dist import device, normalize_sbp, placement as Placement
-from ._grad_mode import is_grad_enabled
 from ._program import OpSpec, _trace, _type, float_text, tracing
 from ._tensor import Size, Tensor, _c_order, _device_arg, as_tensor_like, to_tensor
 
@@ -372,6 +371,23 @@ def sigmoid(input):
 
 def erf(x):
     return _unary("erf", x)
+
+
+def _to_float(api, input):
+    """`input`, cast to float32 if it holds integers or bools: PyTorch's
+    floating-point unary functions (sin, cos) give float32 for them."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{api}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input if input.dtype.is_floating_point else cast(input, dt.float32)
+
+
+def sin(input):  # noqa: A002
+    return _unary("sin", _to_float("sin", input))
+
+
+def cos(input):  # noqa: A002
+    return _unary("cos", _to_float("cos", input))
 
 
 def relu(x):
@@ -2034,7 +2050,7 @@ def _install():
                      ("addcmul_", addcmul), ("addcdiv_", addcdiv), ("lerp_", lerp)]:
         setattr(T, name, _inplace_method(name, fn))
     for name, fn in [("exp_", exp), ("log_", log), ("sqrt_", sqrt), ("rsqrt_", rsqrt),
-                     ("tanh_", tanh), ("sigmoid_", sigmoid)]:
+                     ("tanh_", tanh), ("sigmoid_", sigmoid), ("sin_", sin), ("cos_", cos)]:
         setattr(T, name, _inplace_method(name, fn, float_result=True))
 
 
@@ -2308,42 +2324,6 @@ def bmm(input, mat2):  # noqa: A002
                            f"[{input.shape[0]}, {input.shape[2]}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
     return matmul(input, mat2)
-
-
-def _constant_fold(api, fn, input):
-    """fn (a NumPy function) of `input`'s value, for an elementwise op of
-    PyTorch that of has no op for yet: a constant fold, so only of a value
-    known now (eager) that needs no gradient, such as the positional
-    encodings a module computes when it is made. Traced, or needing a
-    gradient, it raises NotImplementedError saying so. Integer and bool
-    inputs give float32, as PyTorch's."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{api}(): argument 'input' must be Tensor, not "
-                        f"{type(input).__name__}")
-    if input._program is not None:
-        raise NotImplementedError(
-            f"{api} in a compiled function: of has no {api} op yet (only a constant fold of "
-            f"an eager tensor); compute it outside the compiled function")
-    if input.requires_grad and is_grad_enabled():
-        raise NotImplementedError(
-            f"{api} of a tensor that requires grad: of has no {api} op yet, so no gradient; "
-            f"it is computed with NumPy only for tensors that need no gradient (detach(), or "
-            f"under of.no_grad())")
-    if input.is_global:
-        raise NotImplementedError(f"{api} of a global tensor: of has no {api} op yet")
-    dtype = input.dtype if input.dtype.is_floating_point else dt.float32
-    value = fn(np.asarray(input._value(), np.float64)).astype(dtype.np)
-    return Tensor(np.ascontiguousarray(value), dtype=dtype, device=input.device)
-
-
-def sin(input):  # noqa: A002
-    """torch.sin as a constant fold (_constant_fold): eager, no gradient."""
-    return _constant_fold("sin", np.sin, input)
-
-
-def cos(input):  # noqa: A002
-    """torch.cos as a constant fold (_constant_fold): eager, no gradient."""
-    return _constant_fold("cos", np.cos, input)
 
 
 def attention_weights(q, k, attn_mask=None, is_causal=False, scale=None):

@@ -116,6 +116,7 @@ def cases(rng):
         "relu": ("of.relu", x34, jax.nn.relu),
         "silu": ("of.silu", x34, jax.nn.silu),
         "erf": ("of.erf", x34, jax.scipy.special.erf),
+        "sin": ("of.sin", x34, jnp.sin), "cos": ("of.cos", x34, jnp.cos),
         "gelu": ("of.gelu", x34, lambda a: jax.nn.gelu(a, approximate=False)),
         "gelu_tanh": ('of.gelu|{approximate = "tanh"}', x34,
                       lambda a: jax.nn.gelu(a, approximate=True)),

@@ -78,6 +78,8 @@ def g_unary(rng):
         "relu": (x, "of.relu", np.maximum(xs, 0)),
         "silu": (x, "of.silu", xs / (1 + np.exp(-xs))),
         "erf": (x, "of.erf", erf(xs)),
+        "sin": (x, "of.sin", np.sin(xs)),
+        "cos": (x, "of.cos", np.cos(xs)),
         "gelu_none": (x, "of.gelu", xs * 0.5 * (1 + erf(xs / math.sqrt(2)))),
         "gelu_tanh": (x, 'of.gelu|{approximate = "tanh"}',
                       0.5 * xs * (1 + np.tanh(math.sqrt(2 / math.pi) *

@@ -8,8 +8,8 @@ eagerly and under of.compile.
 - F.pad (constant, reflect, replicate, circular; negative pads) and the
   padding modules;
 - F.multi_head_attention_forward;
-- of.sin / of.cos as a constant fold (eager, no gradient), and
-  pytorch/examples' word_language_model Transformer variant;
+- of.sin / of.cos (ops, with gradients), and pytorch/examples'
+  word_language_model Transformer variant;
 - tril/triu, roll, tile, bmm, einsum.
 """
 
@@ -254,23 +254,32 @@ def test_multi_head_attention_forward(rng, case):
     compare(fn(of), fn(torch), arrays, grads=grads, rtol=1e-9, compiled=case == "bias_kv_zero")
 
 
-# -- sin / cos (constant folds), tril / triu, roll, tile, bmm ---------------------
+# -- sin / cos, tril / triu, roll, tile, bmm ---------------------
 
-def test_sin_cos_constant_fold(rng):
-    """of has no sin/cos op: eager tensors that need no gradient fold with
-    NumPy (positional encodings); a gradient or a trace is an error."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_sin_cos(rng, compiled):
+    """of.sin / of.cos are ops: values and gradients (cos x dy, -sin x dy)
+    against PyTorch, eagerly and under of.compile."""
+    a, b = rng.standard_normal((3, 4)) * 3, rng.standard_normal((4,)) * 3
+
+    def fn(x, y):
+        return x.sin() * y.cos() + (x * y).cos().sin()
+    compare(fn, fn, [a, b], compiled=compiled)
+
+
+def test_sin_cos_dtypes(rng):
+    """float32 values, methods, in-place forms; integers give float32, as
+    PyTorch's."""
     a = rng.standard_normal((3, 4)).astype(np.float32)
     for name in ("sin", "cos"):
         close(getattr(of, name)(of.tensor(a)), getattr(torch, name)(torch.tensor(a)), 1e-6)
         close(getattr(of.tensor(a), name)(), getattr(np, name)(a), 1e-6)
-    assert of.sin(of.arange(3)).dtype is of.float32  # integers give float32, as PyTorch's
-    y = of.tensor(a, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="no sin op yet, so no gradient"):
-        of.sin(y)
-    with of.no_grad():
-        close(of.cos(y), np.cos(a), 1e-6)
-    with pytest.raises(NotImplementedError, match="sin in a compiled function"):
-        of.compile(lambda x: of.sin(x))(of.tensor(a))
+        x = of.tensor(a)
+        getattr(x, name + "_")()
+        close(x, getattr(np, name)(a), 1e-6)
+    s = of.sin(of.arange(3))
+    assert s.dtype is of.float32
+    close(s, np.sin(np.arange(3)), 1e-6)
 
 
 @pytest.mark.parametrize("fn,args", [

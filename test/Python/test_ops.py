@@ -54,7 +54,7 @@ def test_operators_and_scalars(rng):
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                                  "silu", "erf"])
+                                  "silu", "erf", "sin", "cos"])
 def test_unary(rng, name):
     x = f32(rng, 3, 7)
     if name in ("log", "sqrt", "rsqrt"):

@@ -44,7 +44,8 @@ CASES = {
         ("lt", lambda a, b: a < b), ("le", lambda a, b: a <= b),
         ("gt", lambda a, b: a > b), ("ge", lambda a, b: a >= b)]},
     **{f"unary {name}": (getattr(_ops, name), [t(2, 3, 4)]) for name in [
-        "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "relu", "silu"]},
+        "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "relu", "silu",
+        "sin", "cos"]},
     "gelu": (lambda a: _ops.gelu(a), [t(6)]),
     "gelu tanh": (lambda a: _ops.gelu(a, approximate="tanh"), [t(2, 6)]),
     "cast to f64": (lambda a: a.double(), [t(2, 3)]),

@@ -86,6 +86,14 @@ Value UnaryLowering<ErfOp>::scalar(OpBuilder &b, Location loc, Value x, ErfOp) {
   return math::ErfOp::create(b, loc, x);
 }
 template <>
+Value UnaryLowering<SinOp>::scalar(OpBuilder &b, Location loc, Value x, SinOp) {
+  return math::SinOp::create(b, loc, x);
+}
+template <>
+Value UnaryLowering<CosOp>::scalar(OpBuilder &b, Location loc, Value x, CosOp) {
+  return math::CosOp::create(b, loc, x);
+}
+template <>
 Value UnaryLowering<SigmoidOp>::scalar(OpBuilder &b, Location loc, Value x,
                                        SigmoidOp) {
   return sigmoidScalar(b, loc, x);
@@ -250,19 +258,19 @@ struct DropoutLowering : OpConversionPattern<DropoutOp> {
 
 void mlir::of::linalg_lowering::populateElementwisePatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns
-      .add<UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
-           UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
-           UnaryLowering<SigmoidOp>, UnaryLowering<ReluOp>,
-           UnaryLowering<SiluOp>, UnaryLowering<GeluOp>, UnaryLowering<ErfOp>,
-           UnaryLowering<CastOp>, UnaryLowering<BroadcastToOp>,
-           BinaryLowering<AddOp, arith::AddFOp, arith::AddIOp>,
-           BinaryLowering<SubOp, arith::SubFOp, arith::SubIOp>,
-           BinaryLowering<MulOp, arith::MulFOp, arith::MulIOp>,
-           BinaryLowering<DivOp, arith::DivFOp, arith::DivSIOp>,
-           BinaryLowering<PowOp, math::PowFOp, math::PowFOp>,
-           BinaryLowering<MaximumOp, arith::MaximumFOp, arith::MaxSIOp>,
-           BinaryLowering<MinimumOp, arith::MinimumFOp, arith::MinSIOp>,
-           CompareLowering, SelectLowering, ConstantLowering, DropoutLowering>(
-          converter, patterns.getContext());
+  patterns.add<
+      UnaryLowering<NegOp>, UnaryLowering<ExpOp>, UnaryLowering<LogOp>,
+      UnaryLowering<SqrtOp>, UnaryLowering<RsqrtOp>, UnaryLowering<TanhOp>,
+      UnaryLowering<SigmoidOp>, UnaryLowering<ReluOp>, UnaryLowering<SiluOp>,
+      UnaryLowering<GeluOp>, UnaryLowering<ErfOp>, UnaryLowering<SinOp>,
+      UnaryLowering<CosOp>, UnaryLowering<CastOp>, UnaryLowering<BroadcastToOp>,
+      BinaryLowering<AddOp, arith::AddFOp, arith::AddIOp>,
+      BinaryLowering<SubOp, arith::SubFOp, arith::SubIOp>,
+      BinaryLowering<MulOp, arith::MulFOp, arith::MulIOp>,
+      BinaryLowering<DivOp, arith::DivFOp, arith::DivSIOp>,
+      BinaryLowering<PowOp, math::PowFOp, math::PowFOp>,
+      BinaryLowering<MaximumOp, arith::MaximumFOp, arith::MaxSIOp>,
+      BinaryLowering<MinimumOp, arith::MinimumFOp, arith::MinSIOp>,
+      CompareLowering, SelectLowering, ConstantLowering, DropoutLowering>(
+      converter, patterns.getContext());
 }

@@ -30,3 +30,15 @@ func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> (
   %s = of.reduce_sum %r {axes = array<i64: 1>} : (tensor<4x16xf32>) -> tensor<4xf32>
   return %r, %s : tensor<4x16xf32>, tensor<4xf32>
 }
+
+// sin and cos are math.sin and math.cos in elementwise generics.
+// CHECK-LABEL: func.func @trig(
+// CHECK: linalg.generic
+// CHECK: math.sin
+// CHECK: linalg.generic
+// CHECK: math.cos
+func.func @trig(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = of.sin %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = of.cos %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s, %c : tensor<4x8xf32>, tensor<4x8xf32>
+}

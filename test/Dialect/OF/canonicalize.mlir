@@ -93,6 +93,19 @@ func.func @boxing_chain(%x: tensor<8xf32, #of.sbp<@row, [P]>>)
 
 // -----
 
+// sin and cos of constants fold.
+// CHECK-LABEL: func.func @fold_trig
+// CHECK-DAG: of.constant dense<[0.000000e+00, 0.841470957]> : tensor<2xf32>
+// CHECK-DAG: of.constant dense<[1.000000e+00, 0.540302277]> : tensor<2xf32>
+// CHECK-NOT: of.sin
+// CHECK-NOT: of.cos
+func.func @fold_trig() -> (tensor<2xf32>, tensor<2xf32>) {
+  %a = of.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %s = of.sin %a : (tensor<2xf32>) -> tensor<2xf32>
+  %c = of.cos %a : (tensor<2xf32>) -> tensor<2xf32>
+  return %s, %c : tensor<2xf32>, tensor<2xf32>
+}
+
 // Constant folding of small elementwise ops.
 // CHECK-LABEL: func.func @fold_elementwise
 // CHECK-DAG: of.constant dense<[4.000000e+00, 6.000000e+00]> : tensor<2xf32>

@@ -68,6 +68,10 @@ func.func @elementwise(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %i: tensor<4x8xi3
   %10 = of.gelu %x {approximate = "tanh"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: of.silu
   %11 = of.silu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: of.sin %{{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sin = of.sin %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: of.cos %{{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %cos = of.cos %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: of.add %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %12 = of.add %x, %v : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   // CHECK: of.sub

@@ -222,6 +222,10 @@ OF_UNARY_VJP(ErfOp,
                                          NegOp::create(b, loc,
                                                        mul(b, loc, x, x))),
                            2.0 / std::sqrt(M_PI))))
+// d/dx sin(x) = cos(x); d/dx cos(x) = -sin(x).
+OF_UNARY_VJP(SinOp, mul(b, loc, g, CosOp::create(b, loc, x)))
+OF_UNARY_VJP(CosOp,
+             mul(b, loc, g, NegOp::create(b, loc, SinOp::create(b, loc, x))))
 #undef OF_UNARY_VJP
 
 LogicalResult SiluOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,

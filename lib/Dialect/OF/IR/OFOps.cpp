@@ -327,6 +327,8 @@ OF_SAME_TYPE_INFERENCE(SigmoidOp)
 OF_SAME_TYPE_INFERENCE(ReluOp)
 OF_SAME_TYPE_INFERENCE(SiluOp)
 OF_SAME_TYPE_INFERENCE(ErfOp)
+OF_SAME_TYPE_INFERENCE(SinOp)
+OF_SAME_TYPE_INFERENCE(CosOp)
 OF_SAME_TYPE_INFERENCE(GeluOp)
 OF_SAME_TYPE_INFERENCE(DropoutOp)
 #undef OF_SAME_TYPE_INFERENCE
@@ -409,6 +411,14 @@ OpFoldResult SiluOp::fold(FoldAdaptor adaptor) {
 OpFoldResult ErfOp::fold(FoldAdaptor adaptor) {
   return foldFloatUnary(adaptor.getInput(), getType(),
                         [](double x) { return std::erf(x); });
+}
+OpFoldResult SinOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::sin(x); });
+}
+OpFoldResult CosOp::fold(FoldAdaptor adaptor) {
+  return foldFloatUnary(adaptor.getInput(), getType(),
+                        [](double x) { return std::cos(x); });
 }
 
 LogicalResult GeluOp::verify() {

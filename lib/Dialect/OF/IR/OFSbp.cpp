@@ -208,6 +208,8 @@ OF_UNARY_SBP(SigmoidOp, false, true)
 OF_UNARY_SBP(ReluOp, false, true)
 OF_UNARY_SBP(SiluOp, false, false)
 OF_UNARY_SBP(ErfOp, false, true)
+OF_UNARY_SBP(SinOp, false, false)
+OF_UNARY_SBP(CosOp, false, false)
 OF_UNARY_SBP(GeluOp, false, false)
 #undef OF_UNARY_SBP
 

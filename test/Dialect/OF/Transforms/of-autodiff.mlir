@@ -68,3 +68,22 @@ func.func @dp(%x: tensor<8x4xf32, #of.sbp<@mesh, [S(0)]>>,
   %l = of.boxing %s : tensor<f32> -> tensor<f32, #of.sbp<@mesh, [B]>>
   return %l : tensor<f32, #of.sbp<@mesh, [B]>>
 }
+
+// -----
+
+// d sin(a) = cos(a) dy and d cos(b) = -sin(b) dy, each from the op's input.
+// CHECK-LABEL: func.func @trig_grad(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<3xf32> {of.param}, %[[B:[^:]*]]: tensor<3xf32> {of.param}
+// CHECK-DAG: %[[CA:.*]] = of.cos %[[A]]
+// CHECK-DAG: %[[DA:.*]] = of.mul %{{.*}}, %[[CA]]
+// CHECK-DAG: %[[SB:.*]] = of.sin %[[B]]
+// CHECK-DAG: %[[NSB:.*]] = of.neg %[[SB]]
+// CHECK-DAG: %[[DB:.*]] = of.mul %{{.*}}, %[[NSB]]
+// CHECK: return %{{.*}}, %[[DA]], %[[DB]]
+func.func @trig(%a: tensor<3xf32> {of.param}, %b: tensor<3xf32> {of.param}) -> tensor<f32> {
+  %s = of.sin %a : (tensor<3xf32>) -> tensor<3xf32>
+  %c = of.cos %b : (tensor<3xf32>) -> tensor<3xf32>
+  %p = of.add %s, %c : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %l = of.reduce_sum %p {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -35,6 +35,11 @@ func.func @ops(%a: tensor<4x8xf32>, %row: tensor<8xf32>, %w: tensor<8x16xf32>,
   %eg = of.embedding_grad %ids, %11 : (tensor<4xi64>, tensor<4x8xf32>) -> tensor<10x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [S(1) -> S(1)] [B -> B] [P(max) -> P(max)]}}
   %erf = of.erf %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // Not monotone: no P(max).
+  // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [S(1) -> S(1)] [B -> B]}}
+  %sin = of.sin %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [S(1) -> S(1)] [B -> B]}}
+  %cos = of.cos %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0), B, B -> S(0)] [B, S(0), S(0) -> S(1)] [B, B, B -> B]}}
   %12 = of.conv2d %img, %k, %c : (tensor<2x3x8x8xf32>, tensor<6x3x3x3xf32>, tensor<6xf32>) -> tensor<2x6x6x6xf32>
   // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [B -> B] [P -> P] [P(max) -> P(max)]}}

@@ -137,6 +137,12 @@ def OF_SiluOp : OF_UnaryOp<"silu", OF_FloatTensor> {
 def OF_ErfOp : OF_UnaryOp<"erf", OF_FloatTensor> {
   let summary = "Elementwise Gauss error function";
 }
+def OF_SinOp : OF_UnaryOp<"sin", OF_FloatTensor> {
+  let summary = "Elementwise sine (of radians)";
+}
+def OF_CosOp : OF_UnaryOp<"cos", OF_FloatTensor> {
+  let summary = "Elementwise cosine (of radians)";
+}
 def OF_GeluOp : OF_Op<"gelu", [Pure, OF_InferShapes,
     OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
   let summary = "Elementwise GELU, exact or with the tanh approximation";
