@@ -184,3 +184,55 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
 
 
 from . import backends, distributed  # noqa: E402,F401
+
+# PyTorch's math functions composed of of's ops (_torch_functions.py,
+# docs/python.md "Math functions"), and the torch.* names of Tensor methods
+# and nn.functional functions.
+from ._torch_functions import (acos, addmm, all, allclose, any, asin, atan, atan2,  # noqa: E402,F401,A004
+                               baddbmm, bincount, cdist, ceil, cosh, cross, cumsum, diag, dot,
+                               einsum, exp2, expm1, eye, floor, floor_divide, fmod, isclose,
+                               isfinite, isnan, linspace, log1p, log2, log10, logsumexp,
+                               meshgrid, norm, outer, prod, reciprocal, remainder,
+                               repeat_interleave, round, scatter, scatter_add, select, sinh,
+                               split_with_sizes, std, tan, tensordot, unique, var)
+
+
+def relu(input):  # noqa: A002
+    return nn.functional.relu(input)
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    return nn.functional.log_softmax(input, dim, dtype=dtype)
+
+
+def dropout(input, p, train):  # noqa: A002
+    return nn.functional.dropout(input, p, train)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,  # noqa: A002
+               cudnn_enable=True):
+    """F.layer_norm (`cudnn_enable` chooses how PyTorch computes, not what)."""
+    return nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def erf(input):  # noqa: A002
+    return _ops.erf(input)
+
+
+def neg(input):  # noqa: A002
+    return _ops.neg(input)
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    return _ops.masked_fill(input, mask, value)
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    return _ops.squeeze(input, dim)
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return _ops.unsqueeze(input, dim)
+
+
+Tensor.log_softmax = lambda self, dim, dtype=None: log_softmax(self, dim, dtype)

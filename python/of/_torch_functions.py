@@ -1,0 +1,1005 @@
+"""PyTorch's top-level math functions that of has no op of its own for,
+composed of `of` ops (docs/python.md, "Math functions"), so that their
+gradients are the compiler's: reductions (cumsum, prod, var/std, logsumexp,
+norm, all/any), products (dot, outer, addmm, baddbmm, tensordot, einsum),
+selection and construction (scatter/scatter_add, diag, select,
+repeat_interleave, meshgrid, eye, linspace), integer division, rounding,
+and the elementwise functions that compose exactly from exp/log/tanh/pow.
+Functions that need an op of has not (asin, acos, atan, atan2, a
+floating-point fmod) raise NotImplementedError. Installs the Tensor methods
+of the same names."""
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+
+from . import _dtype as dt
+from ._compat import unsupported
+from ._ops import (_along, _binary, _compare, _constant, _eager_only, _empty, _gather_rows,
+                   _leaf, _norm_dim, _numel, _traced, _wrap_dim, abs, add, amax, amin, bmm,
+                   broadcast_to, cast, cat, cos, div, exp, getitem, index_select, log, matmul,
+                   mul, narrow, neg, permute, pow, reshape, sign, sin, split, sqrt, square,
+                   squeeze, sub, sum, tanh, unsqueeze, where)
+from ._tensor import Tensor, _device_arg, as_tensor_like
+
+
+def _and(a, b):
+    return where(a, b, a)
+
+
+def _or(a, b):
+    return where(a, a, b)
+
+
+def _zero_like(x):
+    return as_tensor_like(0, x)
+
+
+def _refuse_out(api, out):
+    if out is not None:
+        raise TypeError(f"{api}(): of does not take out= (results are new tensors)")
+
+
+def _needs_op(api, what):
+    raise NotImplementedError(
+        f"torch.{api} is not supported yet: of has no {what} op, and no composition of its "
+        f"ops computes it to PyTorch's accuracy")
+
+
+# -- elementwise -----------------------------------------------------------
+
+def reciprocal(input):  # noqa: A002
+    """1 / input (integers give float32, as PyTorch's)."""
+    return div(1.0 if input.dtype.is_floating_point else 1, input)
+
+
+def isnan(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return _compare("ne", input, input)  # False everywhere
+    return _compare("ne", input, input)
+
+
+def isfinite(input):  # noqa: A002
+    """x - x is 0 for finite x and NaN for infinities and NaN."""
+    if not input.dtype.is_floating_point:
+        return _compare("eq", input, input)
+    return _compare("eq", sub(input, input), 0.0)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    close = _or(_compare("eq", input, other),
+                _compare("le", abs(sub(input, other)), add(mul(abs(other), rtol), atol)))
+    if equal_nan:
+        close = _or(close, _and(isnan(input), isnan(other)))
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """isclose everywhere, as a Python bool."""
+    return bool(all(isclose(input, other, rtol, atol, equal_nan)))
+
+
+def _float(api, input):
+    if not input.dtype.is_floating_point:
+        return cast(input, dt.float32)
+    return input
+
+
+def log2(input):  # noqa: A002
+    """log(x) / ln 2 (a few ulps from the correctly rounded value)."""
+    return div(log(_float("log2", input)), math.log(2.0))
+
+
+def log10(input):  # noqa: A002
+    """log(x) / ln 10 (a few ulps from the correctly rounded value)."""
+    return div(log(_float("log10", input)), math.log(10.0))
+
+
+def exp2(input):  # noqa: A002
+    """pow(2, x): exact at integers."""
+    return pow(2.0, _float("exp2", input))
+
+
+def cosh(input):  # noqa: A002
+    """(e^x + e^-x) / 2 (no cancellation; overflows to inf a little before
+    PyTorch's, where e^|x| overflows)."""
+    x = _float("cosh", input)
+    return mul(add(exp(x), exp(neg(x))), 0.5)
+
+
+def sinh(input):  # noqa: A002
+    """2t / (1 - t^2) with t = tanh(x/2) for |x| < 1 (no cancellation near
+    0), (e^x - e^-x) / 2 elsewhere; each branch sees only its own inputs,
+    so neither's gradient is NaN where it is not used."""
+    x = _float("sinh", input)
+    small = _compare("lt", abs(x), 1.0)
+    xs = where(small, x, _zero_like(x))
+    t = tanh(mul(xs, 0.5))
+    near = div(mul(t, 2.0), sub(1.0, square(t)))
+    xl = where(small, _zero_like(x) + 1.0, x)
+    far = mul(sub(exp(xl), exp(neg(xl))), 0.5)
+    return where(small, near, far)
+
+
+def log1p(input):  # noqa: A002
+    """Kahan's log1p: with u = 1 + x rounded, log(u) * x / (u - 1) (the
+    division corrects u's rounding), or x where u is 1; inf at inf."""
+    x = _float("log1p", input)
+    u = add(x, 1.0)
+    exact = _compare("eq", u, 1.0)
+    denominator = where(exact, _zero_like(x) + 1.0, sub(u, 1.0))
+    ratio = div(where(exact, _zero_like(x) + 1.0, x), denominator)
+    value = where(exact, x, mul(log(where(exact, _zero_like(x) + 2.0, u)), ratio))
+    return where(_compare("eq", x, math.inf), x, value)
+
+
+def expm1(input):  # noqa: A002
+    """Kahan's expm1: with u = e^x rounded, (u - 1) * x / log(u), or x where
+    u is 1, -1 where u - 1 is -1, inf where u is."""
+    x = _float("expm1", input)
+    u = exp(x)
+    exact = _compare("eq", u, 1.0)
+    low = _compare("eq", sub(u, 1.0), -1.0)
+    high = _compare("eq", u, math.inf)
+    plain = _or(_or(exact, low), high)
+    one = _zero_like(x) + 1.0
+    us = where(plain, one + 1.0, u)
+    xs = where(plain, one, x)
+    value = div(mul(sub(us, 1.0), xs), log(us))
+    return where(exact, x, where(low, -one, where(high, u, value)))
+
+
+def tan(input):  # noqa: A002
+    """sin(x) / cos(x): of.sin and of.cos's (what they support, tan does)."""
+    x = _float("tan", input)
+    return div(sin(x), cos(x))
+
+
+def asin(input):  # noqa: A002
+    _needs_op("asin", "asin")
+
+
+def acos(input):  # noqa: A002
+    _needs_op("acos", "acos")
+
+
+def atan(input):  # noqa: A002
+    _needs_op("atan", "atan")
+
+
+def atan2(input, other):  # noqa: A002
+    _needs_op("atan2", "atan2")
+
+
+# -- rounding: exact through int64 (a float's integer part, when it has
+# fractional bits, is within int64's range) ----------------------------------
+
+def _trunc(x):
+    """x rounded towards 0, exactly: through int64 where |x| < 2^62 (every
+    float at least that large is an integer); x itself elsewhere (and for
+    infinities and NaN, whose gradient is then 1, where PyTorch's is 0)."""
+    fits = _compare("lt", abs(x), 2.0 ** 62)
+    inside = where(fits, x, _zero_like(x))
+    return where(fits, cast(cast(inside, dt.int64), x.dtype), x)
+
+
+def floor(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return input
+    t = _trunc(input)
+    return where(_compare("gt", t, input), sub(t, 1.0), t)
+
+
+def ceil(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return input
+    return neg(floor(neg(input)))
+
+
+def round(input, *, decimals=0):  # noqa: A001,A002
+    """Half to even, as PyTorch's; `decimals` scales by 10^decimals first,
+    as PyTorch does."""
+    if not input.dtype.is_floating_point:
+        return input
+    if decimals:
+        scale = 10.0 ** decimals
+        return div(round(mul(input, scale)), scale) if decimals > 0 else \
+            mul(round(div(input, 10.0 ** -decimals)), 10.0 ** -decimals)
+    t = _trunc(input)
+    fraction = abs(sub(input, t))  # exact
+    odd = _compare("ne", sub(t, mul(_trunc(mul(t, 0.5)), 2.0)), 0.0)
+    up = _or(_compare("gt", fraction, 0.5), _and(_compare("eq", fraction, 0.5), odd))
+    return where(up, add(t, sign(input)), t)
+
+
+# -- integer division --------------------------------------------------------
+
+def _integer_operands(api, input, other):
+    a = input if isinstance(input, Tensor) else as_tensor_like(input, other)
+    b = other if isinstance(other, Tensor) else as_tensor_like(other, a)
+    if a.dtype.is_floating_point or b.dtype.is_floating_point:
+        raise NotImplementedError(
+            f"torch.{api} of floating-point tensors is not supported yet: of has no fmod op "
+            f"(a - b * floor(a / b) is not PyTorch's fmod-exact result); integer tensors work")
+    if a.dtype is dt.bool or b.dtype is dt.bool:
+        a, b = cast(a, dt.int64), cast(b, dt.int64)
+    if isinstance(input, Tensor) and not isinstance(other, Tensor):
+        b = cast(b, a.dtype)
+    elif isinstance(other, Tensor) and not isinstance(input, Tensor):
+        a = cast(a, b.dtype)
+    return a, b
+
+
+def _check_divisor(api, b):
+    if b._program is None and (b._value() == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _signs_differ(r, b):
+    """r != 0 with a sign other than b's (b nonzero)."""
+    return _and(_compare("ne", r, 0), where(_compare("lt", r, 0), _compare("gt", b, 0),
+                                            _compare("lt", b, 0)))
+
+
+def fmod(input, other):  # noqa: A002
+    """The remainder of truncated division (the dividend's sign)."""
+    a, b = _integer_operands("fmod", input, other)
+    _check_divisor("fmod", b)
+    return sub(a, mul(_binary("div", a, b), b))
+
+
+def remainder(input, other):  # noqa: A002
+    """The remainder of floored division (the divisor's sign)."""
+    a, b = _integer_operands("remainder", input, other)
+    r = fmod(a, b)
+    adjust = _signs_differ(r, b)
+    return where(adjust, add(r, b), r)
+
+
+def floor_divide(input, other):  # noqa: A002
+    """Floored division (PyTorch's since 1.13)."""
+    a, b = _integer_operands("floor_divide", input, other)
+    _check_divisor("floor_divide", b)
+    q = _binary("div", a, b)
+    r = sub(a, mul(q, b))
+    adjust = _signs_differ(r, b)
+    return where(adjust, sub(q, 1), q)
+
+
+# -- reductions ----------------------------------------------------------------
+
+def _dims(x, dim):
+    if dim is None:
+        return list(range(x.ndim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return sorted({_norm_dim(d, x.ndim) for d in dims}) if dims else list(range(x.ndim))
+
+
+def _sum_dtype(input, dtype):
+    """The dtype PyTorch's sum-like reductions compute in: `dtype`, else
+    int64 for integers and bool."""
+    if dtype is not None:
+        return cast(input, dtype)
+    if not input.dtype.is_floating_point:
+        return cast(input, dt.int64)
+    return input
+
+
+def _along_last(x, d):
+    """x with dimension d moved last, and the permutation back."""
+    perm = [i for i in range(x.ndim) if i != d] + [d]
+    back = [perm.index(i) for i in range(x.ndim)]
+    return permute(x, perm), back
+
+
+def cumsum(input, dim, *, dtype=None):  # noqa: A002
+    """Inclusive prefix sums along `dim`: log2(n) steps of x + x shifted by
+    1, 2, 4, ... (each a zero block concatenated with a narrow)."""
+    x = _sum_dtype(input, dtype)
+    if x.ndim == 0:
+        return x
+    d = _wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    shift = 1
+    while shift < n:
+        zeros_shape = list(x.shape)
+        zeros_shape[d] = shift
+        zeros = broadcast_to(_zero_like(x), tuple(zeros_shape))
+        x = add(x, cat([zeros, narrow(x, d, 0, n - shift)], d))
+        shift *= 2
+    return x
+
+
+def _tree_product(x, d):
+    """The product along dimension d (kept, size 1): halves multiplied
+    pairwise, an odd element carried."""
+    while x.shape[d] > 1:
+        n = x.shape[d]
+        half = n // 2
+        y = mul(narrow(x, d, 0, half), narrow(x, d, half, half))
+        x = cat([y, narrow(x, d, n - 1, 1)], d) if n % 2 else y
+    return x
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The product of the elements (along `dim`): a tree of multiplications,
+    so a zero gets the gradient of the others' product, as PyTorch's."""
+    x = _sum_dtype(input, dtype)
+    if dim is None:
+        x = reshape(x, (x.numel(),))
+        if x.numel() == 0:
+            return as_tensor_like(1, x) + _zero_like(x)
+        return reshape(_tree_product(x, 0), ())
+    if x.ndim == 0:
+        return x
+    d = _wrap_dim(dim, x.ndim)
+    if x.shape[d] == 0:
+        shape = list(x.shape)
+        shape[d] = 1
+        out = _constant(np.ones(shape), x.dtype, x)
+    else:
+        out = _tree_product(x, d)
+    return out if keepdim else squeeze(out, d)
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """Whether every element (along `dim`) is nonzero, as bool."""
+    b = input if input.dtype is dt.bool else _compare("ne", input, 0)
+    if b.numel() == 0:
+        return _empty_reduction(b, dim, keepdim, True)
+    return amin(b, dim, keepdim) if b.ndim else b
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001,A002
+    """Whether some element (along `dim`) is nonzero, as bool."""
+    b = input if input.dtype is dt.bool else _compare("ne", input, 0)
+    if b.numel() == 0:
+        return _empty_reduction(b, dim, keepdim, False)
+    return amax(b, dim, keepdim) if b.ndim else b
+
+
+def _empty_reduction(b, dim, keepdim, value):
+    axes = _dims(b, dim)
+    shape = [1 if i in axes else s for i, s in enumerate(b.shape)] if keepdim else \
+        [s for i, s in enumerate(b.shape) if i not in axes]
+    return _constant(np.full(shape, value), dt.bool, b)
+
+
+def _correction(api, dim, args, correction, keepdim, unbiased):
+    """PyTorch's var/std arguments: (dim, correction, keepdim), from the
+    current form or the legacy (unbiased, keepdim) positions."""
+    if isinstance(dim, bool):  # var(input, unbiased)
+        args, dim = (dim,) + tuple(args), None
+    if len(args) > 2:
+        raise TypeError(f"{api}() takes at most 4 positional arguments")
+    if args:
+        unbiased = args[0]
+        if len(args) == 2:
+            keepdim = args[1]
+    if unbiased is not None:
+        if correction != 1:
+            raise RuntimeError(f"{api}: cannot specify both unbiased and correction")
+        correction = 1 if unbiased else 0
+    return dim, correction, keepdim
+
+
+def var(input, dim=None, *args, correction=1, keepdim=False, unbiased=None):  # noqa: A002
+    """sum((x - mean)^2) / (N - correction) over `dim` (all by default);
+    `unbiased` (and var(x, dim, unbiased, keepdim)) as PyTorch's."""
+    dim, correction, keepdim = _correction("var", dim, args, correction, keepdim, unbiased)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = _dims(input, dim)
+    n = _numel([input.shape[i] for i in axes])
+    mean = div(sum(input, axes, True), float(n))
+    total = sum(square(sub(input, mean)), axes, keepdim)
+    return div(total, float(builtins.max(n - correction, 0)))
+
+
+def std(input, dim=None, *args, correction=1, keepdim=False, unbiased=None):  # noqa: A002
+    """sqrt(var(...)), with var's arguments."""
+    return sqrt(var(input, dim, *args, correction=correction, keepdim=keepdim,
+                    unbiased=unbiased))
+
+
+def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    """log(sum(exp(x))) over `dim`, shifted by the (finite) maximum."""
+    x = _float("logsumexp", input)
+    axes = _dims(x, dim)
+    if x.numel() == 0:
+        return log(sum(exp(x), axes, keepdim))
+    m = amax(x, axes, True)
+    m = where(isfinite(m), m, _zero_like(m))
+    out = add(log(sum(exp(sub(x, m)), axes, True)), m)
+    return out if keepdim else reshape(out, tuple(
+        s for i, s in enumerate(x.shape) if i not in axes))
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
+    """The vector p-norm over `dim` (all by default): 'fro' and 2 the
+    Euclidean, inf/-inf the largest/smallest |x|, 0 the count of nonzeros,
+    otherwise sum(|x|^p)^(1/p). 'nuc' is NotImplementedError."""
+    _refuse_out("norm", out)
+    x = input if dtype is None else cast(input, dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {x.dtype}")
+    if p == "nuc":
+        raise NotImplementedError("torch.norm(p='nuc') is not supported yet: of has no "
+                                  "singular value decomposition")
+    if p == "fro":
+        p = 2
+    axes = _dims(x, dim)
+    if p == math.inf:
+        return amax(abs(x), axes, keepdim)
+    if p == -math.inf:
+        return amin(abs(x), axes, keepdim)
+    if p == 0:
+        return sum(cast(_compare("ne", x, 0.0), x.dtype), axes, keepdim)
+    if p == 1:
+        return sum(abs(x), axes, keepdim)
+    if p == 2:
+        return sqrt(sum(square(x), axes, keepdim))
+    return pow(sum(pow(abs(x), float(p)), axes, keepdim), 1.0 / p)
+
+
+
+# -- products --------------------------------------------------------------------
+
+def dot(input, tensor):  # noqa: A002
+    """The inner product of two vectors of the same length."""
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D "
+                           f"tensors")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{tensor.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {tensor.shape[0]} elements respectively")
+    return sum(mul(input, tensor))
+
+
+def outer(input, vec2):  # noqa: A002
+    """input[i] * vec2[j]."""
+    return mul(reshape(input, (input.numel(), 1)), reshape(vec2, (1, vec2.numel())))
+
+
+def _scaled_sum(input, product, beta, alpha, api):
+    if alpha != 1:
+        product = mul(product, alpha)
+    if beta == 0:  # input is ignored (its NaNs too), as in PyTorch
+        return add(product, mul(broadcast_to(_zero_like(product), tuple(product.shape)), 0))
+    return add(input if beta == 1 else mul(input, beta), product)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2)."""
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix" if mat1.ndim != 2 else
+                           "mat2 must be a matrix")
+    return _scaled_sum(input, matmul(mat1, mat2), beta, alpha, "addmm")
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * bmm(batch1, batch2)."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
+
+
+def tensordot(a, b, dims=2, out=None):
+    """The sum over a's last and b's first `dims` dimensions (or the pairs
+    `dims` lists): both permuted and flattened into one matmul."""
+    _refuse_out("tensordot", out)
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    da = [_norm_dim(d, a.ndim) for d in da]
+    db = [_norm_dim(d, b.ndim) for d in db]
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
+                               f"dim {j}")
+    ka = [i for i in range(a.ndim) if i not in da]
+    kb = [j for j in range(b.ndim) if j not in db]
+    k = _numel([a.shape[i] for i in da])
+    left = reshape(permute(a, ka + da), (_numel([a.shape[i] for i in ka]), k))
+    right = reshape(permute(b, db + kb), (k, _numel([b.shape[j] for j in kb])))
+    shape = tuple(a.shape[i] for i in ka) + tuple(b.shape[j] for j in kb)
+    return reshape(matmul(left, right), shape)
+
+
+def _diagonal_of(x, i, j):
+    """x's diagonal over its dimensions i and j (equal sizes), as the last
+    dimension: the two moved last, flattened, every (n+1)-th element."""
+    n = x.shape[i]
+    rest = [d for d in range(x.ndim) if d not in (i, j)]
+    y = reshape(permute(x, rest + [i, j]), tuple(x.shape[d] for d in rest) + (n * n,))
+    return getitem(y, (Ellipsis, slice(0, n * n, n + 1)))
+
+
+def einsum(*args):
+    """Einstein summation: each operand's repeated labels reduced to their
+    diagonal, labels only one operand has and the output lacks summed, then
+    the operands contracted left to right, each pair as one matmul (labels
+    both have and later ones or the output need kept as batch)."""
+    if not args:
+        raise RuntimeError("einsum(): must specify the equation string and at least one operand")
+    equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the "
+                           f"equation" if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    # '...' becomes labels of its own (upper-case letters after those used)
+    spare = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in equation]
+    ell = builtins.max([op.ndim - len(t.replace("...", "")) for t, op in zip(terms, operands)
+                        if "..." in t] or [0])
+    ell_labels = "".join(spare[:ell][::-1])
+    labels = []
+    for t, op in zip(terms, operands):
+        if "..." in t:
+            k = op.ndim - len(t.replace("...", ""))
+            t = t.replace("...", ell_labels[ell - k:])
+        if len(t) != op.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) "
+                               f"does not match the number of dimensions ({op.ndim}) for "
+                               f"operand {len(labels)}")
+        labels.append(t)
+    if arrow:
+        out = rhs.replace("...", ell_labels)
+    else:
+        counts = {}
+        for t in labels:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell_labels + "".join(sorted(c for c in counts if counts[c] == 1
+                                          and c not in ell_labels))
+    sizes = {}
+    for t, op in zip(labels, operands):
+        for c, s in zip(t, op.shape):
+            if sizes.get(c, 1) != s and s != 1:
+                if sizes.get(c, 1) != 1:
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped "
+                                       f"shapes (original->remapped)")
+            sizes[c] = builtins.max(sizes.get(c, 1), s)
+    # each operand: diagonals taken, labels needed nowhere else summed
+    items = []
+    for n, (t, op) in enumerate(zip(labels, operands)):
+        while len(set(t)) != len(t):
+            c = next(c for c in t if t.count(c) > 1)
+            i = t.index(c)
+            j = t.index(c, i + 1)
+            op = _diagonal_of(op, i, j)
+            t = "".join(x for k, x in enumerate(t) if k not in (i, j)) + c
+        elsewhere = set(out) | {c for m, s in enumerate(labels) if m != n for c in s}
+        drop = [k for k, c in enumerate(t) if c not in elsewhere]
+        if drop:
+            op = sum(op, drop)
+            t = "".join(c for k, c in enumerate(t) if k not in drop)
+        items.append((t, op))
+    t, x = items[0]
+    for n in range(1, len(items)):
+        u, y = items[n]
+        later = set(out) | {c for s, _ in items[n + 1:] for c in s}
+        batch = [c for c in t if c in u and c in later]
+        contract = [c for c in t if c in u and c not in later]
+        left = [c for c in t if c not in u]
+        right = [c for c in u if c not in t]
+        shape = lambda cs: tuple(sizes[c] for c in cs)  # noqa: E731
+        xb = broadcast_to(permute(x, [t.index(c) for c in batch + left + contract]),
+                          shape(batch) + tuple(x.shape[t.index(c)] for c in left)
+                          + shape(contract))
+        yb = broadcast_to(permute(y, [u.index(c) for c in batch + contract + right]),
+                          shape(batch) + shape(contract)
+                          + tuple(y.shape[u.index(c)] for c in right))
+        lsz = tuple(xb.shape[len(batch):len(batch) + len(left)])
+        rsz = tuple(yb.shape[len(batch) + len(contract):])
+        k = _numel(shape(contract))
+        xm = reshape(xb, shape(batch) + (_numel(lsz), k))
+        ym = reshape(yb, shape(batch) + (k, _numel(rsz)))
+        x = reshape(matmul(xm, ym), shape(batch) + lsz + rsz)
+        t = "".join(batch + left + right)
+    drop = [k for k, c in enumerate(t) if c not in out]
+    if drop:
+        x = sum(x, drop)
+        t = "".join(c for c in t if c in out)
+    for c in out:
+        if c not in t:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                               f"equation for any input operand")
+    x = permute(x, [t.index(c) for c in out]) if t != out else x
+    full = tuple(sizes[c] for c in out)
+    return broadcast_to(x, full) if tuple(x.shape) != full else x
+
+
+# -- selection and construction ---------------------------------------------------
+
+def _scatter_positions(api, input, dim, index, src):
+    """The flat positions in `input` that index's elements write (index
+    times dim's stride plus the other coordinates), and the flat `src`
+    elements written (src's leading [index.shape] block)."""
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"{api}(): Expected dtype int64 for index")
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self "
+                           "tensor")
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    ndim = builtins.max(input.ndim, 1)
+    in_shape = tuple(input.shape) or (1,)
+    idx = reshape(index, tuple(index.shape) or (1,))
+    for i in range(ndim):
+        if i != d and idx.shape[i] > in_shape[i]:
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
+        if isinstance(src, Tensor) and src.ndim and idx.shape[i] > src.shape[i]:
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than src "
+                               f"{list(src.shape)}")
+    strides = [_numel(in_shape[i + 1:]) for i in range(ndim)]
+    values = None if index._program is not None else index._value().astype(np.int64)
+    if values is not None:
+        bad = values[(values < -in_shape[d]) | (values >= in_shape[d])]
+        if bad.size:
+            raise RuntimeError(f"index {int(bad.flat[0])} is out of bounds for dimension {d} "
+                               f"with size {in_shape[d]}")
+    flat = mul(idx, strides[d]) if strides[d] != 1 else idx
+    for i in range(ndim):
+        if i != d and idx.shape[i] > 1:
+            flat = add(flat, _along(idx.shape[i], i, ndim, input,
+                                   np.arange(idx.shape[i]) * strides[i]))
+    flat = reshape(broadcast_to(flat, tuple(idx.shape)), (idx.numel(),))
+    if isinstance(src, Tensor):
+        if src.dtype is not input.dtype:
+            raise RuntimeError(f"{api}(): Expected self.dtype to be equal to src.dtype")
+        s = reshape(src, tuple(src.shape) or (1,))
+        s = getitem(s, tuple(slice(0, n) for n in idx.shape))
+        s = reshape(s, (idx.numel(), 1))
+    else:
+        s = broadcast_to(reshape(as_tensor_like(src, input), (1, 1)), (idx.numel(), 1))
+    return flat, s, values is not None
+
+
+def _scatter(api, input, dim, index, src, accumulate):
+    flat, s, known = _scatter_positions(api, input, dim, index, src)
+    n, m = input.numel(), flat.numel()
+    x = reshape(input, (n, 1))
+    if m == 0:
+        return input
+    if known:
+        positions = flat.numpy() % builtins.max(n, 1)
+        written = np.zeros(n, np.bool_)
+        written[positions] = True
+        if not accumulate:  # the last write wins
+            source = np.zeros(n, np.int64)
+            source[positions] = np.arange(m)
+            new = _gather_rows(s, _constant(source, dt.int64, input))
+            out = where(_constant(written.reshape(n, 1), dt.bool, input), new, x)
+            return reshape(out, tuple(input.shape))
+        # one gather per repetition: the j-th write of each position
+        order = np.argsort(positions, kind="stable")
+        rank = np.empty(m, np.int64)
+        sorted_pos = positions[order]
+        starts = np.searchsorted(sorted_pos, sorted_pos, side="left")
+        rank[order] = np.arange(m) - starts
+        padded = cat([s, broadcast_to(_zero_like(s), (1, 1))], 0)
+        out = x
+        for j in range(int(rank.max()) + 1):
+            source = np.full(n, m, np.int64)  # m: the zero row
+            chosen = rank == j
+            source[positions[chosen]] = np.arange(m)[chosen]
+            out = add(out, _gather_rows(padded, _constant(source, dt.int64, input)))
+        return reshape(out, tuple(input.shape))
+    # traced index: a comparison of every position with every write
+    size = _constant(np.array(n), dt.int64, input)
+    flat = where(_compare("lt", flat, 0), add(flat, size), flat)
+    hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
+                                                          dt.int64, input))
+    row = reshape(s, (1, m))
+    if accumulate:
+        out = add(x, sum(where(hit, row, _zero_like(row)), 1, True))
+    else:
+        last = amax(where(hit, _constant(np.arange(m).reshape(1, m), dt.int64, input),
+                          as_tensor_like(-1, flat)), 1, True)
+        written = _compare("ge", last, 0)
+        new = _gather_rows(s, reshape(where(written, last, _zero_like(last)), (n,)))
+        out = where(written, new, x)
+    return reshape(out, tuple(input.shape))
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """input with src's elements (or `value`) written at `index` along
+    `dim` (the last of repeated positions wins); reduce='add' is
+    scatter_add, 'multiply' is NotImplementedError."""
+    if value is not None:
+        if src is not None:
+            raise TypeError("scatter() got both src and value")
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing required argument 'src' (or value)")
+    if reduce == "add":
+        return _scatter("scatter", input, dim, index, src, True)
+    unsupported("scatter", reduce=(reduce, None))
+    return _scatter("scatter", input, dim, index, src, False)
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    """input with src's elements added at `index` along `dim` (repeated
+    positions add up): eagerly one gather per repetition of a position,
+    traced a where over every (position, write) pair."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add(): argument 'src' must be Tensor, not "
+                        f"{type(src).__name__}")
+    return _scatter("scatter_add", input, dim, index, src, True)
+
+
+def select(input, dim, index):  # noqa: A002
+    """input[..., index, ...] at dimension `dim`, which it removes."""
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    return squeeze(narrow(input, d, index % n, 1), d)
+
+
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    d = _wrap_dim(dim, input.ndim)
+    if builtins.sum(split_sizes) != input.shape[d]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[d]} (input tensor's size at dimension {d}), but got "
+                           f"split_sizes={list(split_sizes)}")
+    return tuple(split(input, list(split_sizes), d))
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """A vector's square matrix with it on the `diagonal`-th diagonal (a
+    where with a constant mask), or a matrix's `diagonal`-th diagonal (every
+    (cols+1)-th element of the flattened matrix)."""
+    k = diagonal
+    if input.ndim == 1:
+        n = input.shape[0]
+        size = n + builtins.abs(k)
+        v = input if k == 0 else cat([input, broadcast_to(_zero_like(input), (builtins.abs(k),))])
+        values = reshape(v, (size, 1) if k >= 0 else (1, size))
+        mask = np.eye(size, k=k, dtype=np.bool_)
+        return where(_constant(mask, dt.bool, input), values, _zero_like(input))
+    if input.ndim != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " f"{input.ndim}D")
+    rows, cols = input.shape
+    length = builtins.max(builtins.min(rows + builtins.min(k, 0), cols - builtins.max(k, 0)), 0)
+    if length == 0:
+        return _empty((0,), input.dtype, input)
+    start = k if k >= 0 else -k * cols
+    flat = reshape(input, (rows * cols,))
+    return getitem(flat, slice(start, start + (length - 1) * (cols + 1) + 1, cols + 1))
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    """Each element (of the flattened input, or along `dim`) repeated
+    `repeats` times (an int, or a tensor of one count per element: eager
+    only, since the counts make the size); repeat_interleave(counts) gives
+    the repeated indices."""
+    if repeats is None:  # repeat_interleave(repeats)
+        counts = input
+        if counts._program is not None:
+            _eager_only("torch.repeat_interleave", "the counts make the result's size",
+                        "pass an int count")
+        return _constant(np.repeat(np.arange(counts.numel()), counts._value().reshape(-1)),
+                         dt.int64, counts)
+    x = input if dim is not None else reshape(input, (input.numel(),))
+    d = 0 if dim is None else _wrap_dim(dim, x.ndim)
+    if isinstance(repeats, Tensor) and repeats.numel() == 1:
+        if repeats._program is not None:
+            _eager_only("torch.repeat_interleave", "the count makes the result's size",
+                        "pass an int count")
+        repeats = int(repeats._value().reshape(()))
+    if isinstance(repeats, Tensor):
+        if repeats._program is not None:
+            _eager_only("torch.repeat_interleave", "the counts make the result's size",
+                        "pass an int count")
+        counts = repeats._value().reshape(-1).astype(np.int64)
+        if counts.size != x.shape[d]:
+            raise RuntimeError("repeats must have the same size as input along dim")
+        if (counts < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        out = index_select(x, d, _constant(np.repeat(np.arange(counts.size), counts),
+                                          dt.int64, x))
+    else:
+        if repeats < 0:
+            raise RuntimeError("repeats can not be negative")
+        shape = list(x.shape)
+        y = unsqueeze(x, d + 1)
+        expanded = list(y.shape)
+        expanded[d + 1] = repeats
+        shape[d] *= repeats
+        out = reshape(broadcast_to(y, tuple(expanded)), tuple(shape))
+    if output_size is not None and out.shape[d] != output_size:
+        raise RuntimeError("allocated size does not match required size")
+    return out
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids: each vector broadcast along the others' dimensions
+    (for indexing='xy', the first two vectors' dimensions swapped)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                      "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    vectors = [reshape(t, (t.numel(),)) for t in tensors]
+    swap = indexing == "xy" and len(vectors) >= 2
+    if swap:
+        vectors[0], vectors[1] = vectors[1], vectors[0]
+    shape = tuple(v.shape[0] for v in vectors)
+    grids = []
+    for i, v in enumerate(vectors):
+        view = [1] * len(vectors)
+        view[i] = shape[i]
+        grids.append(broadcast_to(reshape(v, tuple(view)), shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def _factory(values, dtype, device, requires_grad):
+    return _leaf(Tensor(np.ascontiguousarray(values.astype(dtype.np)), dtype=dtype,
+                        device=_device_arg(device)), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The n x m identity (ones on the diagonal)."""
+    dtype = dtype or dt.float32
+    return _factory(np.eye(n, n if m is None else m), dtype, device, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end (PyTorch's formula:
+    from the start in the first half, from the end in the second)."""
+    dtype = dtype or dt.float32
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start, end = (float(v.item()) if isinstance(v, Tensor) else v for v in (start, end))
+    # in the result's floating-point type, as PyTorch's kernel computes
+    ftype = dtype.np.type if dtype in (dt.float32, dt.float64) else np.float64
+    start, end = ftype(start), ftype(end)
+    if steps == 1:
+        values = np.array([start], ftype)
+    else:
+        step = np.float64((end - start) / ftype(steps - 1))
+        i = np.arange(steps, dtype=np.float64)
+        # each value rounded once, as PyTorch's fused multiply-add rounds it
+        values = np.where(i < steps // 2, np.float64(start) + step * i,
+                          np.float64(end) - step * (steps - 1 - i))
+    if not dtype.is_floating_point:
+        values = np.trunc(values)
+    return _factory(values, dtype, device, requires_grad)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance of each row of x1 to each of x2 ([..., P, M] and
+    [..., R, M] give [..., P, R]): the differences broadcast, then norm.
+    `compute_mode` chooses how PyTorch computes, not what."""
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = sub(unsqueeze(x1, -2), unsqueeze(x2, -3))
+    return norm(diff, p, -1)
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    """The cross product of 3-vectors along `dim` (None: the first dimension
+    of size 3, PyTorch's deprecated default)."""
+    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(other.shape)))
+    a, b = broadcast_to(input, shape), broadcast_to(other, shape)
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = _wrap_dim(dim, len(shape))
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    a1, a2, a3 = (narrow(a, d, i, 1) for i in range(3))
+    b1, b2, b3 = (narrow(b, d, i, 1) for i in range(3))
+    return cat([sub(mul(a2, b3), mul(a3, b2)), sub(mul(a3, b1), mul(a1, b3)),
+                sub(mul(a1, b2), mul(a2, b1))], d)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+           dim=None):
+    """The distinct values (sorted), with the inverse indices and counts:
+    NumPy's unique of the eager value (its size is data-dependent, so not
+    in a compiled function); like PyTorch's, it has no gradient."""
+    if input._program is not None:
+        _eager_only("torch.unique", "the number of distinct values is the result's size",
+                    "compute it outside the compiled function")
+    values, inverse, counts = np.unique(input._value(), return_inverse=True,
+                                        return_counts=True, axis=dim)
+    if dim is None:
+        inverse = inverse.reshape(tuple(input.shape))
+    out = Tensor(np.ascontiguousarray(values), dtype=input.dtype, device=input.device)
+    if not (return_inverse or return_counts):
+        return out
+    result = (out,)
+    if return_inverse:
+        result += (_constant(inverse.reshape(-1) if dim is not None else inverse, dt.int64,
+                             input),)
+    if return_counts:
+        result += (_constant(counts, dt.int64, input),)
+    return result
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    """How often each value of a non-negative int vector occurs (the sum of
+    `weights` there): NumPy's bincount of the eager values (the length is
+    data-dependent, so not in a compiled function); no gradient."""
+    if _traced(input, weights):
+        _eager_only("torch.bincount", "its length is the largest value plus one",
+                    "use scatter_add into a tensor of a known length")
+    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is dt.bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    v = input._value().astype(np.int64)
+    if v.size and v.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return _constant(np.bincount(v, minlength=minlength), dt.int64, input)
+    w = weights._value()
+    dtype = weights.dtype if weights.dtype in (dt.float32, dt.float64) else dt.float64
+    return _constant(np.bincount(v, w.astype(np.float64), minlength=minlength), dtype, input)
+
+
+# -- Tensor methods -------------------------------------------------------------------
+
+def _install():
+    T = Tensor
+    for fn in (reciprocal, isnan, isfinite, isclose, allclose, log2, log10, exp2, cosh, sinh,
+               log1p, expm1, tan, asin, acos, atan, atan2, floor, ceil, round, fmod,
+               remainder, floor_divide, cumsum, all, any, var, std, logsumexp, norm, outer,
+               addmm, baddbmm, scatter, scatter_add, select, split_with_sizes, diag,
+               repeat_interleave, cross, unique, bincount):
+        setattr(T, fn.__name__, fn)
+    T.dot = lambda self, tensor: dot(self, tensor)
+
+    # the methods whose keyword-only arguments are positional
+    def cumsum_method(self, dim, dtype=None):
+        return cumsum(self, dim, dtype=dtype)
+
+    def norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return norm(self, p, dim, keepdim, dtype=dtype)
+
+    def round_method(self, decimals=0):
+        return round(self, decimals=decimals)
+    T.cumsum, T.norm, T.round = cumsum_method, norm_method, round_method
+
+    def prod_method(self, dim=None, keepdim=False, dtype=None):
+        return prod(self, dim, keepdim, dtype=dtype)
+    T.prod = prod_method
+
+
+_install()
