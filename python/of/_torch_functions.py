@@ -728,6 +728,10 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
         src = value
     if src is None:
         raise TypeError("scatter() missing required argument 'src' (or value)")
+    if reduce is not None and isinstance(src, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=2)
     if reduce == "add":
         return _scatter("scatter", input, dim, index, src, True)
     unsupported("scatter", reduce=(reduce, None))
