@@ -99,6 +99,8 @@ LogicalResult mlir::of::parsePipelineOptions(
     return failure();
   if (failed(oneOf("format", options.cudaFormat, {"bin", "isa"})))
     return failure();
+  if (failed(oneOf("schedule", options.schedule, {"gpipe", "1f1b"})))
+    return failure();
   for (auto [key, value] :
        {std::pair<StringRef, double>{"momentum", options.momentum},
         {"weight-decay", options.weightDecay},
@@ -172,8 +174,10 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       pm.addPass(createInlinerPass());
     }
     pm.addPass(createCanonicalizerPass());
-    // Pipelines: every micro-batch's forward before the backward passes.
-    pm.addPass(createScheduleStagesPass());
+    // Pipelines: the order of the micro-batches' forward and backward work.
+    ScheduleStagesPassOptions stages;
+    stages.schedule = options.schedule;
+    pm.addPass(createScheduleStagesPass(stages));
   }
   if (options.autoParallel) {
     AutoParallelPassOptions search;

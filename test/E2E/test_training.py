@@ -15,6 +15,7 @@ over 20 steps as the loss shrinks; 1.1e-4 was seen at step 20 of SGD,
 while a wrong momentum gives 1e-2 by step 3).
 """
 
+import copy
 import json
 import math
 import re
@@ -191,11 +192,12 @@ def reference_train(loss_fn, optimizer, params, batch_at, lr, steps,
     return losses, p
 
 
-def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
+def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1, losses=None):
     """Trains the MLP STEPS steps with of-run (the pipeline's optimizer
     options plus `options`; with accumulate = K the batch is fed as K
     micro-batches) and compares every loss and the final parameters with
-    the JAX loop on the whole batch. Returns the plan."""
+    the JAX loop on the whole batch. Returns the plan; the losses of
+    every step are appended to `losses` where given."""
     grid, args = {**LAYOUTS, **AUTO_LAYOUTS}[layout]
     nproc = nproc_of(grid)
     if nproc > 1 and shutil.which("mpirun") is None:
@@ -238,12 +240,14 @@ def run_training(layout, optimizer, rng, tmp_path, options="", accumulate=1):
         np.save(tmp_path / f"{name}.npy", array)
         cmd += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
     stdout = _run(cmd).decode()
-    losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
-    assert len(losses) == STEPS, stdout
+    got_losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
+    assert len(got_losses) == STEPS, stdout
+    if losses is not None:
+        losses += got_losses
 
     # A loss that falls to ~1e-5 (6 rows memorised) has no meaningful
     # relative error: measure on at least 1% of the first loss.
-    for step, (got, ref) in enumerate(zip(losses, ref_losses), 1):
+    for step, (got, ref) in enumerate(zip(got_losses, ref_losses), 1):
         scale = max(abs(ref), 1e-2 * ref_losses[0])
         assert abs(got - ref) <= TOL * scale, (
             f"loss at step {step}: {got} vs {ref} (error {abs(got - ref) / scale:.3e} "
@@ -281,6 +285,54 @@ def test_gradient_accumulation(layout, rng, tmp_path):
     6 (the reference). On pipeline stages both forward passes run before
     the backward passes (--of-schedule-stages)."""
     run_training(layout, "sgd", rng, tmp_path, accumulate=2)
+
+
+@pytest.mark.parametrize("accumulate", [2, 3])
+@pytest.mark.parametrize("layout", ["stages-2", "stages-data-2x2"])
+def test_gradient_accumulation_1f1b(layout, accumulate, rng, tmp_path):
+    """schedule=1f1b (--of-schedule-stages: each stage alternates one
+    forward and one backward after its warm-up) trains like the reference,
+    and gives GPipe's losses on the same data: only the order of the
+    micro-batches' work differs."""
+    gpipe_rng = copy.deepcopy(rng)
+    losses = {}
+    for schedule, generator in (("1f1b", rng), ("gpipe", gpipe_rng)):
+        losses[schedule] = []
+        (tmp_path / schedule).mkdir()
+        run_training(layout, "sgd", generator, tmp_path / schedule, f",schedule={schedule}",
+                     accumulate=accumulate, losses=losses[schedule])
+    np.testing.assert_allclose(losses["1f1b"], losses["gpipe"], rtol=1e-6)
+
+
+def arena_sizes(lowered):
+    """{first rank: arena bytes} of each program of an entry in a plan's
+    text (of-opt --of-pipeline=...,stop-after=plan or later)."""
+    sizes = {}
+    for m in re.finditer(r'ofrt\.program "mlp_train_step" attributes \{([^}]*)\}', lowered):
+        attrs = m.group(1)
+        arena = int(re.search(r"arena_size = (\d+)", attrs).group(1))
+        ranks = re.search(r"ranks = array<i64: ([\d, ]+)>", attrs).group(1)
+        sizes[int(ranks.split(",")[0])] = arena
+    return sizes
+
+
+@pytest.mark.parametrize("layout", ["stages-2", "stages-data-2x2"])
+def test_1f1b_arena(layout, tmp_path):
+    """With 4 micro-batches of 64 rows over 2 stages, GPipe's stage 0 holds
+    all four micro-batches' activations before the first backward pass,
+    1F1B's at most two (stage 1: one): every rank's arena (the plan's peak
+    memory) is smaller."""
+    grid, args = LAYOUTS[layout]
+    program = mlp_program(grid, args, 64)
+    sizes = {}
+    for schedule in ("gpipe", "1f1b"):
+        (tmp_path / schedule).mkdir()
+        compile_program(program, tmp_path / schedule,
+                        pipeline=f"cpu,train=sgd,accumulate=4,schedule={schedule}")
+        sizes[schedule] = arena_sizes((tmp_path / schedule / "prog.lowered.mlir").read_text())
+    assert sizes["gpipe"].keys() == sizes["1f1b"].keys() and len(sizes["gpipe"]) >= 2, sizes
+    for rank, gpipe in sizes["gpipe"].items():
+        assert sizes["1f1b"][rank] < gpipe, (rank, sizes)
 
 
 # A machine whose compute is slow next to its links: the search splits

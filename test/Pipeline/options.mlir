@@ -9,6 +9,7 @@
 // RUN: not of-opt %s --of-pipeline=cpu,momentum=-1 2>&1 | FileCheck %s --check-prefix=NEG
 // RUN: not of-opt %s --of-pipeline=cpu,accumulate=two 2>&1 | FileCheck %s --check-prefix=INT
 // RUN: not of-opt %s "--of-pipeline=cpu,train=sgd momentum=0.9" 2>&1 | FileCheck %s --check-prefix=SPACE
+// RUN: not of-opt %s --of-pipeline=cpu,schedule=zigzag 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: of-opt --help | FileCheck %s --check-prefix=HELP
 
 // CHECK-LABEL: func.func @f
@@ -26,6 +27,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 // NEG: --of-pipeline: momentum takes a non-negative number, not '-1
 // INT: --of-pipeline: 'accumulate=two' is not a value accumulate takes
 // SPACE: --of-pipeline: 'train=sgd momentum=0.9' has a space
+// SCHEDULE: --of-pipeline: schedule takes gpipe or 1f1b, not 'zigzag'
 // HELP: --of-pipeline
 // HELP: --stop-after=<string>
 // HELP: --tf32

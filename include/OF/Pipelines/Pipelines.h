@@ -88,6 +88,12 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
       *this, "accumulate",
       llvm::cl::desc("Micro-batches whose gradients one step accumulates"),
       llvm::cl::init(1)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Pipeline stages' order of micro-batches: gpipe (every "
+                     "forward, then the backwards) or 1f1b (one forward, one "
+                     "backward)"),
+      llvm::cl::init("gpipe")};
   Option<bool> gradsOut{
       *this, "grads-out",
       llvm::cl::desc("The training step also returns each parameter's "

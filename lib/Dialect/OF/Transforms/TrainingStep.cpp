@@ -431,7 +431,15 @@ struct TrainingStepPass
                               RankedTensorType::get(original.getShape(),
                                                     original.getElementType()),
                               slice);
-        callArgs.push_back(u.as(piece, original));
+        Value taken = u.as(piece, original);
+        // In a pipeline, --of-schedule-stages=1f1b tells the micro-batches
+        // apart from what depends on these marks.
+        if (placements.list.size() > 1)
+          for (Value v : {slice, piece, taken})
+            v.getDefiningOp()->setAttr(
+                OFDialect::MicroBatchAttrHelper::getNameStr(),
+                b.getI64IntegerAttr(micro));
+        callArgs.push_back(taken);
       }
       if (seed)
         callArgs.push_back(seed);

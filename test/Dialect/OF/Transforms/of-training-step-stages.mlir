@@ -5,6 +5,9 @@
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw max-grad-norm=1.0" | FileCheck %s
 // RUN: of-opt %s --of-pipeline=cpu,train=adamw,max-grad-norm=1.0,stop-after=partition | FileCheck %s --check-prefix=PART
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=2,stop-after=partition | FileCheck %s --check-prefix=SCHED
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=4,schedule=1f1b,stop-after=partition | FileCheck %s --check-prefix=ONEF
+// RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=4,schedule=1f1b,stop-after=partition | FileCheck %s --check-prefix=COMP
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd accumulate=2" | FileCheck %s --check-prefix=MARK
 
 of.placement @s0 {device = "cpu", shape = [1], ranks = [0]}
 of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}
@@ -46,6 +49,60 @@ of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}
 // SCHED: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
 // SCHED: of.send %{{.*}} to 0 : tensor<6x8xf32>
 // SCHED: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// --of-training-step marks what takes micro-batch i of the stacked data
+// (for --of-schedule-stages=1f1b).
+// MARK-LABEL: func.func @two_stages_train_step(
+// MARK: of.slice %arg0 {limits = array<i64: 1, 6, 8>, of.micro_batch = 0 : i64
+// MARK: of.slice %arg0 {limits = array<i64: 2, 6, 8>, of.micro_batch = 1 : i64
+// With 4 micro-batches and schedule=1f1b, each rank's compute is 1F1B:
+// rank 0 (stage 0 of 2) runs the forwards of micro-batches 0 and 1, then
+// backward 0, forward 2, backward 1, forward 3, backwards 2 and 3 (the
+// weight gradient matmul {transpose_a} after each received gradient), so
+// it holds at most two micro-batches' activations; rank 1 alternates from
+// the start. A transfer takes place when what it moves is ready in the
+// ideal timeline: activations 0 and 1 go before gradient 0 comes back.
+// COMP-LABEL: func.func @two_stages_train_step(
+// COMP: of.matmul %{{[0-9]+}}, %arg1 :
+// COMP: of.matmul %{{[0-9]+}}, %arg1 :
+// COMP: of.matmul %{{.*}} {transpose_a = true}
+// COMP: of.matmul %{{[0-9]+}}, %arg1 :
+// COMP: of.matmul %{{.*}} {transpose_a = true}
+// COMP: of.matmul %{{[0-9]+}}, %arg1 :
+// COMP: of.matmul %{{.*}} {transpose_a = true}
+// COMP: of.matmul %{{.*}} {transpose_a = true}
+// ONEF-LABEL: func.func @two_stages_train_step(
+// ONEF-SAME: of.ranks = array<i64: 0>
+// ONEF: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 1 : tensor<6x8xf32>
+// ONEF: of.recv from 1 into %{{.*}} : tensor<6x8xf32>
+// ONEF-LABEL: func.func @two_stages_train_step__role1(
+// ONEF: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF-NOT: of.send %{{.*}} to 0 : tensor<6x8xf32>
+// ONEF: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF-NOT: of.recv from 0 into %{{.*}} : tensor<6x8xf32>
+// ONEF: of.send %{{.*}} to 0 : tensor<6x8xf32>
 func.func @two_stages(%x: tensor<6x8xf32, #of.sbp<@s0, [B]>>,
                       %w1: tensor<8x8xf32, #of.sbp<@s0, [B]>> {of.param},
                       %w2: tensor<8x4xf32, #of.sbp<@s1, [B]>> {of.param})

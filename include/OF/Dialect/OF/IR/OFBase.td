@@ -73,7 +73,11 @@ def OF_Dialect : Dialect {
     "::mlir::ArrayAttr":$operand_sbp,
     "::mlir::ArrayAttr":$result_sbp,
     // Ops of the backward pass (--of-autodiff until --of-schedule-stages).
-    "::mlir::UnitAttr":$backward
+    "::mlir::UnitAttr":$backward,
+    // Ops that take micro-batch i of a stacked data argument
+    // (--of-training-step with accumulate > 1 over several placements,
+    // until --of-schedule-stages).
+    "::mlir::IntegerAttr":$micro_batch
   );
   let extraClassDeclaration = [{
     void registerAttributes();

@@ -421,17 +421,34 @@ def PartitionPass : Pass<"of-partition", "::mlir::ModuleOp"> {
 }
 
 def ScheduleStagesPass : Pass<"of-schedule-stages", "::mlir::ModuleOp"> {
-  let summary = "Run the forward work of every micro-batch before the backward work (GPipe) in pipelines";
+  let summary = "Order a pipeline's micro-batches: all forwards first (GPipe) or one forward, one backward (1F1B)";
   let description = [{
-    In a function over several placements (pipeline stages), moves every op
-    that `--of-autodiff` did not add for the backward pass (`of.backward`),
-    and that depends on no such op, ahead of the first backward op. A
-    training step with `accumulate=K` thus runs the forward passes of its K
-    micro-batches before their backward passes, and after `--of-partition`
-    the first stage computes micro-batch i + 1 while the next one computes
-    micro-batch i (GPipe's schedule; its activations of all K micro-batches
-    stay live until their backward pass). Functions on one placement are
-    left alone. The `of.backward` marks are removed.
+    In a function over several placements (pipeline stages), orders the
+    forward and backward work of the micro-batches of a training step with
+    `accumulate=K`. After `--of-partition` each stage's program is this
+    order restricted to its ops, and every rank does its transfers in it.
+
+    `schedule=gpipe` (the default) moves every op that `--of-autodiff` did
+    not add for the backward pass (`of.backward`), and that depends on no
+    such op, ahead of the first backward op: the forward passes of the K
+    micro-batches run before their backward passes, and a stage holds the
+    activations of all K until their backward pass.
+
+    `schedule=1f1b` orders each stage s of S (stages in the order the
+    micro-batches enter them) as PipeDream-flush's one-forward-one-backward:
+    S - s forwards, then one backward and one forward in turn, then the
+    remaining backwards, so a stage holds at most S micro-batches'
+    activations. A micro-batch's ops are those that depend on the slices
+    `--of-training-step` marks `of.micro_batch = i`. One program order
+    serves all stages: every op gets the start time of its (stage,
+    forward or backward, micro-batch) in the ideal 1F1B timeline (a
+    forward takes 1, a backward 2; a transfer the time its source is
+    done; ops of no micro-batch the time of their first user), and the
+    ops are listed in that order as far as their operands allow. Without
+    micro-batch marks (K = 1) it is GPipe's order.
+
+    Functions on one placement are left alone. The `of.backward` and
+    `of.micro_batch` marks are removed.
 
     ```mlir
     // before: micro-batch 1 forward and backward, then micro-batch 2
@@ -439,13 +456,18 @@ def ScheduleStagesPass : Pass<"of-schedule-stages", "::mlir::ModuleOp"> {
     %g1 = of.mul %d1, %f1 {of.backward} : ...
     %f2 = of.tanh %x2 : ...
     %g2 = of.mul %d2, %f2 {of.backward} : ...
-    // after: both forwards, then both backwards
+    // after (gpipe): both forwards, then both backwards
     %f1 = of.tanh %x1 : ...
     %f2 = of.tanh %x2 : ...
     %g1 = of.mul %d1, %f1 : ...
     %g2 = of.mul %d2, %f2 : ...
     ```
   }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"gpipe\"",
+           "gpipe (every forward before the backwards) or 1f1b (one "
+           "forward, one backward per stage)">,
+  ];
 }
 
 def TestSbpSignaturesPass : Pass<"of-test-sbp-signatures", "::mlir::ModuleOp"> {
