@@ -65,7 +65,11 @@ def per_step(plan_path, inputs, ranks, steps, rounds, tmp):
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return time.perf_counter() - t
     times = [(run(steps + 2) - run(2)) / steps for _ in range(rounds)]
-    return max(statistics.median(times), 1e-9)
+    t = statistics.median(times)
+    if t <= 0:
+        sys.exit(f"calibrate: {plan_path.stem} measured no time over {steps} steps (noise "
+                 f"larger than the work): raise --steps or quiet the machine")
+    return t
 
 
 def allreduce_program(elements, ranks):
@@ -92,7 +96,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="of-calibrate-") as d:
         tmp = pathlib.Path(d)
         small = plan(allreduce_program(2, p), tmp, "ar-small")
-        t_small = per_step(small, {"x": np.ones(2, np.float32)}, p, options.steps,
+        # a tiny step: many of them, so that they outweigh start-up noise
+        t_small = per_step(small, {"x": np.ones(2, np.float32)}, p, options.steps * 200,
                            options.rounds, tmp)
         alpha = t_small / (2 * (p - 1))
         n = options.bytes // 4
