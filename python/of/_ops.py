@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from . import _autocast, _compat
+from . import _autocast, _compat, _grad_mode
 from . import _dtype as dt
 from . import _global, _random
 from ._apply import apply, apply1
@@ -2265,6 +2265,11 @@ def _triangle(api, keep, input, diagonal):
     if input.ndim < 2:
         raise RuntimeError(f"{api}: input tensor must have at least 2 dimensions")
     rows, cols = input.shape[-2:]
+    if (input._program is None and input._placement is None
+            and not (input.requires_grad and _grad_mode.is_grad_enabled())):
+        # a value that needs no gradient: NumPy's own tril/triu of it, on
+        # its device (no program to run there)
+        return Tensor(keep(input.numpy(), diagonal), dtype=input.dtype, device=input.device)
     mask = keep(np.ones((rows, cols), np.bool_), diagonal)
     zero = Tensor(np.zeros((), input.dtype.np), dtype=input.dtype, device=input.device)
     return where(Tensor(mask, dtype=dt.bool, device=input.device), input, zero)
