@@ -3,6 +3,12 @@
 // constraints, explanations and errors.
 // RUN: of-opt %s -split-input-file --of-auto-parallel 2>/dev/null | FileCheck %s
 // RUN: of-opt %s -split-input-file --of-auto-parallel --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// The written layout is a fixed program: searched again, nothing is left
+// to choose and the modeled step is the same.
+// RUN: of-opt %s -split-input-file --of-auto-parallel --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIRST
+// RUN: of-opt %s -split-input-file --of-auto-parallel 2>/dev/null | of-opt -split-input-file --of-auto-parallel --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=FED
+// FIRST-COUNT-4: remark: auto-parallel on @mesh [{{[0-9x]+}}]: {{.*}}modeled step {{1.56e-03|1.97e-03|1.05e-03|8.97e-02}} s
+// FED-COUNT-4: remark: auto-parallel on @mesh [{{[0-9x]+}}]: exact reductions {{.*}}modeled step {{1.56e-03|1.97e-03|1.05e-03|8.97e-02}} s {{.*}} 0 variables, 0 constraints
 // RUN: of-opt %s -split-input-file --of-auto-parallel --of-propagate-sbp --of-insert-boxing --canonicalize 2>/dev/null | FileCheck %s --check-prefix=BOXING
 // RUN: of-opt %s -split-input-file --of-auto-parallel=explain=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=EXPLAIN
 // RUN: of-opt %s -split-input-file --of-auto-parallel=solver=greedy -o /dev/null 2>&1 | FileCheck %s --check-prefix=GREEDY
