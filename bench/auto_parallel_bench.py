@@ -20,7 +20,7 @@
   hand layouts (median of rounds of --steps N, startup subtracted).
 
     PYTHONPATH=build/python python3 bench/auto_parallel_bench.py [--quick]
-        [--only search|cpu] [--rounds 3]
+        [--only search|cpu] [--rounds 3] [--machine-file machine.json]
 
 --quick runs 124M on 8 and the CPU rows only (a minute).
 """
@@ -141,19 +141,22 @@ def cpu_inputs(cfg, tmp):
     return args
 
 
-def cpu_rows(rounds, steps, tmp):
+def cpu_rows(rounds, steps, tmp, machine_file=None):
     cfg = gpt.Config()
     inputs = cpu_inputs(cfg, tmp)
-    print(f"\n{'ranks':>5} {'layout':>10} {'ms/step':>9} {'vs auto':>8}")
+    print(f"\n{'ranks':>5} {'layout':>18} {'ms/step':>9} {'vs auto':>8}")
     for ranks in (2, 4):
         layouts = {"auto": ("auto", "auto=true"),
+                   **({"auto (calibrated)": ("auto", f"auto=true,machine-file={machine_file}")}
+                      if machine_file else {}),
                    "data": (data(1, 0), ""),
                    "megatron": (megatron(1, 0), "")}
         plans = {}
         for name, (layout, opts) in layouts.items():
-            src = tmp / f"cpu-{name}-{ranks}.mlir"
+            slug = name.replace(" ", "").replace("(", "-").replace(")", "")
+            src = tmp / f"cpu-{slug}-{ranks}.mlir"
             src.write_text(gpt.program(cfg, [ranks], layout))
-            plan = tmp / f"cpu-{name}-{ranks}.ofp"
+            plan = tmp / f"cpu-{slug}-{ranks}.ofp"
             pipeline = "cpu,train=adamw" + ("," + opts if opts else "")
             subprocess.run([OPT, str(src), f"--of-pipeline={pipeline}", "-o", str(tmp / "p.mlir")],
                            check=True, stderr=subprocess.DEVNULL)
@@ -175,7 +178,7 @@ def cpu_rows(rounds, steps, tmp):
         auto = statistics.median(times["auto"])
         for name, ts in times.items():
             ms = statistics.median(ts)
-            print(f"{ranks:5} {name:>10} {ms:9.2f} {ms / auto:8.2f}", flush=True)
+            print(f"{ranks:5} {name:>18} {ms:9.2f} {ms / auto:8.2f}", flush=True)
 
 
 def main():
@@ -184,6 +187,9 @@ def main():
     parser.add_argument("--only", choices=["search", "cpu"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--machine-file",
+                        help="also an auto layout chosen with this machine file "
+                             "(scripts/calibrate_cost_model.py writes one)")
     options = parser.parse_args()
     models = [("gpt2-124M", [8])] if options.quick else [
         ("gpt2-124M", [8]), ("gpt2-124M", [64]), ("gpt2-350M", [64]),
@@ -194,7 +200,8 @@ def main():
             search_rows(models, tmp)
         if options.only != "search":
             cpu_rows(1 if options.quick else options.rounds,
-                     10 if options.quick else options.steps, tmp)
+                     10 if options.quick else options.steps, tmp,
+                     options.machine_file and os.path.abspath(options.machine_file))
 
 
 if __name__ == "__main__":
