@@ -1871,8 +1871,8 @@ def setitem(self, index, value):
     except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot "
                            f"be broadcast to indexing result of shape {list(shape)}") from None
-    if chosen.size == 0:
-        return
+    if chosen.size == 0 and not (value.numel() == 1 and value.requires_grad):
+        return  # (a value that requires grad is still used, as in PyTorch: its grad is 0)
     source = np.full(self.numel(), -1, np.int64)
     source[chosen.reshape(-1)] = np.arange(chosen.size)  # the last write wins
     written = _constant((source >= 0).reshape(self.shape), dt.bool, self)

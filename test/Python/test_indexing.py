@@ -623,3 +623,16 @@ def test_compiled_gradients(rng):
         if expected is None:
             expected = got
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_cat_of_many_tensors():
+    """Eager cat of 200 small tensors: one program (a tensor.concat) with
+    the values in order, and gradients to each input as PyTorch's."""
+    arrays = [np.full((2, 3), i, np.float32) for i in range(200)]
+    got = of.cat([of.tensor(a) for a in arrays], 0)
+    np.testing.assert_array_equal(got.numpy(), np.concatenate(arrays, 0))
+    xs = [of.tensor(a, requires_grad=True) for a in arrays[:50]]
+    w = np.arange(100 * 3, dtype=np.float32).reshape(100, 3)
+    (of.cat(xs, 0) * of.tensor(w)).sum().backward()
+    for k, x in enumerate(xs):
+        np.testing.assert_array_equal(x.grad.numpy(), w[2 * k:2 * k + 2])
