@@ -37,7 +37,6 @@ struct Node {
   SmallVector<SbpCandidate, 1> cands;
   SmallVector<double> cost;
   SmallVector<unsigned> edges; ///< incident product edges
-  int firstColumn = -1;        ///< CBC column of candidate 0
   /// The nodes producing the op's tensor operands (the IR's structure,
   /// which the clustering of repeated blocks hashes).
   SmallVector<unsigned, 4> operands;
@@ -1005,12 +1004,13 @@ private:
 /// The integer program of `p`, solved by CBC from the greedy start.
 /// Returns nullopt when CBC found no solution in time.
 std::optional<SmallVector<unsigned>>
-solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
-         bool &infeasible, unsigned &columns, unsigned &rows) {
+solveCbc(const Problem &p, ArrayRef<unsigned> start, double timeLimit,
+         bool &optimal, bool &infeasible, unsigned &columns, unsigned &rows) {
   // Costs are seconds, often microseconds: the solver's tolerances are
   // absolute, so it works in microseconds, and memory rows in budgets.
   constexpr double kScale = 1e6;
   IntegerProgram ip;
+  SmallVector<int> firstColumn(p.nodes.size(), -1); ///< of candidate 0
   for (auto [n, node] : llvm::enumerate(p.nodes)) {
     if (node.cands.size() < 2)
       continue;
@@ -1018,7 +1018,7 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
     for (unsigned c = 0; c < node.cands.size(); ++c) {
       int col = ip.column(node.cost[c] * kScale, true, start[n] == c);
       if (c == 0)
-        node.firstColumn = col;
+        firstColumn[n] = col;
       one.push_back({col, 1.0});
     }
     ip.row(one, 1, 1);
@@ -1040,7 +1040,7 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
         terms.push_back({first + a * classesB + b, 1.0});
       for (unsigned c = 0; c < from.cands.size(); ++c)
         if (e.fromClass[c] == a)
-          terms.push_back({from.firstColumn + c, -1.0});
+          terms.push_back({firstColumn[e.from] + static_cast<int>(c), -1.0});
       ip.row(terms, 0, 0);
     }
     for (unsigned b = 0; b < classesB; ++b) {
@@ -1049,7 +1049,7 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
         terms.push_back({first + a * classesB + b, 1.0});
       for (unsigned c = 0; c < to.cands.size(); ++c)
         if (e.toClass[c] == b)
-          terms.push_back({to.firstColumn + c, -1.0});
+          terms.push_back({firstColumn[e.to] + static_cast<int>(c), -1.0});
       ip.row(terms, 0, 0);
     }
   }
@@ -1066,7 +1066,7 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
         for (unsigned c = 0; c < bytes.size(); ++c)
           if (bytes[c] != 0)
             terms.push_back(
-                {node.firstColumn + static_cast<int>(c), bytes[c] / p.budget});
+                {firstColumn[n] + static_cast<int>(c), bytes[c] / p.budget});
       }
       if (!terms.empty())
         ip.row(terms, -1e30, 1 - fixed / p.budget);
@@ -1085,8 +1085,8 @@ solveCbc(Problem &p, ArrayRef<unsigned> start, double timeLimit, bool &optimal,
       continue;
     double bestValue = -1;
     for (unsigned c = 0; c < node.cands.size(); ++c)
-      if ((*x)[node.firstColumn + c] > bestValue) {
-        bestValue = (*x)[node.firstColumn + c];
+      if ((*x)[firstColumn[n] + c] > bestValue) {
+        bestValue = (*x)[firstColumn[n] + c];
         choice[n] = c;
       }
   }
@@ -1146,10 +1146,9 @@ FailureOr<SbpSearchResult> of::searchSbp(func::FuncOp func,
     } else if (options.solver == "cbc") {
 #ifdef OF_HAVE_CBC
       bool optimal = false, infeasible = false;
-      Problem mutableQ = q;
       std::optional<SmallVector<unsigned>> solved =
-          solveCbc(mutableQ, reducedChoice, options.timeLimit, optimal,
-                   infeasible, result.variables, result.constraints);
+          solveCbc(q, reducedChoice, options.timeLimit, optimal, infeasible,
+                   result.variables, result.constraints);
       std::optional<SmallVector<unsigned>> expanded;
       if (solved)
         expanded = toOriginal(reduction.expand(*solved));
