@@ -315,6 +315,17 @@ def AutoParallelPass : Pass<"of-auto-parallel", "::mlir::ModuleOp"> {
     on each (the largest function decides; with a cluster preset each
     axis gets the link of its span, CostModel::forGrid) and the placement
     takes the cheapest shape.
+
+    Example (`of-opt --of-auto-parallel`): an MLP whose weights dominate,
+
+    ```mlir
+    of.placement @mesh {device = "cpu", shape = [4]}
+    func.func @mlp(%x: tensor<8x1024xf32>, %w1: tensor<1024x4096xf32>,
+                   %w2: tensor<4096x1024xf32>) -> tensor<8x1024xf32, #of.sbp<@mesh, [B]>>
+    ```
+
+    gets Megatron's layout: `%x` `[B]`, `%w1` `[S(1)]`, `%w2` `[S(0)]`, and
+    the second matmul's partial result all-reduced into the annotated `[B]`.
   }];
   let options = !listconcat(OF_CostModelOptions, [
     Option<"placement", "placement", "std::string", "\"\"",
