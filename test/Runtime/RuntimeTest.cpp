@@ -15,9 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <elf.h>
 #include <random>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace of::test;
 using namespace of::plan;
@@ -1516,6 +1521,101 @@ TEST(SessionErrors, InputsMustBeSetWithTheirExactSize) {
   std::vector<float> out(16);
   EXPECT_EQ(take(ofrt_session_get_output(session.session, 0, out.data(), 32)),
             "output 'sum' is 64 bytes, got 32");
+}
+
+/// The byte ranges of `object` the dynamic loader reads as tables: the ELF
+/// and program headers and every segment that is not code (symbols,
+/// strings, hash and version tables, relocations, the dynamic section).
+static std::vector<std::pair<uint64_t, uint64_t>>
+loaderRanges(const Bytes &object) {
+  Elf64_Ehdr header;
+  std::memcpy(&header, object.data(), sizeof header);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {0, header.e_phoff + header.e_phnum * sizeof(Elf64_Phdr)}};
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, object.data() + header.e_phoff + i * sizeof segment,
+                sizeof segment);
+    if (segment.p_type == PT_LOAD && !(segment.p_flags & PF_X) &&
+        segment.p_filesz > 0)
+      ranges.push_back({segment.p_offset, segment.p_offset + segment.p_filesz});
+  }
+  return ranges;
+}
+
+// Mutants of the kernel object's loader-visible bytes, each put in a plan
+// whose session is created in a child process (the object is checked, then
+// dlopen'ed and its kernels looked up): the runtime refuses it with a
+// message or loads it, and the child never dies by a signal, stops at an
+// ld.so assertion (which exits 127) or hangs. Run on its own (ctest
+// runtime/kernel-object-fuzz) so that the forking process has no threads.
+TEST(KernelObjectFuzz, MutantsAreRefusedOrLoaded) {
+  const Bytes &object = kernelObject();
+  ASSERT_GT(object.size(), sizeof(Elf64_Ehdr));
+  std::vector<std::pair<uint64_t, uint64_t>> ranges = loaderRanges(object);
+  uint64_t seed = 20261207;
+  if (const char *text = std::getenv("OF_TEST_SEED"))
+    seed = std::strtoull(text, nullptr, 10);
+  std::mt19937_64 random(seed);
+  int mutants = 1000; // $OF_KERNEL_MUTANTS for a longer run
+  if (const char *text = std::getenv("OF_KERNEL_MUTANTS"))
+    mutants = std::atoi(text);
+  int loaded = 0, refused = 0;
+  for (int mutantIndex = 0; mutantIndex < mutants; ++mutantIndex) {
+    Bytes mutant = object;
+    for (int edits = 1 + random() % 3; edits > 0; --edits) {
+      auto [begin, end] = ranges[random() % ranges.size()];
+      uint64_t at = begin + random() % (end - begin);
+      uint64_t word = 0;
+      size_t width = std::min<uint64_t>(size_t(1) << (random() % 4), end - at);
+      switch (random() % 4) {
+      case 0: // a flipped bit
+        mutant[at] ^= uint8_t(1u << (random() % 8));
+        continue;
+      case 1: // a random byte
+        mutant[at] = uint8_t(random());
+        continue;
+      case 2: // a word nudged by a little (off-by-one sizes and offsets)
+        std::memcpy(&word, &mutant[at], width);
+        word += int64_t(random() % 33) - 16;
+        break;
+      default: // a boundary value
+        word = std::array<uint64_t, 4>{0, ~0ull, 1ull << (random() % 64),
+                                       0x7fffffff}[random() % 4];
+      }
+      std::memcpy(&mutant[at], &word, width);
+    }
+    Bytes file = makeSamplePlan(mutant).write();
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      alarm(20);
+      _exit(sessionError(file).empty() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) <= 1;
+    if (!clean) {
+      std::string path = ::testing::TempDir() + "kernel-mutant-" +
+                         std::to_string(mutantIndex) + ".so";
+      if (FILE *out = std::fopen(path.c_str(), "wb")) {
+        std::fwrite(mutant.data(), 1, mutant.size(), out);
+        std::fclose(out);
+      }
+      FAIL() << "mutant " << mutantIndex << " (OF_TEST_SEED=" << seed
+             << ", written to " << path << ") "
+             << (WIFSIGNALED(status) ? "killed the child by signal " +
+                                           std::to_string(WTERMSIG(status))
+                                     : "ended the child with status " +
+                                           std::to_string(WEXITSTATUS(status)));
+    }
+    (WEXITSTATUS(status) == 0 ? loaded : refused) += 1;
+  }
+  // Both outcomes occur: the mutations reach past the first check.
+  EXPECT_GT(loaded, 0);
+  EXPECT_GT(refused, 0);
+  std::printf("kernel object mutants: %d loaded, %d refused (seed %llu)\n",
+              loaded, refused, static_cast<unsigned long long>(seed));
 }
 
 TEST(SessionErrors, DescribingAPlanLoadsNoCodeAndAllocatesNothing) {

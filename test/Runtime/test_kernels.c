@@ -25,3 +25,14 @@ void count_visits(void **args, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
     counts[i] += 1;
 }
+
+/* y[i] = tanh(x[i]) for i in [begin, end); args = {x, y}. It imports a math
+ * function, so that the object has what compiled kernels have and the
+ * loader checks (a needed library, symbol versions, PLT relocations). */
+float tanhf(float);
+void tanh_f32(void **args, int64_t begin, int64_t end) {
+  const float *x = (const float *)args[0];
+  float *y = (float *)args[1];
+  for (int64_t i = begin; i < end; ++i)
+    y[i] = tanhf(x[i]);
+}

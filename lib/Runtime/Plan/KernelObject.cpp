@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Plan/KernelObject.h"
+#include "Plan/ElfCheck.h"
 
 #include <cerrno>
 #include <cstring>
@@ -31,6 +32,10 @@ Status KernelObject::load(const std::string &name, const uint8_t *data,
       std::memcmp(data, kElfMagic, sizeof(kElfMagic)) != 0)
     return fail("executable '", name, "' is not an ELF shared object");
   std::unique_ptr<KernelObject> object(new KernelObject(name));
+  // The dynamic loader trusts what it maps: check it all first.
+  if (Status status = checkKernelObject(name, data, size, object->functions_);
+      status.failed())
+    return status;
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   object->memfd_ = memfd_create(("ofrt:" + name).c_str(), MFD_CLOEXEC);
   if (object->memfd_ < 0)
@@ -66,13 +71,17 @@ KernelObject::~KernelObject() {
 Status KernelObject::resolve(const std::string &symbol,
                              KernelFunction &out) const {
   out = nullptr;
-  if (!handle_)
-    return Status::success(); // A fuzzing build loads nothing.
-  dlerror();
-  void *address = dlsym(handle_, symbol.c_str());
-  if (!address)
+  // A fuzzing build loads nothing (handle_ stays null).
+  void *address = nullptr;
+  if (handle_) {
+    dlerror();
+    address = dlsym(handle_, symbol.c_str());
+  }
+  if (!functions_.count(symbol) || (handle_ && !address))
     return fail("kernel '", symbol, "' is not defined by executable '", name_,
                 "'");
+  if (!address)
+    return Status::success();
   // POSIX guarantees object and function pointers convert; memcpy keeps
   // -pedantic quiet about the cast.
   static_assert(sizeof(out) == sizeof(address));

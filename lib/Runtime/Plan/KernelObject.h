@@ -4,14 +4,16 @@
 // is loaded without touching the file system: the bytes go into an
 // anonymous memfd, which is dlopen'ed through /proc/self/fd/N with
 // RTLD_NOW | RTLD_LOCAL, so that every undefined symbol fails at load and two
-// sessions (or two plans) never see each other's kernels. Kernels use the
-// packed calling convention `extern "C" void kernel(void **args, int64_t
-// begin, int64_t end)`.
+// sessions (or two plans) never see each other's kernels. Before that, the
+// bytes are checked (ElfCheck.h): the loader runs no code of the object and
+// reads nothing outside it, and the object imports only math functions. Kernels
+// use the packed calling convention `extern "C" void kernel(void **args,
+// int64_t begin, int64_t end)`.
 //
-// In a fuzzing build (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) nothing is
-// dlopen'ed: a mutated ELF would test the system's dynamic loader and run its
-// constructors, not test this runtime. Kernels then resolve to null and a
-// launch fails the run.
+// In a fuzzing build (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) the check
+// runs but nothing is dlopen'ed: a mutated ELF would test the system's dynamic
+// loader and run its constructors, not test this runtime. Kernels then resolve
+// to null and a launch fails the run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace of::rt {
@@ -48,6 +51,9 @@ private:
   explicit KernelObject(std::string name) : name_(std::move(name)) {}
 
   std::string name_;
+  /// The functions the object defines in executable memory (checked before
+  /// it was loaded): the only symbols a launch may call.
+  std::set<std::string> functions_;
   int memfd_ = -1;
   void *handle_ = nullptr;
 };
