@@ -16,6 +16,8 @@ DEBIAN_PACKAGES=(
   libopenblas-dev libopenblas0-openmp libdnnl-dev
   # the exact SBP search of --of-auto-parallel (CBC's integer programming)
   coinor-libcbc-dev
+  # plan signatures (of-sign, of-run --trusted-keys): Ed25519
+  libsodium-dev
   # tests: GoogleTest, and clang's libFuzzer/ASan for the plan loader fuzzer
   libgtest-dev clang-14 libclang-rt-14-dev
 )

@@ -32,6 +32,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 import sys
 config.substitutions.append(("%python", sys.executable))
 
+# of-sign is built where libsodium-dev is installed (tools/CMakeLists.txt).
+if os.path.exists(os.path.join(config.of_tools_dir, "of-sign")):
+    config.available_features.add("of-sign")
+
 # ptxas (the CUDA toolkit's assembler) turns PTX into cubins; without it
 # the cubin tests of --of-pipeline=cuda are unsupported (PTX needs only the
 # toolkit's libdevice).

@@ -110,6 +110,11 @@ OPTIONS:
   --print-timing      Print a per-step table (step, calls, mean ms, share %)
                       and the total time per run; with several ranks, rank
                       0's, and the share of the collectives.
+  --trusted-keys FILE Open the plan only if PLAN.ofp.sig is a signature of it
+                      (of-sign) by a key listed in FILE; $OF_TRUSTED_KEYS
+                      sets the same policy. A plan is native code: see
+                      docs/security.md before running one you did not
+                      compile.
   --list              Print the plan's entries and each one's inputs and
                       outputs with dtype and shape, then exit.
   --check-libraries[=NAME,...]
@@ -181,6 +186,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> scalars; // --set
   std::vector<std::pair<std::string, std::string>> batches; // --batch
   std::string loadState, saveState;
+  std::string trustedKeys; // --trusted-keys
   std::string initState; // --init-state: weights, no optimizer state
   long saveEvery = 0; // --save-every; 0 when not given
   std::string outputDir;
@@ -324,10 +330,11 @@ int parseOptions(int argc, char **argv, Options &options) {
                           "'");
       options.batches.emplace_back(name, file);
     } else if (arg == "--load-state" || arg == "--save-state" ||
-               arg == "--init-state") {
-      std::string &path = arg == "--load-state"   ? options.loadState
-                          : arg == "--init-state" ? options.initState
-                                                  : options.saveState;
+               arg == "--init-state" || arg == "--trusted-keys") {
+      std::string &path = arg == "--load-state"     ? options.loadState
+                          : arg == "--init-state"   ? options.initState
+                          : arg == "--trusted-keys" ? options.trustedKeys
+                                                    : options.saveState;
       if (!takeValue(path) || path.empty())
         return needsValue();
     } else if (arg == "--save-every") {
@@ -1014,7 +1021,8 @@ int main(int argc, char **argv) {
   }
 
   ofrt_plan *plan;
-  if (ofrt_error *err = ofrt_plan_open_file(options.planPath.c_str(), &plan))
+  if (ofrt_error *err = ofrt_plan_open_file_trusted(
+          options.planPath.c_str(), options.trustedKeys.c_str(), &plan))
     return finish(error(err));
   int status = 0;
   int worldSize = ofrt_plan_world_size(plan);

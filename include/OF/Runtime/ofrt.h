@@ -100,8 +100,17 @@ ofrt_error *ofrt_cuda_device_count(int *count);
  * an H100/H200, whose kernels --of-pipeline=cuda,chip=sm_90a builds. */
 ofrt_error *ofrt_cuda_device_capability(int ordinal, int *major, int *minor);
 
-/* Opens and verifies a plan. The memory variant copies `data`. */
+/* Opens and verifies a plan. The memory variant copies `data`.
+ *
+ * A plan holds native code (docs/security.md). ofrt_plan_open_file_trusted
+ * opens a file only if `path`.sig is a signature of it (of-sign) by a key
+ * listed in the file `trusted_keys`; ofrt_plan_open_file is the same with
+ * the keys of $OF_TRUSTED_KEYS when that is set, and opens any plan
+ * otherwise. A NULL or empty `trusted_keys` means $OF_TRUSTED_KEYS. */
 ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out);
+ofrt_error *ofrt_plan_open_file_trusted(const char *path,
+                                        const char *trusted_keys,
+                                        ofrt_plan **out);
 ofrt_error *ofrt_plan_open_memory(const void *data, size_t size,
                                   ofrt_plan **out);
 void ofrt_plan_close(ofrt_plan *plan);

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Plan/PlanFile.h"
+#include "Plan/PlanSignature.h"
 
 #include "Comm/Collective.h"
 #include "Comm/Distribution.h"
@@ -1669,7 +1670,8 @@ Status PlanFile::openMemory(const void *data, size_t size,
 }
 
 Status PlanFile::openFile(const char *path,
-                          std::shared_ptr<const PlanFile> &out) {
+                          std::shared_ptr<const PlanFile> &out,
+                          const std::string &trustedKeys) {
   if (!path)
     return fail("plan path is NULL");
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -1702,6 +1704,13 @@ Status PlanFile::openFile(const char *path,
       return fail("cannot read plan '", path, "': it shrank while reading");
     done += static_cast<uint64_t>(got);
   }
+  // The signature covers the bytes just read, not the file, which may
+  // change after the check.
+  if (!trustedKeys.empty())
+    if (Status status = verifyPlanSignature(
+            plan->bytes_.data(), plan->bytes_.size(), path, trustedKeys);
+        status.failed())
+      return status;
   if (Status status = plan->verify(); status.failed())
     return fail(path, ": ", status.message());
   out = std::move(plan);

@@ -68,9 +68,11 @@ std::string describeStep(const plan::Program &program, const plan::Step &step);
 /// A verified, immutable plan.
 class PlanFile {
 public:
-  /// Reads and verifies the plan at `path`.
-  static Status openFile(const char *path,
-                         std::shared_ptr<const PlanFile> &out);
+  /// Reads and verifies the plan at `path`. With `trustedKeys` (a file of
+  /// public keys, PlanSignature.h), the bytes read must first match the
+  /// signature `path`.sig by one of those keys.
+  static Status openFile(const char *path, std::shared_ptr<const PlanFile> &out,
+                         const std::string &trustedKeys = "");
   /// Copies `size` bytes at `data` and verifies them.
   static Status openMemory(const void *data, size_t size,
                            std::shared_ptr<const PlanFile> &out);

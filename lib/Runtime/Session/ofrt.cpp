@@ -99,11 +99,21 @@ const char *ofrt_error_message(const ofrt_error *error) {
 void ofrt_error_free(ofrt_error *error) { delete error; }
 
 ofrt_error *ofrt_plan_open_file(const char *path, ofrt_plan **out) {
+  return ofrt_plan_open_file_trusted(path, nullptr, out);
+}
+
+ofrt_error *ofrt_plan_open_file_trusted(const char *path,
+                                        const char *trusted_keys,
+                                        ofrt_plan **out) {
   if (!out)
     return makeError("ofrt_plan_open_file: the output pointer is NULL");
   *out = nullptr;
+  if (!trusted_keys || !*trusted_keys)
+    trusted_keys = std::getenv("OF_TRUSTED_KEYS");
   std::shared_ptr<const PlanFile> file;
-  if (Status status = PlanFile::openFile(path, file); status.failed())
+  if (Status status =
+          PlanFile::openFile(path, file, trusted_keys ? trusted_keys : "");
+      status.failed())
     return toError(status);
   *out = new (std::nothrow) ofrt_plan{std::move(file)};
   return *out ? nullptr : makeError("out of memory");
