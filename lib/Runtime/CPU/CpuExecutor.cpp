@@ -16,6 +16,7 @@
 #include "CPU/Parallel.h"
 
 #include <cblas.h>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -168,6 +169,70 @@ void gemm(const OpenBlas &blas, const GemmCall &call, const T *a, const T *b,
   parallelFor(batches, threads, gemmBatches<T>, &batch);
 }
 
+/// A bf16 gemm where oneDNN has no bf16 matmul (CPUs without AVX-512's
+/// bf16 support): each batch's operands widened to f32 (exact), OpenBLAS's
+/// sgemm (f32 accumulation, as oneDNN's bf16 matmul), and C written as f32
+/// or rounded to the nearest bf16, ties to even. One batch after another:
+/// a fallback for correctness, not speed.
+void gemmBf16(const OpenBlas &blas, const GemmCall &call, const uint16_t *a,
+              const uint16_t *b, void *c, bool outF32) {
+  if (call.outerBatch == 0 || call.batch == 0 || call.m == 0 || call.n == 0)
+    return;
+  if (call.k == 0)
+    return outF32 ? zeroResult(call, static_cast<float *>(c))
+                  : zeroResult(call, static_cast<uint16_t *>(c));
+  auto widen = [](uint16_t bits) {
+    uint32_t word = uint32_t(bits) << 16;
+    float value;
+    std::memcpy(&value, &word, sizeof value);
+    return value;
+  };
+  // op(A) is m x k, stored m x k (or k x m transposed) with row stride lda;
+  // op(B) is k x n, stored k x n (or n x k) with row stride ldb.
+  int64_t aRows = call.transposeA ? call.k : call.m;
+  int64_t aCols = call.transposeA ? call.m : call.k;
+  int64_t bRows = call.transposeB ? call.n : call.k;
+  int64_t bCols = call.transposeB ? call.k : call.n;
+  std::vector<float> fa(aRows * aCols), fb(bRows * bCols), fc(call.m * call.n);
+  CBLAS_TRANSPOSE transA = call.transposeA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE transB = call.transposeB ? CblasTrans : CblasNoTrans;
+  for (int64_t o = 0; o < call.outerBatch; ++o)
+    for (int64_t i = 0; i < call.batch; ++i) {
+      const uint16_t *batchA =
+          a + o * call.aOuterStride + i * call.aBatchStride;
+      const uint16_t *batchB =
+          b + o * call.bOuterStride + i * call.bBatchStride;
+      for (int64_t r = 0; r < aRows; ++r)
+        for (int64_t col = 0; col < aCols; ++col)
+          fa[r * aCols + col] = widen(batchA[r * call.lda + col]);
+      for (int64_t r = 0; r < bRows; ++r)
+        for (int64_t col = 0; col < bCols; ++col)
+          fb[r * bCols + col] = widen(batchB[r * call.ldb + col]);
+      blas.sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(call.m),
+                 static_cast<blasint>(call.n), static_cast<blasint>(call.k),
+                 1.0f, fa.data(), static_cast<blasint>(aCols), fb.data(),
+                 static_cast<blasint>(bCols), 0.0f, fc.data(),
+                 static_cast<blasint>(call.n));
+      int64_t offset = o * call.cOuterStride + i * call.cBatchStride;
+      for (int64_t r = 0; r < call.m; ++r)
+        for (int64_t col = 0; col < call.n; ++col) {
+          float value = fc[r * call.n + col];
+          int64_t at = offset + r * call.ldc + col;
+          if (outF32) {
+            static_cast<float *>(c)[at] = value;
+            continue;
+          }
+          uint32_t word;
+          std::memcpy(&word, &value, sizeof word);
+          uint16_t rounded =
+              std::isnan(value)
+                  ? uint16_t(0x7fc0 | ((word >> 16) & 0x8000))
+                  : uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
+          static_cast<uint16_t *>(c)[at] = rounded;
+        }
+    }
+}
+
 template <typename T>
 Status checkIndices(const PreparedStep &step, const void *indices) {
   const auto *bytes = static_cast<const unsigned char *>(indices);
@@ -212,7 +277,7 @@ public:
         return fail(step.name, ": the CPU has no gemm of ",
                     dtypeName(step.gemmType), " into ",
                     dtypeName(step.gemmOutType),
-                    " (f32 and f64; bf16 into bf16 or f32 through oneDNN)");
+                    " (f32 and f64; bf16 into bf16 or f32)");
       const GemmCall &g = step.gemm;
       bool empty =
           g.m == 0 || g.n == 0 || g.k == 0 || g.batch == 0 || g.outerBatch == 0;
@@ -220,14 +285,9 @@ public:
         Status dnn = dnn_.prepareGemm(step);
         if (!dnn.failed())
           return Status::success();
-        // OpenBLAS runs an f32 gemm that oneDNN will not; it has no bf16.
-        if (bf16)
-          return fail(dnn.message(),
-                      " (a bf16 gemm runs on oneDNN only; compile with "
-                      "use-dnn=false for generated loops)");
+        // OpenBLAS runs an f32 gemm that oneDNN will not, and a bf16 one
+        // through f32 (gemmBf16) where oneDNN has no bf16 matmul.
       }
-      if (bf16)
-        return Status::success(); // empty: execute zeroes C if k is 0
       if (!blas_)
         if (Status status = loadOpenBlas(blas_); status.failed())
           return fail(step.name, ": ", status.message());
@@ -255,13 +315,9 @@ public:
           return status;
       }
       if (step.gemmType == DType::BF16) {
-        const GemmCall &g = step.gemm;
-        if (g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && g.outerBatch > 0)
-          return fail(step.name, ": the bf16 gemm was not prepared");
-        if (g.k == 0 && step.gemmOutType == DType::F32)
-          zeroResult(g, static_cast<float *>(step.gemmC));
-        else if (g.k == 0)
-          zeroResult(g, static_cast<uint16_t *>(step.gemmC));
+        gemmBf16(*blas_, step.gemm, static_cast<const uint16_t *>(step.gemmA),
+                 static_cast<const uint16_t *>(step.gemmB), step.gemmC,
+                 step.gemmOutType == DType::F32);
         return Status::success();
       }
       if (step.gemmType == DType::F32)
