@@ -59,9 +59,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCE_ROOT = HERE.parent.parent
 CATEGORIES = ["of-opt", "plans", "npy", "checkpoints", "mpi", "python"]
-# Shares of the budget (of a 600 s default run on two shared cores).
-SHARES = {"of-opt": 0.30, "plans": 0.25, "npy": 0.09, "checkpoints": 0.11,
-          "mpi": 0.09, "python": 0.16}
+# Shares of the budget. The categories with a fixed list of cases run
+# first; what they leave goes to the mutation categories (last of-opt).
+SHARES = {"python": 0.06, "npy": 0.04, "mpi": 0.12, "checkpoints": 0.14, "plans": 0.30,
+          "of-opt": 0.34}
+ORDER = list(SHARES)
 STATUSES = ["clean", "accepted", "crash", "hang", "silent-wrong"]
 SEVERITY = {"accepted": 0, "clean": 1, "silent-wrong": 2, "hang": 3, "crash": 4}
 TOOL_TIMEOUT = 20.0
@@ -80,30 +82,45 @@ CRASH_MARKERS = [
 # --------------------------------------------------------------------------
 # Running tools and recording cases
 
-def _limit_child():
-    os.setsid()
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
-    except (ValueError, OSError):
-        pass
+# The worker's temporary folder (tools get it as TMPDIR, so that what they
+# or mpirun leave behind goes with it) and its running child (killed when
+# the worker is told to stop).
+WORK_TMP = None
+CURRENT_CHILD = None
+
+
+def _limiter(memory):
+    def limit():
+        os.setsid()
+        try:
+            if memory:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 30, 1 << 30))
+            resource.setrlimit(resource.RLIMIT_CPU, (300, 300))
+        except (ValueError, OSError):
+            pass
+    return limit
 
 
 class Result:
-    def __init__(self, cmd, rc, out, timed_out, seconds):
+    def __init__(self, cmd, rc, out, timed_out, seconds, timeout=TOOL_TIMEOUT):
         self.cmd, self.rc, self.out = cmd, rc, out
-        self.timed_out, self.seconds = timed_out, seconds
+        self.timed_out, self.seconds, self.timeout = timed_out, seconds, timeout
 
 
 def run(cmd, cwd=None, timeout=TOOL_TIMEOUT, env=None, stdin_data=None,
-        stdout_path=None, limit=True):
+        stdout_path=None, memory=MEMORY_LIMIT, kill_leftovers=False):
     """Runs cmd in its own session with a memory limit; kills the whole
-    session at the timeout. stdout goes to stdout_path if given (else into
+    session at the timeout (and after the exit with kill_leftovers: the
+    ranks of an mpirun job). stdout goes to stdout_path if given (else into
     the result with stderr)."""
+    global CURRENT_CHILD
     full_env = dict(os.environ)
     full_env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                      "MKL_NUM_THREADS": "1", "DNNL_VERBOSE": "0"})
+    if WORK_TMP:
+        full_env["TMPDIR"] = WORK_TMP
     if env:
         full_env.update(env)
     start = time.monotonic()
@@ -113,7 +130,8 @@ def run(cmd, cwd=None, timeout=TOOL_TIMEOUT, env=None, stdin_data=None,
         stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
         stdout=out_file if out_file else subprocess.PIPE,
         stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
-        preexec_fn=_limit_child if limit else os.setsid)
+        preexec_fn=_limiter(memory))
+    CURRENT_CHILD = proc.pid
     timed_out = False
     try:
         out, err = proc.communicate(stdin_data, timeout=timeout)
@@ -121,14 +139,34 @@ def run(cmd, cwd=None, timeout=TOOL_TIMEOUT, env=None, stdin_data=None,
         timed_out = True
         _kill_group(proc.pid)
         out, err = proc.communicate()
-    _kill_group(proc.pid)  # leftovers of a process that exited (mpirun's ranks)
+    if kill_leftovers:
+        _kill_group(proc.pid)
+    CURRENT_CHILD = None
     if out_file:
         out_file.close()
         out = err
     text = (out or b"").decode("utf-8", "replace")
     if len(text) > 20000:
         text = text[:10000] + "\n[...]\n" + text[-10000:]
-    return Result(cmd, proc.returncode, text, timed_out, time.monotonic() - start)
+    if cwd:
+        _kill_strays(cwd)
+    return Result(cmd, proc.returncode, text, timed_out, time.monotonic() - start, timeout)
+
+
+def _kill_strays(cwd):
+    """Kills the processes still working in `cwd`, a case folder of this
+    run's own temporary folder: ranks that mpirun started in sessions of
+    their own and left behind."""
+    cwd = os.path.realpath(cwd)
+    if not WORK_TMP or not cwd.startswith(os.path.realpath(WORK_TMP) + os.sep):
+        return
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if os.readlink(f"/proc/{entry}/cwd") == cwd:
+                    os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _kill_group(pid):
@@ -141,7 +179,7 @@ def _kill_group(pid):
 def classify(res, expect_failure_message=True):
     """(status, diagnosis) of one tool run, before any result check."""
     if res.timed_out:
-        return "hang", f"no exit within {TOOL_TIMEOUT:.0f} s"
+        return "hang", f"no exit within {res.timeout:.0f} s"
     if res.rc is not None and res.rc < 0:
         return "crash", f"killed by signal {signal.Signals(-res.rc).name}"
     for marker in CRASH_MARKERS:
@@ -153,6 +191,9 @@ def classify(res, expect_failure_message=True):
     if "error" in res.out.lower():
         line = next((l for l in res.out.splitlines() if "error" in l.lower()), "")
         return "clean", line.strip()[:200]
+    if res.out.strip():
+        line = res.out.strip().splitlines()[0]
+        return "clean", f"(no 'error' in the message) {line.strip()[:200]}"
     if expect_failure_message:
         return "crash", f"exit code {res.rc} without an error message"
     return "clean", f"exit code {res.rc}"
@@ -169,20 +210,38 @@ class Recorder:
         self.category = category
         self.out_dir = Path(out_dir) / category
         self.tools = str(tools)
-        self.counts = {s: 0 for s in STATUSES}
+        self.rows = {}  # row of the table (the category, or category:kind) -> counts
         self.tried = 0
         self.findings = []
         self.deadline = time.monotonic() + budget
         self.max_cases = max_cases
 
+    def seen(self, data):
+        """True if these mutant bytes were tried before (not counted again)."""
+        import hashlib
+        if not hasattr(self, "_seen"):
+            self._seen = set()
+        key = hashlib.sha1(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")).digest()
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False
+
     def more(self):
         return time.monotonic() < self.deadline and (
             not self.max_cases or self.tried < self.max_cases)
 
-    def record(self, name, status, diagnosis, case_dir=None, runs=(), note=""):
+    def record(self, name, status, diagnosis, case_dir=None, runs=(), note="", keep=False,
+               row=None):
+        """Counts a case under `row` (default: the category). keep: save a
+        reproducer for a clean case too (a valid input refused)."""
         self.tried += 1
-        self.counts[status] += 1
-        if status in ("clean", "accepted"):
+        counts = self.rows.setdefault(row or self.category, {s: 0 for s in STATUSES})
+        counts[status] += 1
+        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.out_dir.parent / f"{self.category}.log", "a") as log:
+            log.write(f"{self.tried}\t{status}\t{name}\t{diagnosis}\n")
+        if status in ("clean", "accepted") and not keep:
             return
         dest = self.out_dir / f"{self.tried:04d}-{_slug(name)}"
         if dest.exists():
@@ -206,7 +265,7 @@ class Recorder:
         (dest / "repro.sh").chmod(0o755)
         (dest / "output.txt").write_text("\n".join(log))
         self.findings.append({"name": name, "status": status, "diagnosis": diagnosis,
-                              "repro": str(dest / "repro.sh")})
+                              "repro": str(dest / "repro.sh"), "row": row or self.category})
 
     def _shell(self, cmd, case_dir):
         words = []
@@ -221,7 +280,9 @@ class Recorder:
         return " ".join(words)
 
     def summary(self):
-        return {"category": self.category, "tried": self.tried, "counts": self.counts,
+        rows = self.rows or {self.category: {s: 0 for s in STATUSES}}
+        return {"category": self.category, "tried": self.tried,
+                "rows": {r: dict(c, tried=sum(c.values())) for r, c in sorted(rows.items())},
                 "findings": self.findings}
 
 
@@ -332,10 +393,19 @@ def load_outputs(directory):
     return outs
 
 
-def same_outputs(a, b):
+def same_outputs(a, b, renamed_ok=False):
     """'' if the two {name: array} maps are equal (bit for bit, NaN equal to
-    NaN), else what differs."""
+    NaN), else what differs. renamed_ok: outputs renamed or left out (names
+    are data of a plan) are not a difference if every value is one of b's."""
     import numpy as np
+    if renamed_ok and sorted(a) != sorted(b):
+        rest = [v for v in b.values()]
+        for k, x in a.items():
+            match = next((i for i, y in enumerate(rest) if not same_outputs({"v": x}, {"v": y})), None)
+            if match is None:
+                return f"output {k} (renamed) matches no original output"
+            rest.pop(match)
+        return ""
     if sorted(a) != sorted(b):
         return f"outputs {sorted(a)} instead of {sorted(b)}"
     for k in a:
@@ -575,9 +645,11 @@ def attack_of_opt(rec, tools, rng, work):
                 kind, text = mutate_mlir(rng, text)
                 kinds.append(kind)
             name = f"{seed_name}: {'; '.join(kinds)}"
-        (case / "input.mlir").write_bytes(text.encode("utf-8", "surrogatepass"))
         options = rng.choice(PIPELINES)
+        if rec.seen(" ".join(options) + "\n" + text):
+            continue
         out = case / "out.mlir"
+        (case / "input.mlir").write_bytes(text.encode("utf-8", "surrogatepass"))
         res = run([tools.of_opt, case / "input.mlir", *options, "-o", out], cwd=case)
         status, why = classify(res)
         runs = [res]
@@ -728,7 +800,12 @@ def mutate_plan(rng, plan, other, strategy):
     elif strategy == "elf-any" and elf >= 0:
         what = "elf " + flip(elf, blobs[1], rng.choice([1, 4, 16]))
     elif strategy == "blob-bits":
-        what = "blobs " + flip(blobs[0], blobs[1], rng.choice([1, 4]))
+        # Constants and other blobs, not the kernel object (elf-*).
+        end = elf if elf >= 0 else blobs[1]
+        if end - blobs[0] >= 1:
+            what = "blobs " + flip(blobs[0], end, rng.choice([1, 4]))
+        else:
+            what = "metadata " + flip(*meta, 1)
     elif strategy == "header":
         field = rng.choice(["metadataOffset", "metadataSize", "blobsOffset", "blobsSize",
                             "headerSize"])
@@ -843,16 +920,20 @@ def attack_plans(rec, tools, rng, work):
             if not texts[name]:
                 continue
             what, text = mutate_plan_text(rng, texts[name])
+            if rec.seen(text):
+                continue
             (case / "plan.mlir").write_text(text)
             res = run([tools.of_translate, "--of-plan-to-binary", case / "plan.mlir",
                        "-o", case / "p.ofp"], cwd=case)
             runs.append(res)
             status = classify(res)
             if status[0] != "accepted":
-                rec.record(f"{name} {what}", *status, case, runs)
+                rec.record(f"{name} {what}", *status, case, runs, row="plans:text")
                 continue
         else:
             what, mutant = mutate_plan(rng, plan, other, strategy)
+            if rec.seen(mutant):
+                continue
             (case / "p.ofp").write_bytes(mutant)
         res = run([tools.of_run, case / "p.ofp", "--list"], cwd=case)
         runs.append(res)
@@ -861,14 +942,13 @@ def attack_plans(rec, tools, rng, work):
         runs.append(res)
         run_status = classify(res)
         if run_status[0] == "accepted":
-            diff = same_outputs(load_outputs(case / "out"), baseline)
+            diff = same_outputs(load_outputs(case / "out"), baseline, renamed_ok=True)
             if diff:
                 run_status = ("silent-wrong", f"exit 0 and {diff}")
         status = worst(status, run_status)
-        note = ""
-        if strategy in ("elf-text", "elf-any", "elf-rodata") and status[0] != "clean":
-            note = "the kernel's machine code or constants were changed: native code"
-        rec.record(f"{name} {what}", *status, case, runs, note)
+        row = ("plans:code" if strategy in ("elf-text", "elf-any", "elf-rodata") else
+               "plans:text" if strategy == "plan-text" else "plans:bytes")
+        rec.record(f"{name} {what}", *status, case, runs, row=row)
 
 
 # --------------------------------------------------------------------------
@@ -950,21 +1030,36 @@ SPECIAL_FILES = ["directory", "fifo", "/dev/zero", "/dev/null", "symlink-loop", 
 
 
 def strict_set(value, dtype):
-    """The value a strict reader would take from --set NAME=value, or None."""
+    """The value a strict reader would take from --set NAME=value, or None
+    where it must refuse: an i64 is an integer (written as one, or as a
+    number with an integral value) within range; an f32 a number (decimal
+    or hexadecimal) that does not overflow f32."""
     import numpy as np
-    try:
-        if dtype == "i64":
-            v = int(value, 10)
-            return v if -2 ** 63 <= v < 2 ** 63 else None
-        if value.strip() != value or not value:
-            return None
-        v = float(value)
-        f = np.float32(v)
-        if not np.isfinite(f) and np.isfinite(v):
-            return None
-        return float(f)
-    except ValueError:
+    value = value.strip()
+    if not value:
         return None
+    try:
+        v = float(value)
+    except ValueError:
+        try:
+            v = float.fromhex(value)
+        except ValueError:
+            v = None
+    if dtype == "i64":
+        try:
+            i = int(value, 10)
+        except ValueError:
+            if v is None or v != v or v in (float("inf"), float("-inf")) or v != int(v):
+                return None
+            i = int(v)
+        return i if -2 ** 63 <= i < 2 ** 63 else None
+    if v is None:
+        return None
+    with np.errstate(over="ignore"):
+        f = np.float32(v)
+    if not np.isfinite(f) and np.isfinite(v):
+        return None
+    return float(f)
 
 
 SET_CASES = [("n", v) for v in ["3.7", "1e30", "nan", "inf", "0x10", "", " 1", "1_000", "+5",
@@ -1010,7 +1105,8 @@ def attack_npy(rec, tools, rng, work):
         status = classify(res)
         if status[0] == "accepted":
             try:
-                ref_x = np.load(target, allow_pickle=False) if content is not None else None
+                ref_x = (np.load(target, allow_pickle=False)
+                         if content is not None or name == "unreadable" else None)
             except Exception as e:  # noqa: BLE001
                 ref_x = f"numpy rejects it: {e}"
             if isinstance(ref_x, str) or ref_x is None:
@@ -1041,8 +1137,12 @@ def attack_npy(rec, tools, rng, work):
         res = run([tools.of_run, case / "p.ofp", "--set", f"{var}={value}", "--set",
                    f"{other[0]}={other[1]}", "--output-dir", case / "out"], cwd=case)
         status = classify(res)
+        want = strict_set(value, "i64" if var == "n" else "f32")
+        if status[0] == "clean" and want is not None:
+            rec.record(f"--set {var}={value}", "clean", f"refuses a valid value: {status[1]}",
+                       case, [res], keep=True)
+            continue
         if status[0] == "accepted":
-            want = strict_set(value, "i64" if var == "n" else "f32")
             out = load_outputs(case / "out").get(var + "2")
             if want is None:
                 status = ("silent-wrong", f"--set {var}={value!r} accepted (read as {out!r}); a strict parse refuses it")
@@ -1194,7 +1294,7 @@ def safetensors_verdict(path, original_specs):
             f"{k}: {original_specs.get(k)} -> {specs.get(k)}" for k in sorted(set(specs) | set(original_specs))
             if specs.get(k) != original_specs.get(k))
     step = (meta or {}).get("of.step")
-    if step is None or not re.fullmatch(r"0|[1-9][0-9]{0,18}", step) or int(step) >= 2 ** 63:
+    if step is None or not re.fullmatch(r"\s*[0-9]+\s*", step) or int(step) >= 2 ** 63:
         return True, f"of.step is {step!r}"
     return True, ""
 
@@ -1222,7 +1322,6 @@ def attack_checkpoints(rec, tools, rng, work):
     if res.rc != 0:
         raise RuntimeError(f"resuming the checkpoint: {res.out}")
     baseline = load_outputs(d / "base")
-    ok, why = safetensors_verdict(d / "ck.safetensors", None)
     from safetensors import safe_open
     with safe_open(str(d / "ck.safetensors"), framework="numpy") as f:
         original_specs = {k: (str(f.get_tensor(k).dtype), list(f.get_tensor(k).shape)) for k in f.keys()}
@@ -1231,6 +1330,8 @@ def attack_checkpoints(rec, tools, rng, work):
         for f in ("mlp.ofp", "bx.npy", "by.npy"):
             shutil.copy(d / f, case / f)
         what, data = mutate_checkpoint(rng, ckpt)
+        if rec.seen(data):
+            continue
         (case / "ck.safetensors").write_bytes(data)
         res = run([tools.of_run, "mlp.ofp", *resume, "--output-dir", case / "out"], cwd=case,
                   timeout=30)
@@ -1239,6 +1340,8 @@ def attack_checkpoints(rec, tools, rng, work):
             ok, why = safetensors_verdict(case / "ck.safetensors", original_specs)
             if ok is False:
                 status = ("silent-wrong", f"of-run loads it; {why}")
+            elif what == "an extra tensor zz_extra":
+                pass  # by design: an entry loads the tensors it takes
             elif why and "legitimately" not in what:
                 status = ("silent-wrong", f"of-run loads it; {why}")
             elif "legitimately" not in what and "of.step" not in what:
@@ -1329,7 +1432,7 @@ def attack_mpi(rec, tools, rng, work):
             shutil.copy(f, case / f.name)
         if "--output-dir" not in cmd and "--list" not in cmd:
             cmd = cmd + ["--output-dir", "out"]
-        res = run(cmd, cwd=case, timeout=45, env=extra_env)
+        res = run(cmd, cwd=case, timeout=30, env=extra_env, kill_leftovers=True)
         status = classify(res)
         if status[0] == "crash" and extra_env.get("OF_TEST_FAULT", "").startswith(("kill", "exit")) \
                 and res.rc and res.rc > 0 and "of-run" in res.out:
@@ -1461,12 +1564,53 @@ print("RESULT " + json.dumps(results))
 '''
 
 
+def same_value(a, b):
+    if a is None or b is None or "data" not in a or "data" not in b:
+        return a == b
+    if a["shape"] != b["shape"] or len(a["data"]) != len(b["data"]):
+        return False
+    for x, y in zip(a["data"], b["data"]):
+        if x == "nan" or y == "nan":
+            if x != y:
+                return False
+        elif abs(x - y) > 1e-5 * max(1.0, abs(x), abs(y)):
+            return False
+    return True
+
+
+PY_OF_BATCH = r'''
+import json, sys
+import of as T
+cases = json.loads(sys.stdin.read())
+for name, code in cases:
+    print("START " + json.dumps(name), flush=True)
+    out = {}
+    try:
+        env = {"T": T}
+        exec(code.replace("OF_ONLY\n", ""), env)
+        r = env.get("r")
+        value = None
+        if hasattr(r, "detach") and hasattr(r, "shape"):
+            a = r.detach().numpy() if hasattr(r.detach(), "numpy") else r.numpy()
+            value = {"shape": list(a.shape), "data": [float(v) if v == v else "nan" for v in a.reshape(-1)[:64].tolist()]}
+        elif isinstance(r, (tuple, list)) and r and all(hasattr(t, "shape") for t in r):
+            value = {"shapes": [list(t.shape) for t in r]}
+        out["value"] = value
+    except BaseException as e:
+        out["raised"] = f"{type(e).__name__}: {str(e)[:200]}"
+    print("RESULT " + json.dumps([name, out]), flush=True)
+'''
+
+
 def attack_python(rec, tools, rng, work, python_path):
+    """The cases run in one `of` process, each in a fresh namespace; where
+    the process dies or stalls, the case it was in is run again alone (the
+    reproducer) and the batch goes on after it."""
     env = {"OF_TOOLS_DIR": tools.dir, "CUDA_VISIBLE_DEVICES": ""}
     if python_path:
         env["PYTHONPATH"] = python_path
     torch_cases = [(n, c) for n, c in PY_CASES if not c.startswith("OF_ONLY")]
-    res = run([sys.executable, "-c", PY_TORCH_BATCH], cwd=work, timeout=120, limit=False,
+    res = run([sys.executable, "-c", PY_TORCH_BATCH], cwd=work, timeout=120, memory=None,
               stdin_data=json.dumps(torch_cases).encode(), env={"CUDA_VISIBLE_DEVICES": ""})
     torch_results = {}
     for line in res.out.splitlines():
@@ -1474,25 +1618,57 @@ def attack_python(rec, tools, rng, work, python_path):
             torch_results = json.loads(line[7:])
     if not torch_results:
         print(f"python: no PyTorch reference ({res.out[-300:]})", file=sys.stderr)
-    for name, code in PY_CASES:
-        if not rec.more():
+    codes = dict(PY_CASES)
+    pending = [n for n, _ in PY_CASES]
+    results = {}  # name -> (result dict or None, Result of the lone run or None)
+    while pending and rec.more():
+        batch = [(n, codes[n]) for n in pending]
+        res = run([sys.executable, "-c", PY_OF_BATCH], cwd=work, env=env, memory=16 << 30,
+                  timeout=60 + 5 * len(batch), stdin_data=json.dumps(batch).encode())
+        started = None
+        for line in res.out.splitlines():
+            if line.startswith("START "):
+                started = json.loads(line[6:])
+            elif line.startswith("RESULT "):
+                name, out = json.loads(line[7:])
+                results[name] = (out, None)
+                started = None
+        done = set(results)
+        if started is None and not res.timed_out and res.rc == 0:
+            pending = [n for n in pending if n not in done]
             break
+        # The batch died or stalled: in `started`, or before the first case.
+        culprit = started or next((n for n in pending if n not in done), None)
+        if culprit is None:
+            break
+        case = fresh_dir(work, "lone")
+        (case / "runner.py").write_text(PY_RUNNER)
+        lone = run([sys.executable, "runner.py", "of", codes[culprit]], cwd=case, timeout=60,
+                   env=env, memory=16 << 30)
+        result = None
+        for line in lone.out.splitlines():
+            if line.startswith("RESULT "):
+                result = json.loads(line[7:])
+        results[culprit] = (result, lone)
+        pending = [n for n in pending if n not in results]
+
+    for name, code in PY_CASES:
+        if name not in results:
+            continue
+        result, lone = results[name]
         case = fresh_dir(work, "case")
         (case / "case.py").write_text(
             "import of as T\n" + code.replace("OF_ONLY\n", "") + "\nprint('returned', type(r).__name__)\n")
-        (case / "runner.py").write_text(PY_RUNNER)
-        res = run([sys.executable, "runner.py", "of", code], cwd=case, timeout=60, env=env)
-        result = None
-        for line in res.out.splitlines():
-            if line.startswith("RESULT "):
-                result = json.loads(line[7:])
-        display = Result([sys.executable, "case.py"], res.rc, res.out, res.timed_out, res.seconds)
-        if res.timed_out:
+        shown = ([sys.executable, "case.py"] if not python_path else
+                 ["env", f"PYTHONPATH={python_path}", sys.executable, "case.py"])
+        display = Result(shown, lone.rc if lone else 0, lone.out if lone else json.dumps(result),
+                         lone.timed_out if lone else False, lone.seconds if lone else 0.0, 60)
+        if lone and lone.timed_out:
             status = ("hang", "no return within 60 s")
         elif result is None:
-            status = classify(res)
+            status = classify(lone) if lone else ("crash", "no result")
             if status[0] in ("clean", "accepted"):
-                status = ("crash", f"the process ended without a result (exit {res.rc})")
+                status = ("crash", f"the process ended without a result (exit {lone.rc if lone else '?'})")
         elif "raised" in result:
             status = ("clean", result["raised"])
             if result["raised"].startswith(("SystemError", "MemoryError", "RecursionError")):
@@ -1505,7 +1681,7 @@ def attack_python(rec, tools, rng, work, python_path):
                 status = ("accepted", "")
             elif "raised" in ref:
                 status = ("silent-wrong", f"returns; PyTorch raises {ref['raised']}")
-            elif ref.get("value") != result.get("value"):
+            elif not same_value(ref.get("value"), result.get("value")):
                 status = ("silent-wrong", f"returns {json.dumps(result.get('value'))[:120]}; "
                                           f"PyTorch returns {json.dumps(ref.get('value'))[:120]}")
             else:
@@ -1530,7 +1706,15 @@ def worker(args):
     tools = Tools(args.tools)
     rec = Recorder(args.worker, args.out, tools.dir, args.budget_seconds, args.max_cases)
     error = None
+    global WORK_TMP
+
+    def stop(signum, frame):
+        if CURRENT_CHILD:
+            _kill_group(CURRENT_CHILD)
+        raise SystemExit(f"stopped by signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
     with tempfile.TemporaryDirectory(prefix=f"of-attack-{args.worker}-") as work:
+        WORK_TMP = work
         try:
             if args.worker == "of-opt":
                 attack_of_opt(rec, tools, rng, work)
@@ -1558,6 +1742,27 @@ def worker(args):
     summary["error"] = error
     Path(args.result).write_text(json.dumps(summary))
     return 0
+
+
+def run_worker(cmd, timeout):
+    """Runs a category's worker; past the timeout, asks it to stop (it kills
+    its running tool) and then kills it."""
+    start = time.monotonic()
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            out, _ = proc.communicate()
+    return Result(cmd, proc.returncode, out.decode("utf-8", "replace"), timed_out,
+                  time.monotonic() - start)
 
 
 def main():
@@ -1592,16 +1797,17 @@ def main():
         if not os.access(os.path.join(args.tools, t), os.X_OK):
             print(f"attack.py: error: {t} not found in {args.tools} (see --tools)", file=sys.stderr)
             return 2
-    categories = args.only or CATEGORIES
-    total_share = sum(SHARES[c] for c in categories)
+    categories = [c for c in ORDER if c in (args.only or CATEGORIES)]
+    run_start = time.monotonic()
     keep_out = args.out is not None
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="of-attack-out-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"attack.py: seed {args.seed}, tools {args.tools}, budget {args.budget_seconds:.0f} s, "
           f"reproducers in {out}", flush=True)
     summaries = []
-    for cat in categories:
-        budget = args.budget_seconds * SHARES[cat] / total_share
+    for i, cat in enumerate(categories):
+        left = max(5.0, args.budget_seconds - (time.monotonic() - run_start))
+        budget = left * SHARES[cat] / sum(SHARES[c] for c in categories[i:])
         result = out / f".{cat}.json"
         cmd = [sys.executable, __file__, "--worker", cat, "--result", result, "--tools", args.tools,
                "--seed", str(args.seed), "--budget-seconds", str(budget), "--out", out,
@@ -1611,11 +1817,12 @@ def main():
         start = time.monotonic()
         # The worker stops starting cases at its budget; a case may take a
         # tool timeout more, and setting up (compiling plans) some more.
-        res = run(cmd, timeout=budget + 150, limit=False)
+        res = run_worker(cmd, timeout=budget + 150)
         if res.out.strip():
             print(res.out.rstrip(), flush=True)
         if res.timed_out or not result.exists():
-            summaries.append({"category": cat, "tried": 0, "counts": {s: 0 for s in STATUSES},
+            summaries.append({"category": cat, "tried": 0,
+                              "rows": {cat: dict({s: 0 for s in STATUSES}, tried=0)},
                               "findings": [], "error": f"the worker did not finish "
                               f"(exit {res.rc}, timed out: {res.timed_out})"})
         else:
@@ -1625,23 +1832,23 @@ def main():
         print(f"  {cat}: {s['tried']} cases in {time.monotonic() - start:.0f} s", flush=True)
 
     print()
-    header = f"{'category':<12} {'tried':>6} " + " ".join(f"{s:>12}" for s in STATUSES)
+    header = f"{'category':<16} {'tried':>6} " + " ".join(f"{s:>12}" for s in STATUSES)
     print(header)
     print("-" * len(header))
-    totals = {s: 0 for s in STATUSES}
+    totals = {s: 0 for s in STATUSES + ["tried"]}
     for s in summaries:
-        print(f"{s['category']:<12} {s['tried']:>6} " + " ".join(f"{s['counts'][k]:>12}" for k in STATUSES))
-        for k in STATUSES:
-            totals[k] += s["counts"][k]
-    print(f"{'total':<12} {sum(s['tried'] for s in summaries):>6} " +
-          " ".join(f"{totals[k]:>12}" for k in STATUSES))
+        for row, counts in s["rows"].items():
+            print(f"{row:<16} {counts['tried']:>6} " + " ".join(f"{counts[k]:>12}" for k in STATUSES))
+            for k in totals:
+                totals[k] += counts[k]
+    print(f"{'total':<16} {totals['tried']:>6} " + " ".join(f"{totals[k]:>12}" for k in STATUSES))
     failed = False
     for s in summaries:
         if s.get("error"):
             print(f"\n{s['category']}: the category failed:\n{s['error']}")
             failed = True
         for f in s["findings"]:
-            print(f"\n[{s['category']}] {f['status']}: {f['name']}\n    {f['diagnosis']}\n    {f['repro']}")
+            print(f"\n[{f['row']}] {f['status']}: {f['name']}\n    {f['diagnosis']}\n    {f['repro']}")
     found = [f for s in summaries for f in s["findings"] if f["status"] in ("crash", "hang")]
     if args.ci:
         for f in found:
