@@ -4,6 +4,8 @@ gradient modes, detach/.data, in-place rules, hooks, eager optimizer steps
 with their state_dict, clip_grad_norm_, and the loop under of.compile(model).
 Every expected value is PyTorch's, from the same inputs."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -25,13 +27,17 @@ def close(o, t, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(o, t, rtol=rtol, atol=atol)
 
 
-def close_scaled(o, t, tol=1e-4):
-    """Within `tol` of the reference's largest element (float32 updates of
-    ill-conditioned steps, e.g. centred RMSprop's sqrt(E[g^2] - E[g]^2),
-    are off by that much relative to the tensor, not to each element)."""
-    o = o.numpy() if isinstance(o, of.Tensor) else o
-    t = t.detach().numpy() if isinstance(t, torch.Tensor) else t
-    assert np.abs(np.asarray(o, np.float64) - t).max() <= tol * max(np.abs(t).max(), 1e-6)
+def close_to_float64(o, t32, t64, tol=1e-4):
+    """of's float32 result `o` within `tol` of the float64 reference `t64`
+    (relative to its largest element), or at most twice as far from it as
+    PyTorch's float32 result `t32` is: a luck-independent rule for steps
+    whose conditioning amplifies float32 rounding."""
+    o = np.asarray(o.numpy() if isinstance(o, of.Tensor) else o, np.float64)
+    t32, t64 = (np.asarray(t.detach().double().numpy() if isinstance(t, torch.Tensor) else t,
+                           np.float64) for t in (t32, t64))
+    scale = max(np.abs(t64).max(), 1e-6)
+    error, torch_error = np.abs(o - t64).max(), np.abs(t32 - t64).max()
+    assert error <= max(tol * scale, 2 * torch_error), (error / scale, torch_error / scale)
 
 
 def test_leaf_gradients_of_a_recorded_program(rng):
@@ -237,23 +243,32 @@ def test_the_standard_loop_matches_pytorch(rng, name, compiled):
     batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, 8))
                for _ in range(4)]
     tm, om = _mlp(torch), _mlp(of)
+    tm64 = copy.deepcopy(tm).double()
     _same_weights(om, tm)
     make = OPTIMIZERS[name]
     topt, oopt = make(torch, list(tm.parameters())), make(of, list(om.parameters()))
+    topt64 = make(torch, list(tm64.parameters()))
     tl = _train(torch, tm, topt, batches, clip=0.5)
+    _train(torch, tm64, topt64, [(x.astype(np.float64), y) for x, y in batches], clip=0.5)
     ol = _train(of, om, oopt, batches, compiled=compiled, clip=0.5)
     np.testing.assert_allclose(ol, tl, rtol=1e-5)
-    for (k, o), t in zip(om.state_dict().items(), tm.state_dict().values()):
-        close_scaled(o, t)
+    # Parameters and optimizer state against PyTorch in float64: within 1e-4
+    # of the tensor's largest element, or no further off than PyTorch's own
+    # float32 run (adaptive steps amplify rounding: centred RMSprop divides
+    # by sqrt(E[g^2] - E[g]^2); one draw put PyTorch float32 2.7e-3 off
+    # float64, and of 2.7e-4).
+    for o, t, t64 in zip(om.state_dict().values(), tm.state_dict().values(),
+                         tm64.state_dict().values()):
+        close_to_float64(o, t, t64)
     # the optimizer state in PyTorch's layout
-    osd, tsd = oopt.state_dict(), topt.state_dict()
+    osd, tsd, tsd64 = oopt.state_dict(), topt.state_dict(), topt64.state_dict()
     assert sorted(osd["state"]) == sorted(tsd["state"])
     for i, entry in tsd["state"].items():
         assert sorted(osd["state"][i]) == sorted(k for k, v in entry.items()
                                                  if v is not None)
         for k, v in entry.items():
             if v is not None:
-                close_scaled(osd["state"][i][k], v)
+                close_to_float64(osd["state"][i][k], v, tsd64["state"][i][k])
     assert [g["params"] for g in osd["param_groups"]] == \
         [g["params"] for g in tsd["param_groups"]]
     # opt.state: by parameter, as torch.optim's
