@@ -760,6 +760,16 @@ def embedding(indices, weight):
     if indices.dtype not in (dt.int64, dt.int32):
         raise TypeError(f"embedding: indices must be int64 or int32, not {indices.dtype}")
     shape = tuple(indices.shape) + (weight.shape[-1],)
+    if _numel(shape) == 1:
+        # A one-element result's gradient (a 1x1 of.embedding_grad) does not
+        # compile: --of-build-plan rejects the scalar load of its one
+        # gradient element that the lowering leaves outside the kernel. Two
+        # copies of the row compile; the first is the result (the second's
+        # gradient is zero).
+        row = reshape(indices, (1,))
+        twice = apply1(OpSpec("of.embedding {0}, {1}", "", [((2, 1), weight.dtype)]),
+                       [cat([row, row], 0), weight])
+        return reshape(slice_(twice, [0, 0], [1, 1]), shape)
     return apply1(OpSpec("of.embedding {0}, {1}", "", [(shape, weight.dtype)]),
                   [indices, weight])
 
@@ -2183,9 +2193,38 @@ def _shape_arg(size):
     return tuple(int(s) for s in size)
 
 
+class _DtypeList(list):
+    tensors = False
+
+
+def _tensor_elements(data, dtypes):
+    """`data` (nested lists and tuples) with each tensor in it replaced by
+    its one element, as PyTorch's torch.tensor([t, ...]) takes them (other
+    tensors: its ValueError); `dtypes` gets every element's dtype (Python
+    values: PyTorch's defaults)."""
+    if isinstance(data, Tensor):
+        if data.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        dtypes.append(data.dtype)
+        dtypes.tensors = True
+        return data.numpy().reshape(())[()]
+    if isinstance(data, (list, tuple)):
+        return [_tensor_elements(d, dtypes) for d in data]
+    if isinstance(data, np.ndarray):
+        dtypes.append(dt.from_numpy(data.dtype))
+    elif isinstance(data, (bool, int, float, np.generic)):
+        dtypes.append(dt.default_for(data))
+    return data
+
+
 def tensor(data, dtype=None, requires_grad=False, *, device=None):
     if isinstance(data, Tensor):
         data = data.numpy()
+    elif isinstance(data, (list, tuple)) and dtype is None:
+        dtypes = _DtypeList()
+        elements = _tensor_elements(data, dtypes)
+        if dtypes.tensors:  # tensors in a sequence: the promotion of the elements' dtypes
+            data, dtype = elements, functools.reduce(_promote_types, dtypes)
     array = np.array(data)
     if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
         # PyTorch's defaults for Python values

@@ -222,6 +222,24 @@ def test_index_select(rng):
     grads(lambda fw, x: fw.index_select(x, 0, fw.tensor([3, 3, 0])), a)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_one_element_gathers_differentiate(rng, compiled):
+    """A gather of one element (Categorical.log_prob of one value): its
+    gradient, a one-element embedding_grad, once failed to compile."""
+    a = rng.standard_normal((4,))
+
+    def picks(fw, x):
+        return (fw.gather(x, 0, fw.tensor([2])) * 3, x[fw.tensor([1])] * 5,
+                fw.nn.functional.embedding(fw.tensor([[0]]), x.reshape(4, 1)) * 7,
+                fw.nn.functional.embedding(fw.tensor(0), x.reshape(1, 4)[:, :1]))
+    for i in range(4):
+        fn = (lambda x, i=i: picks(of, x)[i])
+        x, tx = of.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        (of.compile(fn) if compiled else fn)(x).sum().backward()
+        picks(torch, tx)[i].sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
 def test_gather(rng):
     a = rng.standard_normal((3, 4, 5)).astype(np.float32)
     x, tx = pair(a)

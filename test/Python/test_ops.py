@@ -308,6 +308,20 @@ def test_factories_and_numpy():
     assert of.tensor([[1.0, 2.0]]).sum().item() == 3.0
 
 
+def test_tensor_of_one_element_tensors():
+    """torch.tensor([t, ...]) (actor_critic's torch.tensor([R])): each
+    tensor's one element, the elements' dtypes promoted, as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    for make in (lambda fw: [fw.tensor(0.5)], lambda fw: [fw.tensor(0.5, dtype=fw.float64)],
+                 lambda fw: [fw.tensor(3)], lambda fw: [fw.tensor(2), 0.5],
+                 lambda fw: [[fw.tensor([1.0]), 2]], lambda fw: (fw.tensor(True), False)):
+        ours, theirs = of.tensor(make(of)), torch.tensor(make(torch))
+        assert ours.numpy().tolist() == theirs.numpy().tolist()
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    with pytest.raises(ValueError, match="only one element tensors can be converted"):
+        of.tensor([of.ones(2)])
+
+
 def test_errors_name_the_python_line():
     with pytest.raises(ValueError, match=r"matmul: inner dimensions differ: \[2, 3\] @ \[4, 5\]"):
         of.zeros(2, 3) @ of.zeros(4, 5)
