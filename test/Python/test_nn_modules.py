@@ -9,6 +9,8 @@ for the attention modules and EmbeddingBag's traced offsets, under
 of.compile (and one model of them in a compiled training step). Bad
 arguments raise PyTorch's exception types."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -688,3 +690,118 @@ def test_compiled_training_step(rng):
     trained = om.state_dict()
     for name, value in tm.state_dict().items():
         close(trained[name], value, what=name)
+
+
+# ---------------------------------------------------------------------------
+# Recurrent cells (time_sequence_prediction's LSTMCell), LeakyReLU and the
+# L1-type losses (dcgan's and actor_critic's)
+
+CELLS = [("RNNCell", {}), ("RNNCell", dict(nonlinearity="relu", bias=False)),
+         ("LSTMCell", {}), ("LSTMCell", dict(bias=False)), ("GRUCell", {})]
+
+
+@pytest.mark.parametrize("name,kwargs", CELLS, ids=str)
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "unbatched"])
+def test_rnn_cells(rng, name, kwargs, batched):
+    tm, om = getattr(torch.nn, name)(3, 5, **kwargs), getattr(onn, name)(3, 5, **kwargs)
+    assert repr(om) == repr(tm)
+    assert [n for n, _ in om.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    bound = 1 / np.sqrt(5)  # PyTorch's initialisation range
+    assert all(float(p.abs().max().item()) <= bound for p in om.parameters())
+    x = rng.standard_normal((4, 3) if batched else (3,))
+    check_module(rng, tm, om, [x])  # without a state: zeros
+    states = [rng.standard_normal((4, 5) if batched else (5,))
+              for _ in range(2 if name == "LSTMCell" else 1)]
+    if name != "LSTMCell":
+        check_module(rng, tm, om, [x] + states)
+        return
+    tm.zero_grad()
+    om.zero_grad()
+    check_function(rng, lambda x, h, c: om(x, (h, c)), lambda x, h, c: tm(x, (h, c)),
+                   x, *states)
+    grads = dict(om.named_parameters())
+    for n, p in tm.named_parameters():
+        close(grads[n].grad, p.grad, what=f"gradient of {n}")
+
+
+def test_lstm_cell_compiled_loop(rng):
+    """time_sequence_prediction's use: cells stepped over a sequence in a
+    compiled function, float64 as there."""
+    tm, om = torch.nn.LSTMCell(1, 6), onn.LSTMCell(1, 6)
+    same_weights(tm, om)
+    om.double()
+
+    def unrolled(fw, cell):
+        def run(x):
+            h = c = fw.zeros(x.shape[0], 6, dtype=fw.float64)
+            outs = []
+            for x_t in x.split(1, dim=1):
+                h, c = cell(x_t, (h, c))
+                outs.append(h)
+            return fw.cat(outs, dim=1)
+        return run
+    x = rng.standard_normal((2, 5))
+    got = of.compile(unrolled(of, om))(of.tensor(x))
+    close(got, unrolled(torch, tm)(torch.tensor(x)), tol=1e-10)
+
+
+def test_rnn_cell_errors():
+    cell, tcell = onn.LSTMCell(3, 4), torch.nn.LSTMCell(3, 4)
+    for x, hx in [((2, 5), None), ((2, 3), ((3, 4), (3, 4))), ((2, 3), ((2, 5), (2, 5))),
+                  ((2, 2, 3), None), ((3,), ((1, 4), (1, 4)))]:
+        raises_like(lambda: cell(of.zeros(*x), hx and tuple(of.zeros(*h) for h in hx)),
+                    lambda: tcell(torch.zeros(*x), hx and tuple(torch.zeros(*h) for h in hx)))
+    with pytest.raises(ValueError, match="LSTMCell: Expected input to be 1D or 2D, got 3D"):
+        cell(of.zeros(1, 2, 3))
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 expected 3"):
+        cell(of.zeros(2, 5))
+    with pytest.raises(ValueError, match="GRUCell: Expected hidden to be 1D or 2D, got 3D"):
+        onn.GRUCell(3, 4)(of.zeros(2, 3), of.zeros(1, 2, 4))
+    with pytest.raises(RuntimeError, match="Unknown nonlinearity: gelu"):
+        onn.RNNCell(3, 4, nonlinearity="gelu")(of.zeros(2, 3))
+
+
+@pytest.mark.parametrize("slope", [0.01, 0.2])
+def test_leaky_relu(rng, slope):
+    x = rng.standard_normal((3, 4))
+    x[0, :2] = 0.0  # PyTorch's gradient at 0 is the slope
+    check_function(rng, lambda a: OF.leaky_relu(a, slope), lambda a: TF.leaky_relu(a, slope), x)
+    check_module(rng, torch.nn.LeakyReLU(slope), onn.LeakyReLU(slope), [x])
+    assert repr(onn.LeakyReLU(0.2, inplace=True)) == repr(torch.nn.LeakyReLU(0.2, inplace=True))
+    y = of.tensor(x.astype(np.float32))
+    assert OF.leaky_relu(y, slope, inplace=True) is y
+    close(y, TF.leaky_relu(torch.tensor(x), slope))
+
+
+LOSSES = [("l1_loss", "L1Loss", {}), ("smooth_l1_loss", "SmoothL1Loss", {}),
+          ("smooth_l1_loss", "SmoothL1Loss", dict(beta=0.5)),
+          ("smooth_l1_loss", "SmoothL1Loss", dict(beta=0.0)),
+          ("huber_loss", "HuberLoss", dict(delta=0.7))]
+
+
+@pytest.mark.parametrize("function,module,kwargs", LOSSES, ids=str)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_l1_losses(rng, function, module, kwargs, reduction):
+    x, y = rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    x[0, :3] = y[0, :3] + np.array([0.0, 0.5, -0.7])  # at 0 and on the kinks
+    check_function(rng, lambda a, b: getattr(OF, function)(a, b, reduction=reduction, **kwargs),
+                   lambda a, b: getattr(TF, function)(a, b, reduction=reduction, **kwargs),
+                   x, y)
+    check_module(rng, getattr(torch.nn, module)(reduction=reduction, **kwargs),
+                 getattr(onn, module)(reduction=reduction, **kwargs), [x, y])
+
+
+def test_l1_loss_errors():
+    with pytest.warns(UserWarning, match=re.escape(
+            "Using a target size (torch.Size([2, 3])) that is different to the input size "
+            "(torch.Size([3])). This will likely lead to incorrect results due to "
+            "broadcasting.")):
+        OF.smooth_l1_loss(of.zeros(3), of.zeros(2, 3))
+    with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values"):
+        OF.smooth_l1_loss(of.zeros(3), of.zeros(3), beta=-1.0)
+    with pytest.raises(RuntimeError, match="huber_loss does not support non-positive values"):
+        OF.huber_loss(of.zeros(3), of.zeros(3), delta=0.0)
+    with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
+        OF.l1_loss(of.zeros(3), of.zeros(3), reduction="bad")
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        assert onn.SmoothL1Loss(size_average=False).reduction == "sum"

@@ -40,6 +40,13 @@ def gelu(input, approximate="none"):
     return _ops.gelu(input, approximate)
 
 
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x (so the gradient at 0 is
+    negative_slope, as PyTorch's)."""
+    out = _ops.where(_ops.gt(input, 0), input, _ops.mul(input, negative_slope))
+    return _inplace("leaky_relu", input, out) if inplace else out
+
+
 def sigmoid(input):
     return _ops.sigmoid(input)
 
@@ -874,6 +881,53 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if reduction == "none":
         return sq
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _warn_broadcast(target, input):  # noqa: A002
+    """PyTorch's warning for an elementwise loss whose target is not the
+    input's size (they are broadcast)."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is "
+                      f"different to the input size (torch.Size({list(input.shape)})). This "
+                      "will likely lead to incorrect results due to broadcasting. Please "
+                      "ensure they have the same size.", UserWarning, stacklevel=3)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|x - y|, reduced."""
+    unsupported("l1_loss", weight=(weight, None))
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast(target, input)
+    return _reduce(_ops.abs(_ops.sub(input, target)), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """PyTorch's: with z = |x - y|, 0.5 z^2 / beta where z < beta, else
+    z - 0.5 beta (l1_loss for beta = 0); the gradient is (x - y) / beta
+    inside, sign(x - y) outside, as PyTorch's."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast(target, input)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    z = _ops.abs(_ops.sub(input, target))
+    loss = _ops.where(_ops.lt(z, beta), _ops.div(_ops.mul(_ops.mul(z, z), 0.5), beta),
+                      _ops.sub(z, 0.5 * beta))
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """PyTorch's: with z = |x - y|, 0.5 z^2 where z < delta, else
+    delta (z - 0.5 delta)."""
+    unsupported("huber_loss", weight=(weight, None))
+    _warn_broadcast(target, input)
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    z = _ops.abs(_ops.sub(input, target))
+    loss = _ops.where(_ops.lt(z, delta), _ops.mul(_ops.mul(z, z), 0.5),
+                      _ops.mul(_ops.sub(z, 0.5 * delta), delta))
+    return _reduce(loss, reduction)
 
 
 def _reduce(loss, reduction):

@@ -641,6 +641,19 @@ Sigmoid = _activation("Sigmoid", F.sigmoid, False)
 Tanh = _activation("Tanh", F.tanh, False)
 
 
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=1e-2, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
+                                                           else "")
+
+
 class _PadNd(Module):
     """torch.nn's padding modules: F.pad of the last `_spatial` dimensions
     with the module's padding (an int for every side, or the F.pad tuple)
@@ -846,6 +859,34 @@ class MSELoss(Module):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
+class L1Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__()
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(Module):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__()
+        self.reduction, self.delta = reduction, delta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
 class BCELoss(Module):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
@@ -869,6 +910,33 @@ class BCEWithLogitsLoss(Module):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+def _cell_step(mode, xg, state, w):
+    """One step of a recurrent cell of `mode` (RNNBase._GATES): `xg` the
+    input projection (bias_ih included), `state` (h,) or (h, c), `w` the
+    weights ("hh", and "bh", "hr" where there are); returns the new
+    state. PyTorch's cell arithmetic, in its order."""
+    h = state[0]
+    hg = F.linear(h, w["hh"], w.get("bh"))
+    if mode == "RNN_TANH":
+        return (_ops.tanh(_ops.add(hg, xg)),)
+    if mode == "RNN_RELU":
+        return (_ops.relu(_ops.add(hg, xg)),)
+    if mode == "GRU":  # PyTorch's gru_cell: h' = (h - n) * z + n
+        xr, xz, xn = _ops.chunk(xg, 3, -1)
+        hr, hz, hn = _ops.chunk(hg, 3, -1)
+        r = _ops.sigmoid(_ops.add(hr, xr))
+        z = _ops.sigmoid(_ops.add(hz, xz))
+        n = _ops.tanh(_ops.add(xn, _ops.mul(hn, r)))
+        return (_ops.add(_ops.mul(_ops.sub(h, n), z), n),)
+    i, f, g, o = _ops.chunk(_ops.add(hg, xg), 4, -1)  # LSTM
+    c = _ops.add(_ops.mul(_ops.sigmoid(f), state[1]),
+                 _ops.mul(_ops.sigmoid(i), _ops.tanh(g)))
+    h = _ops.mul(_ops.sigmoid(o), _ops.tanh(c))
+    if "hr" in w:
+        h = F.linear(h, w["hr"])
+    return (h, c)
 
 
 class RNNBase(Module):
@@ -1024,28 +1092,7 @@ class RNNBase(Module):
         return input, states, batched
 
     def _cell(self, xg, state, w):
-        """One step: `xg` the input projection (bias_ih included), `state`
-        (h,) or (h, c); returns the new state."""
-        h = state[0]
-        hg = F.linear(h, w["hh"], w.get("bh"))
-        if self.mode == "RNN_TANH":
-            return (_ops.tanh(_ops.add(hg, xg)),)
-        if self.mode == "RNN_RELU":
-            return (_ops.relu(_ops.add(hg, xg)),)
-        if self.mode == "GRU":  # PyTorch's gru_cell: h' = (h - n) * z + n
-            xr, xz, xn = _ops.chunk(xg, 3, -1)
-            hr, hz, hn = _ops.chunk(hg, 3, -1)
-            r = _ops.sigmoid(_ops.add(hr, xr))
-            z = _ops.sigmoid(_ops.add(hz, xz))
-            n = _ops.tanh(_ops.add(xn, _ops.mul(hn, r)))
-            return (_ops.add(_ops.mul(_ops.sub(h, n), z), n),)
-        i, f, g, o = _ops.chunk(_ops.add(hg, xg), 4, -1)  # LSTM
-        c = _ops.add(_ops.mul(_ops.sigmoid(f), state[1]),
-                     _ops.mul(_ops.sigmoid(i), _ops.tanh(g)))
-        h = _ops.mul(_ops.sigmoid(o), _ops.tanh(c))
-        if "hr" in w:
-            h = F.linear(h, w["hr"])
-        return (h, c)
+        return _cell_step(self.mode, xg, state, w)
 
     def _run(self, input, hx, name):  # noqa: A002
         x, states, batched = self._check_input(input, hx, name)
@@ -1137,6 +1184,118 @@ class GRU(RNNBase):
         return output, h
 
 
+class RNNCellBase(Module):
+    """torch.nn.RNNCellBase: one step of a recurrent layer (RNNCell,
+    LSTMCell, GRUCell), with PyTorch's parameters (weight_ih, weight_hh,
+    bias_ih, bias_hh; uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size))),
+    cell arithmetic (RNNBase's), argument checks and unbatched (1-D)
+    inputs."""
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        self.weight_ih = _param(num_chunks * hidden_size, input_size)
+        self.weight_hh = _param(num_chunks * hidden_size, hidden_size)
+        if bias:
+            self.bias_ih = _param(num_chunks * hidden_size)
+            self.bias_hh = _param(num_chunks * hidden_size)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+        _place(self, device, dtype)
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def _step(self, name, mode, input, hx):  # noqa: A002
+        """PyTorch's checks, then one step of `mode`; `hx` a tuple of
+        states or None. Returns the new states."""
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D "
+                             "instead")
+        batched = input.ndim == 2
+        x = input if batched else _ops.unsqueeze(input, 0)
+        if hx is None:
+            zeros = _ops.zeros((x.shape[0], self.hidden_size), dtype=x.dtype, device=x.device)
+            hx = (zeros,) * (2 if mode == "LSTM" else 1)
+        elif not batched:
+            hx = tuple(_ops.unsqueeze(h, 0) for h in hx)
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
+                               f"{self.input_size}")
+        for i, h in enumerate(hx):
+            if h.ndim != 2:
+                raise RuntimeError(f"Expected 2D hidden{i} (batch x hidden_size), but got "
+                                   f"{h.ndim}D tensor")
+            if h.shape[0] != x.shape[0]:
+                raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{i} "
+                                   f"batch size {h.shape[0]}")
+            if h.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
+                                   f"expected {self.hidden_size}")
+        w = {"hh": self.weight_hh, "bh": self.bias_hh} if self.bias else {"hh": self.weight_hh}
+        state = _cell_step(mode, F.linear(x, self.weight_ih, self.bias_ih), hx, w)
+        return state if batched else tuple(_ops.squeeze(h, 0) for h in state)
+
+
+class RNNCell(RNNCellBase):
+    """torch.nn.RNNCell: h' = tanh (or relu)(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and hx.ndim not in (1, 2):
+            raise ValueError(f"RNNCell: Expected hidden to be 1D or 2D, got {hx.ndim}D "
+                             "instead")
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if self.nonlinearity not in modes:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return self._step("RNNCell", modes[self.nonlinearity], input,
+                          None if hx is None else (hx,))[0]
+
+
+class LSTMCell(RNNCellBase):
+    """torch.nn.LSTMCell: gates i, f, g, o; returns (h', c')."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None:
+            for i, h in enumerate(hx):
+                if h.ndim not in (1, 2):
+                    raise ValueError(f"LSTMCell: Expected hx[{i}] to be 1D or 2D, got "
+                                     f"{h.ndim}D instead")
+        return self._step("LSTMCell", "LSTM", input, None if hx is None else tuple(hx))
+
+
+class GRUCell(RNNCellBase):
+    """torch.nn.GRUCell: gates r, z, n; h' = (h - n) z + n."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):  # noqa: A002
+        if hx is not None and hx.ndim not in (1, 2):
+            raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {hx.ndim}D "
+                             "instead")
+        return self._step("GRUCell", "GRU", input, None if hx is None else (hx,))[0]
+
+
 class _IndexedModules(Module):
     """Children in order, by position: Sequential's and ModuleList's access."""
 
@@ -1220,4 +1379,6 @@ __all__ = ["Module", "Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTrans
            "CircularPad2d", "CircularPad3d",
            "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Flatten", "Identity",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
-           "RNNBase", "RNN", "LSTM", "GRU", "Sequential", "ModuleList", "ModuleDict", "init"]
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "LeakyReLU",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "Sequential", "ModuleList", "ModuleDict", "init"]
