@@ -514,3 +514,96 @@ def test_retain_grad_and_hooks_on_non_leaf_tensors(rng):
     h.register_hook(lambda g: g * 0)
     with pytest.raises(NotImplementedError, match="returns a new gradient"):
         h.sum().backward()
+
+
+# -- LBFGS (time_sequence_prediction's optimizer) ----------------------------------
+
+def _regression(fw):
+    fw.manual_seed(0)
+    return fw.nn.Linear(6, 3)
+
+
+def _lbfgs_run(fw, model, batches, steps, dtype, **kwargs):
+    """optimizer.step(closure) `steps` times per batch of a least-squares
+    fit; every loss the closure computes, and each step's returned loss."""
+    opt = fw.optim.LBFGS(model.parameters(), **kwargs)
+    seen, returned = [], []
+    for x, y in batches:
+        for _ in range(steps):
+            def closure():
+                opt.zero_grad()
+                loss = fw.nn.functional.mse_loss(model(fw.tensor(x.astype(dtype))),
+                                                 fw.tensor(y.astype(dtype)))
+                loss.backward()
+                seen.append(loss.item())
+                return loss
+            returned.append(opt.step(closure).item())
+    return seen, returned, opt
+
+
+@pytest.mark.parametrize("kwargs", [dict(lr=0.8, max_iter=6),
+                                    dict(max_iter=6, line_search_fn="strong_wolfe"),
+                                    dict(lr=0.5, max_iter=8, history_size=3)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
+    """Every evaluation of the closure and the trained weights, and the
+    state in PyTorch's layout, on a least-squares fit (a convex problem:
+    on a network's, iterations that diverge amplify rounding chaotically).
+    float64 agrees to ~1e-13 over two batches. In float32 the frameworks
+    sum dot products, which the recursion divides by, in other orders: on
+    one batch they agree to ~1e-5 (the weights to ~1e-4), but the
+    curvature pairs of a converged
+    fit (s and y near rounding size) carried to the next batch make
+    PyTorch's own float32 run leave its float64 one by percents, so float32
+    is compared on one batch."""
+    w = rng.standard_normal((6, 3))
+    batches = []
+    for _ in range(2):
+        x = rng.standard_normal((16, 6))
+        batches.append((x, x @ w + 0.3 * rng.standard_normal((16, 3))))
+    tm, om = _regression(torch), _regression(of)
+    _same_weights(om, tm)
+    if dtype == np.float64:
+        tm, om = tm.double(), om.double()
+    else:
+        batches = batches[:1]
+    t_seen, t_returned, topt = _lbfgs_run(torch, tm, batches, 2, dtype, **kwargs)
+    o_seen, o_returned, oopt = _lbfgs_run(of, om, batches, 2, dtype, **kwargs)
+    rtol = 1e-4 if dtype == np.float32 else 1e-8
+    assert len(o_seen) == len(t_seen)
+    np.testing.assert_allclose(o_seen, t_seen, rtol=rtol)
+    np.testing.assert_allclose(o_returned, t_returned, rtol=rtol)
+    for o, t in zip(om.state_dict().values(), tm.state_dict().values()):
+        # the fit's weights are O(1): absolute (a bias near 0 is poorly determined)
+        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=0, atol=10 * rtol)
+    ostate, tstate = oopt.state_dict()["state"][0], topt.state_dict()["state"][0]
+    assert sorted(ostate) == sorted(tstate)
+    for key in ("func_evals", "n_iter"):
+        assert ostate[key] == tstate[key]
+    assert len(ostate["old_dirs"]) == len(tstate["old_dirs"])
+    assert oopt.state[next(iter(om.parameters()))]["n_iter"] == tstate["n_iter"]
+    assert oopt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+
+
+def test_lbfgs_errors():
+    p = of.zeros(3, requires_grad=True)
+    with pytest.raises(ValueError, match=r"LBFGS doesn't support per-parameter options"):
+        of.optim.LBFGS([{"params": [p]}, {"params": [of.zeros(2, requires_grad=True)]}])
+    with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+        of.optim.LBFGS([p], lr=-1)
+    opt = of.optim.LBFGS([p], line_search_fn="wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((p - 1.0) ** 2).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt.step(closure)
+    with pytest.raises(TypeError):
+        of.optim.LBFGS([p]).step()
+    assert of.optim.LBFGS([p]).defaults["max_eval"] == 25  # max_iter * 5 // 4
+    model = of.nn.Linear(2, 1)
+    step = of.compile(model, F.mse_loss, of.optim.LBFGS(model.parameters()))
+    with pytest.raises(NotImplementedError, match="LBFGS in a compiled training step"):
+        step(of.zeros(4, 2), of.zeros(4, 1))

@@ -192,3 +192,6 @@ class Adadelta(Optimizer):
         g = group or self.param_groups[0]
         return ["train=adadelta", f"rho={_number(g['rho'])}", f"epsilon={_number(g['eps'])}",
                 f"weight-decay={_number(g['weight_decay'])}"]
+
+
+from .lbfgs import LBFGS  # noqa: E402,F401 (eager only: its step re-evaluates the closure)
