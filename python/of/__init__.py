@@ -183,7 +183,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
                      device=device or input.device, requires_grad=requires_grad)
 
 
-from . import backends, distributed  # noqa: E402,F401
+from . import backends, distributed, distributions  # noqa: E402,F401
 
 # PyTorch's math functions composed of of's ops (_torch_functions.py,
 # docs/python.md "Math functions"), and the torch.* names of Tensor methods

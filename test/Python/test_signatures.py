@@ -1,6 +1,6 @@
 """The signature audit of docs/python.md's rule: every public callable of
-of, of.nn, of.nn.functional, of.nn.init, of.optim, of.optim.lr_scheduler
-and of.Tensor that PyTorch also has takes PyTorch's parameters (the same
+of, of.nn, of.nn.functional, of.nn.init, of.optim, of.optim.lr_scheduler,
+of.distributions and of.Tensor that PyTorch also has takes PyTorch's parameters (the same
 names, positions and defaults), so a keyword a PyTorch program passes is
 never silently swallowed or refused by a TypeError for a name PyTorch has;
 the exceptions are the rows of docs/python.md's "Signature differences"
@@ -17,6 +17,7 @@ import re
 import pytest
 
 import of
+import of.distributions
 import of.nn
 import of.nn.functional
 import of.nn.init
@@ -31,7 +32,8 @@ DOC = os.path.join(HERE, "..", "..", "docs", "python.md")
 NAMESPACES = [("of", of, torch), ("of.nn", of.nn, torch.nn),
               ("of.nn.functional", of.nn.functional, torch.nn.functional),
               ("of.nn.init", of.nn.init, torch.nn.init), ("of.optim", of.optim, torch.optim),
-              ("of.optim.lr_scheduler", of.optim.lr_scheduler, torch.optim.lr_scheduler)]
+              ("of.optim.lr_scheduler", of.optim.lr_scheduler, torch.optim.lr_scheduler),
+              ("of.distributions", of.distributions, torch.distributions)]
 
 
 def signatures(f, method=False):
