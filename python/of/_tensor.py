@@ -180,6 +180,11 @@ class Tensor:
     def is_cuda(self):
         return self.device == "cuda"
 
+    @property
+    def is_xpu(self):
+        """False: of runs on CPUs and CUDA GPUs (scripts test it beside is_cuda)."""
+        return False
+
     def _device_neutral(self):
         """A 0-d local CPU tensor (a Python number made a tensor) goes with
         tensors of any device, as in PyTorch."""

@@ -3,10 +3,8 @@
 a GPU with TF32 (the pipeline's `tf32` option; of has one switch for both,
 so `cudnn.allow_tf32` is accepted with PyTorch's default True and convolutions
 follow the matmul switch: with it off they stay full f32, more precise than
-PyTorch's default). Nothing here changes CPU results."""
+PyTorch's default). Nothing here changes CPU results. `cuda` and `cudnn`
+are modules, as PyTorch's, so that `import torch.backends.cudnn as cudnn`
+works."""
 
-import types
-
-cuda = types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False))
-cudnn = types.SimpleNamespace(allow_tf32=True, benchmark=False, deterministic=False,
-                              enabled=True)
+from . import cuda, cudnn  # noqa: F401
