@@ -19,7 +19,9 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -106,11 +108,37 @@ struct Primitive {
 /// recomputes the forward pass (training, into `y` and `workspace`, memory
 /// oneDNN allocates) for the positions of the largest elements, which
 /// `backward` then reads; an average's gradient is `backward` alone.
+///
+/// Where oneDNN has no bf16 pooling (CPUs without AVX-512), a bf16 step runs
+/// the f32 primitives on widened copies (`widened`): its inputs are widened
+/// exactly, and its outputs rounded to the nearest bf16, as oneDNN's bf16
+/// kernels round their f32 accumulators.
 struct Pooling {
   dnnl_primitive_t forward = nullptr, backward = nullptr;
   dnnl_memory_t x = nullptr, y = nullptr, dy = nullptr, dx = nullptr;
   dnnl_memory_t workspace = nullptr;
+  bool widened = false;
+  std::vector<float> xWide, yWide; // the step's x and y (or dy and dx)
 };
+
+void widenBf16(const void *from, float *to, size_t count) {
+  const auto *bits = static_cast<const uint16_t *>(from);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t word = uint32_t(bits[i]) << 16;
+    std::memcpy(&to[i], &word, sizeof word);
+  }
+}
+
+void narrowToBf16(const float *from, void *to, size_t count) {
+  auto *bits = static_cast<uint16_t *>(to);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t word;
+    std::memcpy(&word, &from[i], sizeof word);
+    bits[i] = std::isnan(from[i])
+                  ? uint16_t(0x7fc0 | ((word >> 16) & 0x8000))
+                  : uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
+  }
+}
 
 /// A batch-normalization step's primitive and a memory per buffer of the
 /// step (`args`, in the step's buffer order: DNNL_ARG_* and its memory).
@@ -456,7 +484,26 @@ struct OneDnnPrimitives::Impl {
             g.cMStride};
   }
 
+  /// Where oneDNN has no bf16 convolution (CPUs without AVX-512), a bf16
+  /// step computes in f32: the reorders between the plan's buffers and the
+  /// primitive's layouts also convert (bf16 widened exactly, results
+  /// rounded to nearest even), as oneDNN's bf16 kernels accumulate in f32.
   Status create(const PreparedStep &step, Primitive &conv) {
+    dnnl_data_type_t type = dnnlType(step.dnnType);
+    Status status = create(step, conv, type);
+    if (!status.failed() || step.dnnType != DType::BF16)
+      return status;
+    destroy(conv);
+    conv = Primitive();
+    if (create(step, conv, dnnl_f32).failed())
+      return status; // the bf16 failure is the one to report
+    return Status::success();
+  }
+
+  /// The convolution of `step` computing in `compute` (the plan's type, or
+  /// f32 for a widened bf16 step) on buffers of the plan's type.
+  Status create(const PreparedStep &step, Primitive &conv,
+                dnnl_data_type_t compute) {
     if (Status status = start(step); status.failed())
       return status;
     const ConvGeometry &g = step.conv;
@@ -481,15 +528,18 @@ struct OneDnnPrimitives::Impl {
     dnnl_dims_t strides = {g.strideH, g.strideW},
                 dilates = {g.dilationH - 1, g.dilationW - 1},
                 padL = {g.padTop, g.padLeft}, padR = {g.padBottom, g.padRight};
-    dnnl_memory_desc_t xUser, wUser, yUser, bUser, xAny, wAny, yAny;
+    dnnl_memory_desc_t xUser, wUser, yUser, bUser, bCompute, xAny, wAny, yAny;
     dnnl->dnnl_memory_desc_init_by_tag(&xUser, 4, x, type, dnnl_nchw);
     dnnl->dnnl_memory_desc_init_by_tag(&wUser, wRank, w, type, wTag);
     dnnl->dnnl_memory_desc_init_by_tag(&yUser, 4, y, type, dnnl_nchw);
     dnnl->dnnl_memory_desc_init_by_tag(&bUser, 1, bias, type, dnnl_x);
-    dnnl->dnnl_memory_desc_init_by_tag(&xAny, 4, x, type, dnnl_format_tag_any);
-    dnnl->dnnl_memory_desc_init_by_tag(&wAny, wRank, w, type,
+    dnnl->dnnl_memory_desc_init_by_tag(&bCompute, 1, bias, compute, dnnl_x);
+    dnnl->dnnl_memory_desc_init_by_tag(&xAny, 4, x, compute,
                                        dnnl_format_tag_any);
-    dnnl->dnnl_memory_desc_init_by_tag(&yAny, 4, y, type, dnnl_format_tag_any);
+    dnnl->dnnl_memory_desc_init_by_tag(&wAny, wRank, w, compute,
+                                       dnnl_format_tag_any);
+    dnnl->dnnl_memory_desc_init_by_tag(&yAny, 4, y, compute,
+                                       dnnl_format_tag_any);
     bool hasBias =
         step.function == kConvForwardFunction && step.args.size() == 4;
 
@@ -499,7 +549,7 @@ struct OneDnnPrimitives::Impl {
                               dnnl->dnnl_dilated_convolution_forward_desc_init(
                                   &forwardDesc, dnnl_forward_training,
                                   dnnl_convolution_direct, &xAny, &wAny,
-                                  hasBias ? &bUser : nullptr, &yAny, strides,
+                                  hasBias ? &bCompute : nullptr, &yAny, strides,
                                   dilates, padL, padR),
                               "convolution descriptor");
         status.failed())
@@ -538,7 +588,7 @@ struct OneDnnPrimitives::Impl {
     if (!status.failed()) {
       // The operands in the step's buffer order: oneDNN's argument, the
       // plan's layout, and the query for the primitive's layout (none: the
-      // plan's, for the bias).
+      // plan's layout in the compute type, for the bias).
       struct Spec {
         int arg;
         const dnnl_memory_desc_t *user;
@@ -564,7 +614,7 @@ struct OneDnnPrimitives::Impl {
         const Spec &spec = specs[i];
         const dnnl_memory_desc_t *layout =
             spec.query == dnnl_query_undef
-                ? spec.user
+                ? &bCompute
                 : dnnl->dnnl_primitive_desc_query_md(chosen, spec.query, 0);
         status =
             addOperand(step, conv, spec.arg, i,
@@ -583,10 +633,25 @@ struct OneDnnPrimitives::Impl {
   /// The primitives of the Pool `step`, on NCHW buffers: oneDNN's JIT
   /// pooling kernels take the plain layout, so nothing is reordered.
   Status createPooling(const PreparedStep &step, Pooling &pooling) {
+    Status status = createPooling(step, pooling, dnnlType(step.dnnType));
+    if (!status.failed() || step.dnnType != DType::BF16)
+      return status;
+    destroy(pooling);
+    pooling = Pooling();
+    if (createPooling(step, pooling, dnnl_f32).failed())
+      return status; // the bf16 failure is the one to report
+    const PoolGeometry &g = step.pool;
+    pooling.widened = true;
+    pooling.xWide.resize(size_t(g.n * g.c * g.h * g.w));
+    pooling.yWide.resize(size_t(g.n * g.c * g.oh * g.ow));
+    return Status::success();
+  }
+
+  Status createPooling(const PreparedStep &step, Pooling &pooling,
+                       dnnl_data_type_t type) {
     if (Status status = start(step); status.failed())
       return status;
     const PoolGeometry &g = step.pool;
-    dnnl_data_type_t type = dnnlType(step.dnnType);
     if (type == dnnl_data_type_undef)
       return fail(step.name, ": oneDNN has no ", dtypeName(step.dnnType),
                   " pooling (f32, bf16 and f16 only)");
@@ -811,17 +876,30 @@ struct OneDnnPrimitives::Impl {
                    what);
     };
     Status status = Status::success();
+    // The step's buffers, or the f32 copies of a widened bf16 step (x and y
+    // forward; x, dy and dx for a gradient, dy and dx in yWide and xWide).
+    void *x = step.args[0], *y = step.args[1];
+    void *dy = step.args[1], *dx = step.args[2];
+    if (pooling.widened) {
+      widenBf16(step.args[0], pooling.xWide.data(), pooling.xWide.size());
+      x = pooling.xWide.data();
+      y = pooling.yWide.data();
+    }
     if (step.function == kPoolForwardFunction) {
-      if (!(status = bind(pooling.x, step.args[0])).failed() &&
-          !(status = bind(pooling.y, step.args[1])).failed())
+      if (!(status = bind(pooling.x, x)).failed() &&
+          !(status = bind(pooling.y, y)).failed())
         status = execute(pooling.forward,
                          {{DNNL_ARG_SRC, pooling.x}, {DNNL_ARG_DST, pooling.y}},
                          "pooling");
+      if (!status.failed() && pooling.widened &&
+          !(status = check(step, dnnl->dnnl_stream_wait(stream), "stream wait"))
+               .failed())
+        narrowToBf16(pooling.yWide.data(), step.args[1], pooling.yWide.size());
     } else {
       std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_DIFF_DST, pooling.dy},
                                            {DNNL_ARG_DIFF_SRC, pooling.dx}};
       if (pooling.forward) {
-        if (!(status = bind(pooling.x, step.args[0])).failed())
+        if (!(status = bind(pooling.x, x)).failed())
           status = execute(pooling.forward,
                            {{DNNL_ARG_SRC, pooling.x},
                             {DNNL_ARG_DST, pooling.y},
@@ -829,10 +907,21 @@ struct OneDnnPrimitives::Impl {
                            "pooling");
         args.push_back({DNNL_ARG_WORKSPACE, pooling.workspace});
       }
-      if (!status.failed() &&
-          !(status = bind(pooling.dy, step.args[1])).failed() &&
-          !(status = bind(pooling.dx, step.args[2])).failed())
+      if (pooling.widened) {
+        // The forward recomputation read x already; its buffer is dx's now.
+        if (!status.failed())
+          status = check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
+        widenBf16(step.args[1], pooling.yWide.data(), pooling.yWide.size());
+        dy = pooling.yWide.data();
+        dx = pooling.xWide.data();
+      }
+      if (!status.failed() && !(status = bind(pooling.dy, dy)).failed() &&
+          !(status = bind(pooling.dx, dx)).failed())
         status = execute(pooling.backward, args, "pooling gradient");
+      if (!status.failed() && pooling.widened &&
+          !(status = check(step, dnnl->dnnl_stream_wait(stream), "stream wait"))
+               .failed())
+        narrowToBf16(pooling.xWide.data(), step.args[2], pooling.xWide.size());
     }
     if (status.failed())
       return status;
