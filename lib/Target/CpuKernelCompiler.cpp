@@ -16,6 +16,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -40,6 +41,39 @@ struct TempFile {
   }
 };
 } // namespace
+
+/// Defines __truncsfbf2 (f32 to bf16, round to nearest even, NaN kept
+/// quiet) in `module`, hidden. The kernels' bf16 conversions are integer
+/// ops already (PlanToCPU), but on a CPU without AVX-512's bf16
+/// instructions LLVM's x86 backend still promotes some bf16 selects through
+/// f32 and calls this compiler-rt routine, which neither the kernel object
+/// may import (lib/Runtime/Plan/ElfCheck.h) nor Debian's GCC 12 runtime has.
+static void defineBf16Truncation(llvm::Module &module) {
+  const char *name = "__truncsfbf2";
+  if (module.getFunction(name))
+    return;
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *type = llvm::FunctionType::get(llvm::Type::getBFloatTy(ctx),
+                                       {llvm::Type::getFloatTy(ctx)}, false);
+  llvm::Function *function = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage, name, module);
+  function->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  function->setDoesNotThrow();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", function));
+  llvm::Value *x = function->getArg(0);
+  llvm::Value *bits = b.CreateBitCast(x, i32);
+  llvm::Value *high = b.CreateLShr(bits, 16);
+  llvm::Value *rounded =
+      b.CreateLShr(b.CreateAdd(b.CreateAdd(bits, b.getInt32(0x7fff)),
+                               b.CreateAnd(high, b.getInt32(1))),
+                   16);
+  llvm::Value *quiet =
+      b.CreateOr(b.CreateAnd(high, b.getInt32(0x8000)), b.getInt32(0x7fc0));
+  llvm::Value *result = b.CreateSelect(b.CreateFCmpUNO(x, x), quiet, rounded);
+  b.CreateRet(b.CreateBitCast(b.CreateTrunc(result, b.getInt16Ty()),
+                              llvm::Type::getBFloatTy(ctx)));
+}
 
 FailureOr<std::vector<char>> mlir::of::compileCpuKernels(ModuleOp kernels,
                                                          StringRef triple) {
@@ -76,6 +110,7 @@ FailureOr<std::vector<char>> mlir::of::compileCpuKernels(ModuleOp kernels,
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   module->setTargetTriple(targetTriple);
   module->setDataLayout(machine->createDataLayout());
+  defineBf16Truncation(*module);
 
   auto optimize = makeOptimizingTransformer(2, 0, machine.get());
   if (llvm::Error err = optimize(module.get())) {
