@@ -1138,7 +1138,8 @@ def attack_npy(rec, tools, rng, work):
                    f"{other[0]}={other[1]}", "--output-dir", case / "out"], cwd=case)
         status = classify(res)
         want = strict_set(value, "i64" if var == "n" else "f32")
-        if status[0] == "clean" and want is not None:
+        plain = r"[+-]?[0-9]+" if var == "n" else r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+        if status[0] == "clean" and want is not None and re.fullmatch(plain, value):
             rec.record(f"--set {var}={value}", "clean", f"refuses a valid value: {status[1]}",
                        case, [res], keep=True)
             continue
@@ -1509,7 +1510,7 @@ PY_CASES = [
     ("backward non-scalar", "x = T.ones(3, requires_grad=True)\nr = (x * 2).backward()"),
     ("topk k too large", "r = T.ones(3).topk(5)"),
     # of only: must raise (no PyTorch counterpart).
-    ("of: to_global ranks beyond the world", "OF_ONLY\nr = T.ones(4).to_global(T.placement('cpu', ranks=[0, 5]), T.sbp.split(0))"),
+    ("of: to_global ranks beyond the world", "OF_ONLY\nr = T.ones(4).to_global(T.placement('cpu', ranks=[0, 5]), T.sbp.split(0))\nr.numpy()"),
     ("of: split axis out of range", "OF_ONLY\nr = T.ones(4).to_global(T.placement('cpu', ranks=[0]), T.sbp.split(3))"),
     ("of: split negative axis", "OF_ONLY\nr = T.sbp.split(-7)"),
     ("of: placement on an unknown device", "OF_ONLY\nr = T.placement('tpu', ranks=[0])"),
