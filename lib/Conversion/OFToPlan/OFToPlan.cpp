@@ -1203,8 +1203,27 @@ ProgramBuilder::gemmParams(linalg::ContractOp op) {
   return params;
 }
 
+/// Whether `load`, moved to `kernel`'s place, reads what it reads where it
+/// is: both in one block, and every operation between them writes nothing.
+static bool readsTheSameInside(Operation *load, Operation *kernel) {
+  Operation *anchor = load->getBlock()->findAncestorOpInBlock(*kernel);
+  if (!anchor || !load->isBeforeInBlock(anchor))
+    return false;
+  for (Operation *o = load->getNextNode(); o != anchor; o = o->getNextNode()) {
+    std::optional<SmallVector<MemoryEffects::EffectInstance>> effects =
+        getEffectsRecursively(o);
+    if (!effects || llvm::any_of(*effects, [](auto &effect) {
+          return isa<MemoryEffects::Write, MemoryEffects::Free>(
+              effect.getEffect());
+        }))
+      return false;
+  }
+  return true;
+}
+
 /// Outlines `op` into a kernel function taking the root buffers it reads or
-/// writes; view ops and scalar constants it depends on are cloned into it.
+/// writes; view ops, scalar constants and scalar loads it depends on are
+/// cloned into it.
 LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
   // Values the kernel needs from outside, and the roots behind them.
   llvm::SetVector<Value> external;
@@ -1226,6 +1245,13 @@ LogicalResult ProgramBuilder::outline(Operation *op, Step &step) {
     bool isScalar =
         isMemoryEffectFree(def) &&
         llvm::none_of(def->getResultTypes(), llvm::IsaPred<MemRefType>);
+    // A scalar load before the kernel (a gather's index, left outside when
+    // canonicalisation removed a one-iteration loop) moves into it: it reads
+    // the same value there when nothing in between writes memory.
+    if (isa<memref::LoadOp>(def) && !readsTheSameInside(def, op))
+      return op->emitError("kernel operand loaded before a write that may "
+                           "change it, which the plan builder cannot move");
+    isScalar = isScalar || isa<memref::LoadOp>(def);
     if (!isView && !isScalar)
       return op->emitError("kernel operand defined by '")
              << def->getName() << "', which the plan builder cannot rebuild";
