@@ -26,6 +26,14 @@ Categories (each runs in a child process of this script, with a deadline):
   python       bad arguments to the `of` frontend, each in a subprocess,
                against what PyTorch does with the same call.
 
+The table has a row per category; plans has three: plans:bytes (metadata,
+header, non-code blobs and the kernel ELF's headers, relocations, dynamic
+section and symbols), plans:code (the kernel's machine code and constants:
+native code, so a crash or a wrong result there is expected without plan
+signatures) and plans:text (the plan's text edited: steps deleted, swapped
+or duplicated, integers changed; a legitimate edit changes the results, so
+its silent-wrong cases need triage).
+
 Each case ends as one of: clean (a non-zero exit with an error message, or a
 Python exception), accepted (exit 0, and where there is a reference the
 right result), crash (a signal, or a crash report: assertion, LLVM ERROR,
