@@ -130,7 +130,7 @@ CompileResult compile(const std::string &source, const std::string &sourceName,
     return result;
   };
 
-  if (std::string deep = mlir::of::checkNesting(
+  if (std::string deep = mlir::of::checkBeforeParsing(
           source, sourceName.empty() ? "<of program>" : sourceName);
       !deep.empty())
     return error(deep);

@@ -2,16 +2,44 @@
 
 #include "OF/Support/InputLimits.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/thread.h"
 
 using namespace mlir::of;
 
-std::string mlir::of::checkNesting(llvm::StringRef text, llvm::StringRef name) {
+/// Whether `text` at `i` is the token `array` followed by `<` and the
+/// element type `index` (spaces allowed between).
+static bool isIndexDenseArray(llvm::StringRef text, size_t i) {
+  if (!text.substr(i).starts_with("array") ||
+      (i > 0 && (llvm::isAlnum(text[i - 1]) || text[i - 1] == '_' ||
+                 text[i - 1] == '.' || text[i - 1] == '$')))
+    return false;
+  llvm::StringRef rest = text.substr(i + 5).ltrim();
+  if (!rest.consume_front("<"))
+    return false;
+  rest = rest.ltrim();
+  return rest.starts_with("index") &&
+         (rest.size() == 5 || !(llvm::isAlnum(rest[5]) || rest[5] == '_'));
+}
+
+std::string mlir::of::checkBeforeParsing(llvm::StringRef text,
+                                         llvm::StringRef name) {
   unsigned depth = 0, line = 1;
+  auto error = [&](const llvm::Twine &message) {
+    return (llvm::Twine(name) + ":" + llvm::Twine(line) + ": error: " + message)
+        .str();
+  };
   for (size_t i = 0, n = text.size(); i < n; ++i) {
     char c = text[i];
     switch (c) {
+    case 'a':
+      if (isIndexDenseArray(text, i))
+        return error("array<index: ...> is not a dense array MLIR can parse "
+                     "(its element type must be an integer or float type of "
+                     "a whole number of bytes, or i1); MLIR 22's parser "
+                     "crashes on it, so OF refuses it first");
+      break;
     case '\n':
       ++line;
       break;
@@ -37,11 +65,9 @@ std::string mlir::of::checkNesting(llvm::StringRef text, llvm::StringRef name) {
     case '[':
     case '<':
       if (++depth > kMaxNesting)
-        return (llvm::Twine(name) + ":" + llvm::Twine(line) +
-                ": nesting deeper than " + llvm::Twine(kMaxNesting) +
-                " levels of brackets; OF refuses it rather than overflow "
-                "the parser's stack")
-            .str();
+        return error("nesting deeper than " + llvm::Twine(kMaxNesting) +
+                     " levels of brackets; OF refuses it rather than "
+                     "overflow the parser's stack");
       break;
     case '}':
     case ')':

@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
     llvm::errs() << message << "\n";
     return 1;
   }
-  if (std::string error = mlir::of::checkNesting(
+  if (std::string error = mlir::of::checkBeforeParsing(
           file->getBuffer(), inputFilename == "-" ? "<stdin>" : inputFilename);
       !error.empty()) {
     llvm::errs() << error << "\n";

@@ -26,10 +26,11 @@ inline constexpr unsigned kMaxNesting = 1000;
 /// The stack of the thread the tools compile on.
 inline constexpr unsigned kLargeStackBytes = 512u << 20;
 
-/// An error message if `text` nests brackets deeper than kMaxNesting
-/// (strings and `//` comments skipped), naming `name` and the line; empty
-/// otherwise.
-std::string checkNesting(llvm::StringRef text, llvm::StringRef name);
+/// An error message, naming `name` and the line, if `text` nests brackets
+/// deeper than kMaxNesting or holds an `array<index: ...>` attribute (which
+/// crashes MLIR 22's parser, a release build without its assertion);
+/// strings and `//` comments are skipped. Empty otherwise.
+std::string checkBeforeParsing(llvm::StringRef text, llvm::StringRef name);
 
 /// Runs `body` on a thread with a kLargeStackBytes stack; its result.
 int runOnLargeStack(llvm::function_ref<int()> body);

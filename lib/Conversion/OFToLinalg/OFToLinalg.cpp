@@ -85,8 +85,10 @@ struct ConvertOFToLinalgPass
     // caller's arguments are read-only to the program.
     OpBuilder b(ctx);
     module.walk([&](func::FuncOp func) {
+      if (func.isExternal()) // a declaration: nothing is bufferized
+        return;
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        if (isa<TensorType>(func.getArgument(i).getType()))
+        if (isa<TensorType>(func.getArgumentTypes()[i]))
           func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
     });
   }
