@@ -8,6 +8,13 @@ using namespace mlir::of;
 
 std::optional<SmallVector<int64_t>>
 FuncPlacement::coordinateOf(int64_t rank) const {
+  // Rank lists are ranges nearly always (`ranks = [a, ..., a + n - 1]`):
+  // there the position is rank - a, checked, without a search per call
+  // (the partition asks once per rank, which made 2^20 ranks quadratic).
+  if (!ranks.empty() && rank >= ranks.front() &&
+      rank - ranks.front() < static_cast<int64_t>(ranks.size()) &&
+      ranks[rank - ranks.front()] == rank)
+    return gridCoordinate(grid, rank - ranks.front());
   auto it = llvm::find(ranks, rank);
   if (it == ranks.end())
     return std::nullopt;
