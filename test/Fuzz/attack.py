@@ -487,6 +487,8 @@ def _int_spans(text):
 
 def mutate_mlir(rng, text):
     """One text mutation; returns (kind, new text)."""
+    if not text:  # an earlier mutation deleted everything
+        return "append a brace", "{"
     lines = text.splitlines(keepends=True)
     kind = rng.choice(["delete-line", "duplicate-line", "swap-lines", "integer",
                        "integer", "integer", "type", "type", "sbp", "sbp",
