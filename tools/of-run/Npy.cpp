@@ -383,8 +383,10 @@ bool storeScalar(const std::string &text, ofrt_dtype dtype,
   case OFRT_F32:
   case OFRT_F64: {
     double value = std::strtod(text.c_str(), &end);
+    // An f32 is judged after rounding: 3.4028235e38 (FLT_MAX as printed)
+    // is a little above FLT_MAX and rounds to it.
     if (text.empty() || *end || !std::isfinite(value) ||
-        (dtype == OFRT_F32 && std::fabs(value) > FLT_MAX)) {
+        (dtype == OFRT_F32 && !std::isfinite(static_cast<float>(value)))) {
       why = "'" + text + "' is not a finite " +
             (dtype == OFRT_F32 ? "f32" : "f64") + " number";
       return false;

@@ -377,6 +377,34 @@ private:
 };
 
 /// Parses and checks the header of a mapped safetensors file.
+/// The offset of the first byte of `bytes` that is not well-formed UTF-8
+/// (no overlong forms, surrogates or code points past U+10FFFF); -1 if all
+/// of it is.
+int64_t invalidUtf8(const uint8_t *bytes, uint64_t size) {
+  for (uint64_t i = 0; i < size;) {
+    uint8_t c = bytes[i];
+    uint64_t length = c < 0x80         ? 1
+                      : (c >> 5) == 6  ? 2
+                      : (c >> 4) == 14 ? 3
+                      : (c >> 3) == 30 ? 4
+                                       : 0;
+    if (length == 0 || length > size - i)
+      return static_cast<int64_t>(i);
+    uint32_t code = length == 1 ? c : c & (0x7f >> length);
+    for (uint64_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xc0) != 0x80)
+        return static_cast<int64_t>(i);
+      code = (code << 6) | (bytes[i + k] & 0x3f);
+    }
+    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < smallest[length] || code > 0x10ffff ||
+        (code >= 0xd800 && code <= 0xdfff))
+      return static_cast<int64_t>(i);
+    i += length;
+  }
+  return -1;
+}
+
 Status readHeader(const MappedFile &file, const std::string &path,
                   std::map<std::string, StoredTensor> &tensors,
                   uint64_t &dataOffset, int64_t &step) {
@@ -394,6 +422,9 @@ Status readHeader(const MappedFile &file, const std::string &path,
     return bad(formatMessage("the header length ", headerBytes,
                              " exceeds the file (", file.size(), " bytes)"));
   const char *json = reinterpret_cast<const char *>(file.data() + 8);
+  // JSON text is UTF-8 (the safetensors package refuses anything else).
+  if (int64_t at = invalidUtf8(file.data() + 8, headerBytes); at >= 0)
+    return bad(formatMessage("the header is not UTF-8 (byte ", at, ")"));
   Json header;
   if (Status status =
           JsonParser(json, json + headerBytes).parseDocument(header);

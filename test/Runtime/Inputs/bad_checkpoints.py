@@ -1,6 +1,7 @@
 """Writes checkpoints of @f's inputs (Inputs/scalars.mlir) into a folder:
 one valid, and ones whose data the safetensors format forbids (trailing
-bytes, a tensor aliasing another, bytes that belong to no tensor)."""
+bytes, a tensor aliasing another, bytes that belong to no tensor, a header
+that is not UTF-8)."""
 import json
 import struct
 import sys
@@ -26,3 +27,9 @@ write(f"{out}/overlap.safetensors",
 write(f"{out}/gap.safetensors",
       {"n": good["n"], "s": {"dtype": "F32", "shape": [], "data_offsets": [12, 16]}},
       n + s + s)
+# \xff never occurs in UTF-8: in a metadata value, where a JSON parser that
+# takes bytes as they come would accept it.
+header = json.dumps({"__metadata__": {"note": "@"}, **good}).encode().replace(b"@", b"\xff")
+header += b" " * ((8 - len(header) % 8) % 8)
+with open(f"{out}/latin1.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(header)) + header + n + s)
