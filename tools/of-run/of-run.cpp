@@ -1006,10 +1006,17 @@ int main(int argc, char **argv) {
   bool launched = ofrt_comm_launched() != 0;
   if (!launched && options.nproc > 1 && !options.list)
     return relaunch(options);
-  if (launched && !options.list) {
+  if (launched) {
     if (ofrt_error *err = ofrt_comm_init_mpi(&argc, &argv, &worldComm))
       return error(err);
     rankPrefix = "rank " + std::to_string(ofrt_comm_rank(worldComm)) + ": ";
+    // A rank that only lists would leave the others of an MPMD job waiting
+    // for it; the failure aborts them all.
+    if (options.list && ofrt_comm_size(worldComm) > 1)
+      return finish(error("--list describes a plan in one process, not in a "
+                          "job of " +
+                          std::to_string(ofrt_comm_size(worldComm)) +
+                          " ranks (run it without mpirun)"));
     if (options.timeout > 0)
       ofrt_comm_set_timeout(worldComm, options.timeout);
     if (options.nproc && options.nproc != ofrt_comm_size(worldComm))
