@@ -431,9 +431,14 @@ def test_op_signatures(nproc, grid, op_inputs, reference, tmp_path):
     failures = []
     for k, (name, per_axis) in enumerate(cases):
         ref_k = names.index(name)
+        # Exact unless the split changes the arithmetic: partial sums, two
+        # stage statistics, or a library contraction (oneDNN/OpenBLAS gemm
+        # and convolution) on a smaller local shape, whose kernel may block
+        # the reduction differently (AVX2's oneDNN does for a matmul split on
+        # rows or columns: 1 ulp).
         partial = involves_partial(*[s[0] + s[1] for s in per_axis]) or any(
-            (name, sigs[name].index(s)) in TWO_STAGE for s in per_axis) or any(
-            name.startswith("conv2d") and s[1] == ["S(1)"] for s in per_axis)
+            (name, sigs[name].index(s)) in TWO_STAGE for s in per_axis) or \
+            name.startswith(("matmul", "conv2d"))
         for j in range(len(OPS[name][1])):
             label = f"{name} {' x '.join(str(s) for s in per_axis)} result {j}"
             try:
