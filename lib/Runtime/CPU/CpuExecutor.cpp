@@ -10,13 +10,13 @@
 
 #include "Session/Executor.h"
 
-#include "Comm/Collective.h"
-#include "Plan/DynamicLibrary.h"
+#include "CPU/Bf16.h"
 #include "CPU/OneDnn.h"
 #include "CPU/Parallel.h"
+#include "Comm/Collective.h"
+#include "Plan/DynamicLibrary.h"
 
 #include <cblas.h>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -181,12 +181,6 @@ void gemmBf16(const OpenBlas &blas, const GemmCall &call, const uint16_t *a,
   if (call.k == 0)
     return outF32 ? zeroResult(call, static_cast<float *>(c))
                   : zeroResult(call, static_cast<uint16_t *>(c));
-  auto widen = [](uint16_t bits) {
-    uint32_t word = uint32_t(bits) << 16;
-    float value;
-    std::memcpy(&value, &word, sizeof value);
-    return value;
-  };
   // op(A) is m x k, stored m x k (or k x m transposed) with row stride lda;
   // op(B) is k x n, stored k x n (or n x k) with row stride ldb.
   int64_t aRows = call.transposeA ? call.k : call.m;
@@ -204,10 +198,10 @@ void gemmBf16(const OpenBlas &blas, const GemmCall &call, const uint16_t *a,
           b + o * call.bOuterStride + i * call.bBatchStride;
       for (int64_t r = 0; r < aRows; ++r)
         for (int64_t col = 0; col < aCols; ++col)
-          fa[r * aCols + col] = widen(batchA[r * call.lda + col]);
+          fa[r * aCols + col] = bf16ToFloat(batchA[r * call.lda + col]);
       for (int64_t r = 0; r < bRows; ++r)
         for (int64_t col = 0; col < bCols; ++col)
-          fb[r * bCols + col] = widen(batchB[r * call.ldb + col]);
+          fb[r * bCols + col] = bf16ToFloat(batchB[r * call.ldb + col]);
       blas.sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(call.m),
                  static_cast<blasint>(call.n), static_cast<blasint>(call.k),
                  1.0f, fa.data(), static_cast<blasint>(aCols), fb.data(),
@@ -218,17 +212,10 @@ void gemmBf16(const OpenBlas &blas, const GemmCall &call, const uint16_t *a,
         for (int64_t col = 0; col < call.n; ++col) {
           float value = fc[r * call.n + col];
           int64_t at = offset + r * call.ldc + col;
-          if (outF32) {
+          if (outF32)
             static_cast<float *>(c)[at] = value;
-            continue;
-          }
-          uint32_t word;
-          std::memcpy(&word, &value, sizeof word);
-          uint16_t rounded =
-              std::isnan(value)
-                  ? uint16_t(0x7fc0 | ((word >> 16) & 0x8000))
-                  : uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
-          static_cast<uint16_t *>(c)[at] = rounded;
+          else
+            static_cast<uint16_t *>(c)[at] = floatToBf16(value);
         }
     }
 }

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPU/OneDnn.h"
+#include "CPU/Bf16.h"
 
 #include "Plan/DynamicLibrary.h"
 
@@ -19,9 +20,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -123,21 +122,14 @@ struct Pooling {
 
 void widenBf16(const void *from, float *to, size_t count) {
   const auto *bits = static_cast<const uint16_t *>(from);
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t word = uint32_t(bits[i]) << 16;
-    std::memcpy(&to[i], &word, sizeof word);
-  }
+  for (size_t i = 0; i < count; ++i)
+    to[i] = bf16ToFloat(bits[i]);
 }
 
 void narrowToBf16(const float *from, void *to, size_t count) {
   auto *bits = static_cast<uint16_t *>(to);
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t word;
-    std::memcpy(&word, &from[i], sizeof word);
-    bits[i] = std::isnan(from[i])
-                  ? uint16_t(0x7fc0 | ((word >> 16) & 0x8000))
-                  : uint16_t((word + 0x7fff + ((word >> 16) & 1)) >> 16);
-  }
+  for (size_t i = 0; i < count; ++i)
+    bits[i] = floatToBf16(from[i]);
 }
 
 /// A batch-normalization step's primitive and a memory per buffer of the
