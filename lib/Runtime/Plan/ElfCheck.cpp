@@ -680,7 +680,7 @@ Status Checker::checkRelocations(uint64_t address, uint64_t bytes,
     uint64_t symbol = ELF64_R_SYM(reloc.r_info);
     // The loader looks the symbol (and its version) up before it looks at
     // the type, so even an R_*_NONE entry must name a symbol in range.
-    if (symbol >= symbols_ || (type == kRelocRelative && symbol != 0))
+    if (symbol >= symbols_)
       return bad("a ", what, " relocation names symbol ", symbol, " of ",
                  symbols_);
     if (type == kRelocNone)
@@ -690,6 +690,11 @@ Status Checker::checkRelocations(uint64_t address, uint64_t bytes,
       return bad("a ", what, " relocation has the type ", type,
                  " (only relative, GOT, PLT and 64-bit absolute relocations "
                  "are loaded; IRELATIVE would run a resolver)");
+    // A relative relocation names no symbol; the others always name one
+    // (a linker never writes a GOT, PLT or absolute entry for symbol 0).
+    if ((type == kRelocRelative) != (symbol == 0))
+      return bad("a ", what, " relocation of type ", type,
+                 symbol == 0 ? " names no symbol" : " names a symbol");
     uint32_t flags = 0;
     if (!inMemory(reloc.r_offset, 8, flags) || !(flags & PF_W))
       return bad("a ", what, " relocation writes at ", hex(reloc.r_offset),
