@@ -15,6 +15,14 @@ run drew a seed (OF_TEST_SEED=16750647300380959) on which it reached
 0.944; over 20 seeds it ranged 0.944-0.992. With 16 channels that seed
 gives 0.975, and 6 runs of all six cases plus 10 of the 1-rank CNN
 ranged 0.967-0.994.
+
+Some held-out splits are harder than the target allows for: on one CI
+seed (OF_TEST_SEED=1339506784703269739, 2-mlp-bf16) OF reached 0.944 in
+bf16 and 0.947 in f32, and scikit-learn's MLPClassifier with the same
+recipe (128 hidden, Adam lr 0.003, batch 64, L2 1e-4, 45 epochs) 0.944-0.961
+over 8 initialisations on that split. So the target is 0.95, or on a split
+where scikit-learn's mean over three initialisations is below 0.975, that
+mean less 0.025 (9 images; its spread over initialisations was +-0.009).
 """
 
 import math
@@ -99,6 +107,22 @@ def cnn_program(data_parallel):
     return digits_program(data_parallel, params, body)
 
 
+def target_accuracy(images, labels, train, test):
+    """TARGET, or a lower one where scikit-learn's MLP with this file's
+    recipe finds the split hard (see the module docstring)."""
+    import warnings
+
+    from sklearn.neural_network import MLPClassifier
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it stops at max_iter on purpose
+        reference = np.mean([
+            MLPClassifier((HIDDEN,), learning_rate_init=0.003, batch_size=BATCH,
+                          alpha=1e-4, max_iter=45, n_iter_no_change=1000,
+                          random_state=seed).fit(images[train], labels[train])
+            .score(images[test], labels[test]) for seed in range(3)])
+    return min(TARGET, reference - 0.025)
+
+
 def mlp_init(rng):
     return {"w0": rng.normal(size=(64, HIDDEN)) / math.sqrt(64), "b0": np.zeros(HIDDEN),
             "w1": rng.normal(size=(HIDDEN, CLASSES)) / math.sqrt(HIDDEN),
@@ -155,6 +179,7 @@ def test_digits_accuracy(nproc, model, amp, rng, tmp_path):
           "--input", f"x={tmp_path / 'test_x.npy'}", "--output-dir", str(tmp_path / "eval")])
     predicted = np.argmax(np.load(tmp_path / "eval" / "logits.npy"), axis=1)
     accuracy = float(np.mean(predicted == labels[test]))
+    target = target_accuracy(images, labels, train, test)
     print(f"digits {model}{' ' + amp if amp else ''} test accuracy "
-          f"({nproc} rank{'s' if nproc > 1 else ''}): {accuracy:.4f}")
-    assert accuracy >= TARGET, accuracy
+          f"({nproc} rank{'s' if nproc > 1 else ''}): {accuracy:.4f} (target {target:.4f})")
+    assert accuracy >= target, (accuracy, target)
