@@ -760,6 +760,15 @@ def embedding(indices, weight):
     if indices.dtype not in (dt.int64, dt.int32):
         raise TypeError(f"embedding: indices must be int64 or int32, not {indices.dtype}")
     shape = tuple(indices.shape) + (weight.shape[-1],)
+    if _numel(shape) == 1:
+        # Some backward programs of a one-element gather (Categorical.log_prob
+        # of one sample) leave a scalar scf.if whose value a kernel takes,
+        # which --of-build-plan cannot rebuild yet. Two copies of the row
+        # compile; the first is the result (the second's gradient is zero).
+        row = reshape(indices, (1,))
+        twice = apply1(OpSpec("of.embedding {0}, {1}", "", [((2, 1), weight.dtype)]),
+                       [cat([row, row], 0), weight])
+        return reshape(slice_(twice, [0, 0], [1, 1]), shape)
     return apply1(OpSpec("of.embedding {0}, {1}", "", [(shape, weight.dtype)]),
                   [indices, weight])
 
