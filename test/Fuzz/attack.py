@@ -1528,50 +1528,43 @@ PY_CASES = [
     ("of: compile and call with a wrong shape", "OF_ONLY\nm = T.compile(T.nn.Linear(3, 2))\nm(T.ones(1, 3))\nr = m(T.ones(1, 4))"),
 ]
 
-PY_RUNNER = r'''
-import json, math, sys, traceback
-which, code = sys.argv[1], sys.argv[2]
-if which == "torch":
-    import torch as T
-else:
-    import of as T
-out = {}
-try:
-    env = {"T": T}
-    exec(code.replace("OF_ONLY\n", ""), env)
-    r = env.get("r")
-    value = None
-    if hasattr(r, "detach") and hasattr(r, "shape"):
-        a = r.detach().numpy() if hasattr(r.detach(), "numpy") else r.numpy()
-        value = {"shape": list(a.shape), "data": [float(v) if v == v else "nan" for v in a.reshape(-1)[:64].tolist()]}
-    elif isinstance(r, (tuple, list)) and r and all(hasattr(t, "shape") for t in r):
-        value = {"shapes": [list(t.shape) for t in r]}
-    out["value"] = value
-except BaseException as e:
-    out["raised"] = f"{type(e).__name__}: {str(e)[:200]}"
-print("RESULT " + json.dumps(out))
-'''
-
-PY_TORCH_BATCH = r'''
+# One case in a fresh namespace: the value `r` it leaves (shape and the
+# first 64 elements), or the exception it raised. Shared by the scripts below.
+PY_EVALUATE = r'''
 import json, sys
-import torch as T
-cases = json.loads(sys.stdin.read())
-results = {}
-for name, code in cases:
+
+
+def evaluate(T, code):
+    out = {}
     try:
         env = {"T": T}
-        exec(code, env)
+        exec(code.replace("OF_ONLY\n", ""), env)
         r = env.get("r")
         value = None
         if hasattr(r, "detach") and hasattr(r, "shape"):
-            a = r.detach().numpy()
+            a = r.detach().numpy() if hasattr(r.detach(), "numpy") else r.numpy()
             value = {"shape": list(a.shape), "data": [float(v) if v == v else "nan" for v in a.reshape(-1)[:64].tolist()]}
         elif isinstance(r, (tuple, list)) and r and all(hasattr(t, "shape") for t in r):
             value = {"shapes": [list(t.shape) for t in r]}
-        results[name] = {"value": value}
+        out["value"] = value
     except BaseException as e:
-        results[name] = {"raised": f"{type(e).__name__}: {str(e)[:200]}"}
-print("RESULT " + json.dumps(results))
+        out["raised"] = f"{type(e).__name__}: {str(e)[:200]}"
+    return out
+'''
+
+# A reproducer: runner.py torch|of CODE.
+PY_RUNNER = PY_EVALUATE + r'''
+if sys.argv[1] == "torch":
+    import torch as T
+else:
+    import of as T
+print("RESULT " + json.dumps(evaluate(T, sys.argv[2])))
+'''
+
+PY_TORCH_BATCH = PY_EVALUATE + r'''
+import torch as T
+cases = json.loads(sys.stdin.read())
+print("RESULT " + json.dumps({name: evaluate(T, code) for name, code in cases}))
 '''
 
 
@@ -1589,27 +1582,12 @@ def same_value(a, b):
     return True
 
 
-PY_OF_BATCH = r'''
-import json, sys
+PY_OF_BATCH = PY_EVALUATE + r'''
 import of as T
 cases = json.loads(sys.stdin.read())
 for name, code in cases:
     print("START " + json.dumps(name), flush=True)
-    out = {}
-    try:
-        env = {"T": T}
-        exec(code.replace("OF_ONLY\n", ""), env)
-        r = env.get("r")
-        value = None
-        if hasattr(r, "detach") and hasattr(r, "shape"):
-            a = r.detach().numpy() if hasattr(r.detach(), "numpy") else r.numpy()
-            value = {"shape": list(a.shape), "data": [float(v) if v == v else "nan" for v in a.reshape(-1)[:64].tolist()]}
-        elif isinstance(r, (tuple, list)) and r and all(hasattr(t, "shape") for t in r):
-            value = {"shapes": [list(t.shape) for t in r]}
-        out["value"] = value
-    except BaseException as e:
-        out["raised"] = f"{type(e).__name__}: {str(e)[:200]}"
-    print("RESULT " + json.dumps([name, out]), flush=True)
+    print("RESULT " + json.dumps([name, evaluate(T, code)]), flush=True)
 '''
 
 
