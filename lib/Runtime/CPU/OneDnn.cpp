@@ -476,20 +476,35 @@ struct OneDnnPrimitives::Impl {
             g.cMStride};
   }
 
+  /// Creates `object` by `create(object, type)` in the step's type. Where
+  /// oneDNN has no bf16 kernels (CPUs without AVX-512) a bf16 step is
+  /// created again in f32 and `widened` says so; if that fails too, the
+  /// bf16 failure is the one reported.
+  template <typename T, typename Create>
+  Status createWidening(const PreparedStep &step, T &object, bool &widened,
+                        Create create) {
+    widened = false;
+    Status status = create(object, dnnlType(step.dnnType));
+    if (!status.failed() || step.dnnType != DType::BF16)
+      return status;
+    destroy(object);
+    object = T();
+    if (create(object, dnnl_f32).failed())
+      return status;
+    widened = true;
+    return Status::success();
+  }
+
   /// Where oneDNN has no bf16 convolution (CPUs without AVX-512), a bf16
   /// step computes in f32: the reorders between the plan's buffers and the
   /// primitive's layouts also convert (bf16 widened exactly, results
   /// rounded to nearest even), as oneDNN's bf16 kernels accumulate in f32.
   Status create(const PreparedStep &step, Primitive &conv) {
-    dnnl_data_type_t type = dnnlType(step.dnnType);
-    Status status = create(step, conv, type);
-    if (!status.failed() || step.dnnType != DType::BF16)
-      return status;
-    destroy(conv);
-    conv = Primitive();
-    if (create(step, conv, dnnl_f32).failed())
-      return status; // the bf16 failure is the one to report
-    return Status::success();
+    bool widened;
+    return createWidening(step, conv, widened,
+                          [&](Primitive &out, dnnl_data_type_t compute) {
+                            return create(step, out, compute);
+                          });
   }
 
   /// The convolution of `step` computing in `compute` (the plan's type, or
@@ -625,18 +640,16 @@ struct OneDnnPrimitives::Impl {
   /// The primitives of the Pool `step`, on NCHW buffers: oneDNN's JIT
   /// pooling kernels take the plain layout, so nothing is reordered.
   Status createPooling(const PreparedStep &step, Pooling &pooling) {
-    Status status = createPooling(step, pooling, dnnlType(step.dnnType));
-    if (!status.failed() || step.dnnType != DType::BF16)
-      return status;
-    destroy(pooling);
-    pooling = Pooling();
-    if (createPooling(step, pooling, dnnl_f32).failed())
-      return status; // the bf16 failure is the one to report
-    const PoolGeometry &g = step.pool;
-    pooling.widened = true;
-    pooling.xWide.resize(size_t(g.n * g.c * g.h * g.w));
-    pooling.yWide.resize(size_t(g.n * g.c * g.oh * g.ow));
-    return Status::success();
+    Status status = createWidening(step, pooling, pooling.widened,
+                                   [&](Pooling &out, dnnl_data_type_t type) {
+                                     return createPooling(step, out, type);
+                                   });
+    if (!status.failed() && pooling.widened) {
+      const PoolGeometry &g = step.pool;
+      pooling.xWide.resize(size_t(g.n * g.c * g.h * g.w));
+      pooling.yWide.resize(size_t(g.n * g.c * g.oh * g.ow));
+    }
+    return status;
   }
 
   Status createPooling(const PreparedStep &step, Pooling &pooling,
