@@ -816,16 +816,32 @@ class Identity(Module):
         return x
 
 
-class CrossEntropyLoss(Module):
+class _Loss(Module):
+    """torch.nn.modules.loss._Loss: the reduction, from PyTorch's legacy
+    size_average/reduce arguments where given."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
+
+
+class _WeightedLoss(_Loss):
+    """torch.nn.modules.loss._WeightedLoss: _Loss with the class weights as a
+    buffer (in the state_dict, moving with the module), as PyTorch's."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class CrossEntropyLoss(_WeightedLoss):
     """torch.nn.CrossEntropyLoss: F.cross_entropy with the module's weight
     (a buffer, as PyTorch's), ignore_index, reduction and label_smoothing."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
-        super().__init__()
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):  # noqa: A002
@@ -834,77 +850,60 @@ class CrossEntropyLoss(Module):
                                label_smoothing=self.label_smoothing)
 
 
-class NLLLoss(Module):
+class NLLLoss(_WeightedLoss):
     """torch.nn.NLLLoss: F.nll_loss with the module's weight (a buffer, as
     PyTorch's, so it is in the state_dict and moves with the module)."""
 
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
-        super().__init__()
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):  # noqa: A002
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
 
-class MSELoss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
-
+class MSELoss(_Loss):
     def forward(self, input, target):  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
-class L1Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
-
+class L1Loss(_Loss):
     def forward(self, input, target):  # noqa: A002
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
-class SmoothL1Loss(Module):
+class SmoothL1Loss(_Loss):
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
-        super().__init__()
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input, target):  # noqa: A002
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
-class HuberLoss(Module):
+class HuberLoss(_Loss):
     def __init__(self, reduction="mean", delta=1.0):
-        super().__init__()
-        self.reduction, self.delta = reduction, delta
+        super().__init__(reduction=reduction)
+        self.delta = delta
 
     def forward(self, input, target):  # noqa: A002
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
-class BCELoss(Module):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__()
-        self.register_buffer("weight", weight)
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
-
+class BCELoss(_WeightedLoss):
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(Module):
+class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
                  pos_weight=None):
-        super().__init__()
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
-        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
