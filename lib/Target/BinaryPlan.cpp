@@ -143,6 +143,76 @@ static FailureOr<std::vector<char>> constantBytes(BufferOp buffer) {
   return bytes;
 }
 
+/// The declared signature of kernel `name` of a CPU executable (the runtime
+/// holds every launch to it, so a plan cannot be written without one).
+static FailureOr<flatbuffers::Offset<fb::KernelSignature>>
+writeKernelSignature(ExecutableOp exe, StringRef name,
+                     flatbuffers::FlatBufferBuilder &fbb) {
+  DictionaryAttr signature = exe.getKernelSignature(name);
+  if (!signature)
+    return exe.emitOpError("declares no signature for kernel '")
+           << name << "' (--of-lower-cpu-kernels declares them)";
+  std::vector<flatbuffers::Offset<fb::KernelParam>> params;
+  for (Attribute param : signature.getAs<ArrayAttr>("params")) {
+    auto type = cast<RankedTensorType>(cast<TypeAttr>(param).getValue());
+    std::optional<fb::DType> dtype = toDType(type.getElementType());
+    if (!dtype)
+      return exe.emitOpError("kernel '")
+             << name << "' has a parameter of unsupported type " << type;
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    params.push_back(fb::CreateKernelParamDirect(fbb, *dtype, &shape));
+  }
+  auto indices = [&](StringRef key) {
+    std::vector<uint32_t> list;
+    for (int64_t index : signature.getAs<DenseI64ArrayAttr>(key).asArrayRef())
+      list.push_back(static_cast<uint32_t>(index));
+    return list;
+  };
+  std::vector<uint32_t> reads = indices("reads"), writes = indices("writes");
+  return fb::CreateKernelSignatureDirect(
+      fbb, &params, signature.getAs<IntegerAttr>("range").getInt(),
+      signature.getAs<IntegerAttr>("work").getInt(), &reads, &writes);
+}
+
+/// The `signatures` attribute of an executable read from a plan, or null.
+static DictionaryAttr readKernelSignatures(const fb::Executable *exe,
+                                           MLIRContext *ctx) {
+  if (!exe->signatures() || !exe->kernels())
+    return nullptr;
+  Builder b(ctx);
+  SmallVector<NamedAttribute> signatures;
+  for (uint32_t k = 0;
+       k < exe->kernels()->size() && k < exe->signatures()->size(); ++k) {
+    const fb::KernelSignature *signature = exe->signatures()->Get(k);
+    SmallVector<Attribute> params;
+    if (signature->params())
+      for (const fb::KernelParam *param : *signature->params()) {
+        SmallVector<int64_t> shape;
+        if (param->shape())
+          shape.assign(param->shape()->begin(), param->shape()->end());
+        params.push_back(TypeAttr::get(
+            RankedTensorType::get(shape, fromDType(param->dtype(), ctx))));
+      }
+    auto indices = [](const flatbuffers::Vector<uint32_t> *list) {
+      SmallVector<int64_t> result;
+      if (list)
+        result.assign(list->begin(), list->end());
+      return result;
+    };
+    signatures.push_back(b.getNamedAttr(
+        exe->kernels()->Get(k)->string_view(),
+        b.getDictionaryAttr(
+            {b.getNamedAttr("params", b.getArrayAttr(params)),
+             b.getNamedAttr("range", b.getI64IntegerAttr(signature->range())),
+             b.getNamedAttr("work", b.getI64IntegerAttr(signature->work())),
+             b.getNamedAttr(
+                 "reads", b.getDenseI64ArrayAttr(indices(signature->reads()))),
+             b.getNamedAttr("writes", b.getDenseI64ArrayAttr(
+                                          indices(signature->writes())))})));
+  }
+  return b.getDictionaryAttr(signatures);
+}
+
 /// Bytes of an executable: compiled now (source form) or as read (binary).
 static FailureOr<std::vector<char>> executableBytes(ExecutableOp exe) {
   if (ModuleOp kernels = exe.getKernelModule())
@@ -304,23 +374,31 @@ LogicalResult mlir::of::writeBinaryPlan(ModuleOp module, raw_ostream &os) {
     FailureOr<std::vector<char>> bytes = executableBytes(exe);
     if (failed(bytes))
       return failure();
-    std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+    SmallVector<StringRef> names;
     if (ModuleOp source = exe.getKernelModule()) {
       // Packed entry points are the public functions.
       for (auto func : source.getOps<LLVM::LLVMFuncOp>())
         if (func.getLinkage() != LLVM::Linkage::Internal && !func.isExternal())
-          kernels.push_back(fbb.CreateString(func.getSymName().str()));
+          names.push_back(func.getSymName());
     } else {
-      // (Bind the attribute: iterating `*getKernels()` would iterate a
-      // dead temporary.)
-      ArrayAttr names = exe.getKernelsAttr();
-      for (Attribute name : names)
-        kernels.push_back(fbb.CreateString(cast<StringAttr>(name).str()));
+      for (Attribute name : exe.getKernelsAttr())
+        names.push_back(cast<StringAttr>(name).getValue());
+    }
+    std::vector<flatbuffers::Offset<flatbuffers::String>> kernels;
+    std::vector<flatbuffers::Offset<fb::KernelSignature>> signatures;
+    for (StringRef name : names) {
+      kernels.push_back(fbb.CreateString(name.str()));
+      FailureOr<flatbuffers::Offset<fb::KernelSignature>> signature =
+          writeKernelSignature(exe, name, fbb);
+      if (failed(signature))
+        return failure();
+      signatures.push_back(*signature);
     }
     executableIndex[exe.getSymName()] = executables.size();
     executables.push_back(fb::CreateExecutableDirect(
         fbb, exe.getSymName().str().c_str(), "elf-shared-object",
-        exe.getTarget().str().c_str(), blobs.add(std::move(*bytes)), &kernels));
+        exe.getTarget().str().c_str(), blobs.add(std::move(*bytes)), &kernels,
+        nullptr, nullptr, &signatures));
   }
 
   std::vector<flatbuffers::Offset<fb::Program>> programs;
@@ -587,7 +665,7 @@ readCudaExecutable(const fb::Executable *exe, OpBuilder &ob, Location loc,
   auto op = ExecutableOp::create(
       ob, loc, b.getStringAttr(str(exe->name())),
       b.getStringAttr(str(exe->target())), b.getStringAttr(str(exe->format())),
-      ArrayAttr(), ElementsAttr(), DictionaryAttr());
+      ArrayAttr(), ElementsAttr(), DictionaryAttr(), DictionaryAttr());
   op.getBody().push_back(new Block());
   OpBuilder eb = OpBuilder::atBlockEnd(&op.getBody().front());
   auto kernels = ModuleOp::create(eb, loc);
@@ -686,7 +764,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
           b.getStringAttr(exe->format() ? exe->format()->str() : ""),
           b.getStrArrayAttr(kernels),
           blobAttr(ctx, "kernels_" + str(exe->name()), data, type),
-          DictionaryAttr());
+          DictionaryAttr(), readKernelSignatures(exe, ctx));
       op.getBody().push_back(new Block());
     }
   }

@@ -252,7 +252,8 @@ TEST(Runtime, KernelRangeRunsEveryIterationOnce) {
     executable->format = "elf-shared-object";
     executable->target = "x86_64-unknown-linux-gnu";
     executable->blob = 0;
-    executable->kernels = {"count_visits"};
+    addKernel(*executable, "count_visits", {{DType::I32, {range}}}, range,
+              /*work=*/int64_t(1) << 40, /*reads=*/{0}, /*writes=*/{0});
     sample.plan.executables.push_back(std::move(executable));
     auto program = makeProgram("main", 0);
     uint32_t counts = addInput(*program, "counts", DType::I32, {range});
@@ -429,10 +430,11 @@ TEST(PlanErrors, LaunchBuffers) {
             "twice (a kernel takes each buffer once)");
 }
 
-/// Every launch of a kernel passes what its first launch passes, and the
-/// same iteration range: the kernel was compiled for one signature and one
-/// loop.
-TEST(PlanErrors, LaunchesOfOneKernelDisagree) {
+/// Every launch of a CPU kernel passes what the executable declares the
+/// kernel was compiled for, with its iteration range: a range of 1 would
+/// run only the kernel's first row, a smaller buffer would be written past
+/// its end.
+TEST(PlanErrors, LaunchDisagreesWithKernelSignature) {
   auto withSecondLaunch = [](std::vector<uint32_t> buffers, int64_t range) {
     SamplePlan sample = makeSamplePlan(kernelObject());
     addLaunch(mainProgram(sample), 0, "add_f32_16", std::move(buffers), range,
@@ -440,21 +442,47 @@ TEST(PlanErrors, LaunchesOfOneKernelDisagree) {
     return sample.write();
   };
   EXPECT_EQ(openError(withSecondLaunch({0, 1, 3}, 16)), "");
+  // p is f32 [4, 4]: the same 16 elements, a reshaped view.
+  EXPECT_EQ(openError(withSecondLaunch({0, 1, 4}, 16)), "");
   EXPECT_EQ(openError(withSecondLaunch({0, 1}, 16)),
             "program 'main' step 10 (launch add_f32_16): passes 2 buffers to "
-            "kernel 'add_f32_16', but program 'main' step 0 (launch "
-            "add_f32_16) passes it 3 (a kernel has one signature)");
-  EXPECT_EQ(openError(withSecondLaunch({0, 1, 4}, 16)),
-            "program 'main' step 10 (launch add_f32_16): argument 2 of kernel "
-            "'add_f32_16' is 'p' (f32 [4, 4]), but program 'main' step 0 "
-            "(launch add_f32_16) passes 's' (f32 [16]) (a kernel has one "
-            "signature)");
-  // A range of 1 would run only the kernel's first row.
+            "kernel 'add_f32_16', which takes 3");
+  EXPECT_EQ(openError(withSecondLaunch({0, 1, 2}, 16)),
+            "program 'main' step 10 (launch add_f32_16): the output 'w' is "
+            "a constant");
+  // Inputs are only read: a launch reading an arena buffer that nothing
+  // wrote reads the arena's leftovers.
+  SamplePlan unwritten = makeSamplePlan(kernelObject());
+  auto &main = mainProgram(unwritten);
+  main.arena_size = 256;
+  uint32_t t = addArena(main, "t", DType::F32, {16}, 192);
+  addLaunch(main, 0, "add_f32_16", {t, 1, 3}, 16, 16);
+  EXPECT_EQ(openError(unwritten.write()),
+            "program 'main' step 10 (launch add_f32_16): reads buffer 't' "
+            "before any step writes it");
   EXPECT_EQ(openError(withSecondLaunch({0, 1, 3}, 1)),
-            "program 'main' step 10 (launch add_f32_16): range 1 and work 16 "
-            "for kernel 'add_f32_16', but program 'main' step 0 (launch "
-            "add_f32_16) launches it with range 16 and work 16 (they are the "
-            "kernel's, not the launch's)");
+            "program 'main' step 10 (launch add_f32_16): launches kernel "
+            "'add_f32_16' with range 1 and work 16, but it was compiled for "
+            "range 16 and work 16");
+  // The first launch is held to the declaration too.
+  SamplePlan sample = makeSamplePlan(kernelObject());
+  sample.plan.executables[0]->signatures[0]->params[2]->shape = {8};
+  EXPECT_EQ(openError(sample.write()),
+            "program 'main' step 0 (launch add_f32_16): argument 2 of kernel "
+            "'add_f32_16' is 's' (f32 [16]), but the kernel was compiled for "
+            "f32 [8]");
+  sample = makeSamplePlan(kernelObject());
+  sample.plan.executables[0]->signatures.pop_back();
+  EXPECT_EQ(openError(sample.write()),
+            "executable 'test_kernels' declares 1 kernel signatures for its 2 "
+            "kernels (each kernel declares what it was compiled for; "
+            "recompile the plan)");
+  sample = makeSamplePlan(kernelObject());
+  sample.plan.executables[0]->signatures[1]->params[0]->dtype =
+      static_cast<DType>(200);
+  EXPECT_EQ(openError(sample.write()),
+            "executable 'test_kernels': kernel 'count_visits': parameter 0 "
+            "has the invalid dtype 200");
 }
 
 /// A step reads an arena buffer only after an earlier step writes it.
@@ -1243,7 +1271,7 @@ TEST(PlanErrors, WrongVersion) {
   uint32_t version = 7;
   std::memcpy(file.data() + 8, &version, 4);
   EXPECT_EQ(openError(file),
-            "plan format version 7, this runtime reads version 2");
+            "plan format version 7, this runtime reads version 3");
 }
 
 TEST(PlanErrors, GarbageMetadataWithValidChecksum) {
@@ -1253,7 +1281,7 @@ TEST(PlanErrors, GarbageMetadataWithValidChecksum) {
   file[65] = 0xff;
   rewriteChecksum(file);
   EXPECT_EQ(openError(file), "plan metadata fails the FlatBuffers verifier "
-                             "(corrupt, or not a version 2 plan)");
+                             "(corrupt, or not a version 3 plan)");
   file[68] = 'X';
   rewriteChecksum(file);
   EXPECT_EQ(openError(file),
@@ -1401,7 +1429,9 @@ TEST(PlanErrors, KernelNotInExecutable) {
 
 TEST(PlanErrors, KernelMissingFromTheObject) {
   SamplePlan sample = makeSamplePlan(kernelObject());
-  sample.plan.executables[0]->kernels.push_back("ghost");
+  addKernel(*sample.plan.executables[0], "ghost",
+            {{DType::F32, {16}}, {DType::F32, {16}}, {DType::F32, {16}}}, 16,
+            16);
   mainProgram(sample).steps[0]->detail.AsLaunch()->kernel = "ghost";
   EXPECT_EQ(sessionError(sample.write()),
             "program 'main' step 0 (launch ghost): kernel 'ghost' is not "

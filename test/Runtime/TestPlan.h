@@ -190,6 +190,34 @@ inline void addLaunch(plan::ProgramT &program, uint32_t executable,
   addStep(program, std::move(launch));
 }
 
+/// Lists kernel `name` in `executable` with what it was compiled for: its
+/// parameters (dtype and shape), range and work, and the parameters it
+/// reads and writes (by default it writes the last and reads the others).
+inline void
+addKernel(plan::ExecutableT &executable, const std::string &name,
+          std::vector<std::pair<plan::DType, std::vector<int64_t>>> params,
+          int64_t range = 0, int64_t work = 0, std::vector<uint32_t> reads = {},
+          std::vector<uint32_t> writes = {}) {
+  if (writes.empty()) {
+    writes = {static_cast<uint32_t>(params.size() - 1)};
+    for (uint32_t i = 0; i + 1 < params.size(); ++i)
+      reads.push_back(i);
+  }
+  executable.kernels.push_back(name);
+  auto signature = std::make_unique<plan::KernelSignatureT>();
+  for (auto &[dtype, shape] : params) {
+    auto param = std::make_unique<plan::KernelParamT>();
+    param->dtype = dtype;
+    param->shape = std::move(shape);
+    signature->params.push_back(std::move(param));
+  }
+  signature->range = range;
+  signature->work = work;
+  signature->reads = std::move(reads);
+  signature->writes = std::move(writes);
+  executable.signatures.push_back(std::move(signature));
+}
+
 inline void addLibraryCall(plan::ProgramT &program, const std::string &function,
                            std::vector<uint32_t> buffers,
                            std::vector<int64_t> params) {
@@ -289,7 +317,11 @@ inline SamplePlan makeSamplePlan(const Bytes &kernels) {
   executable->format = "elf-shared-object";
   executable->target = "x86_64-unknown-linux-gnu";
   executable->blob = 0;
-  executable->kernels = {"add_f32_16", "count_visits"};
+  addKernel(*executable, "add_f32_16",
+            {{DType::F32, {16}}, {DType::F32, {16}}, {DType::F32, {16}}},
+            /*range=*/16, /*work=*/16);
+  addKernel(*executable, "count_visits", {{DType::I32, {16}}}, 16, 16,
+            /*reads=*/{0}, /*writes=*/{0});
   sample.plan.executables.push_back(std::move(executable));
 
   auto entry = makeProgram("main", 192);

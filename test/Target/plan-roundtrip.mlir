@@ -7,7 +7,7 @@
 // And the text form is a fixed point.
 // RUN: of-translate --of-binary-to-plan %t.again.ofp | diff %t.mlir -
 
-// CHECK: ofrt.executable @cpu_kernels attributes {format = "elf-shared-object", kernels = ["[[K:k[0-9]+]]"], object = dense_resource<kernels_cpu_kernels> : tensor<{{[0-9]+}}xi8>
+// CHECK: ofrt.executable @cpu_kernels attributes {format = "elf-shared-object", kernels = ["[[K:k[0-9]+]]"], object = dense_resource<kernels_cpu_kernels> : tensor<{{[0-9]+}}xi8>, signatures = {[[K]] = {params = [tensor<4x16xf32>], range = 4 : i64, reads = array<i64: 0>, work = 64 : i64, writes = array<i64: 0>}}
 // CHECK: ofrt.program "main" attributes {arena_size = 256 : i64, device = "cpu", ranks = array<i64: 0>}
 // CHECK-DAG: ofrt.buffer @arg0 input binding "x" size 128 : tensor<4x8xf32>
 // CHECK-DAG: ofrt.buffer @[[W:.*]] constant size 512 value dense<{{.*}}> : tensor<8x16xf32> : tensor<8x16xf32>

@@ -25,7 +25,7 @@ namespace of::plan {
 /// The file starts with these 8 bytes.
 inline constexpr char kMagic[8] = {'O', 'F', 'P', 'L', 'A', 'N', '\0', '\x1a'};
 /// Bumped on every incompatible change of the header or the schema.
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 /// Blobs (and the blob section) are aligned to this many bytes.
 inline constexpr uint64_t kBlobAlignment = 64;
 

@@ -1477,7 +1477,7 @@ struct BuildPlanPass : mlir::of::impl::BuildPlanPassBase<BuildPlanPass> {
         b, module.getLoc(),
         b.getStringAttr(cuda ? "cuda_kernels" : "cpu_kernels"),
         b.getStringAttr(triple), StringAttr(), ArrayAttr(), ElementsAttr(),
-        DictionaryAttr());
+        DictionaryAttr(), DictionaryAttr());
     Block *exeBlock = new Block();
     executable.getBody().push_back(exeBlock);
     OpBuilder eb = OpBuilder::atBlockEnd(exeBlock);

@@ -373,12 +373,41 @@ struct LowerCpuKernelsPass
 
       if (failed(copiesToLinalg(kernels)))
         return signalPassFailure();
+      // What each kernel is compiled for, declared on the executable so the
+      // verifiers can hold every launch to it.
+      SmallVector<NamedAttribute> signatures;
       for (auto func : kernels.getOps<func::FuncOp>()) {
+        SmallVector<Attribute> params;
+        for (Type type : func.getArgumentTypes()) {
+          auto memref = dyn_cast<MemRefType>(type);
+          if (!memref || !memref.hasStaticShape()) {
+            func.emitError("kernel argument of type ")
+                << type << " is not a static memref";
+            return signalPassFailure();
+          }
+          params.push_back(TypeAttr::get(RankedTensorType::get(
+              memref.getShape(), memref.getElementType())));
+        }
+        ArgumentAccess access = argumentAccess(func);
         FailureOr<KernelRange> range = addIterationRange(func);
         if (failed(range))
           return signalPassFailure();
+        if (range->range == 0)
+          range->work = 0; // the launch runs it whole, and says nothing
         ranges[exeName][func.getSymName()] = *range;
+        Builder b(ctx);
+        signatures.push_back(b.getNamedAttr(
+            func.getSymName(),
+            b.getDictionaryAttr(
+                {b.getNamedAttr("params", b.getArrayAttr(params)),
+                 b.getNamedAttr("range", b.getI64IntegerAttr(range->range)),
+                 b.getNamedAttr("work", b.getI64IntegerAttr(range->work)),
+                 b.getNamedAttr("reads", b.getDenseI64ArrayAttr(access.reads)),
+                 b.getNamedAttr("writes",
+                                b.getDenseI64ArrayAttr(access.writes))})));
       }
+      cast<ExecutableOp>(kernels->getParentOp())
+          .setSignaturesAttr(DictionaryAttr::get(ctx, signatures));
       if (failed(runPipeline(*toLoops, kernels)))
         return signalPassFailure();
       for (auto kernel : kernels.getOps<func::FuncOp>()) {

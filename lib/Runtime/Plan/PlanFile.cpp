@@ -34,6 +34,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_map>
 #include <unordered_set>
 
 using namespace of::plan;
@@ -263,6 +264,69 @@ private:
           return fail(label, ": kernel #", k, " has no name");
       if (Status status = checkGpuKernels(label, executable); status.failed())
         return status;
+      if (Status status = checkSignatures(label, executable); status.failed())
+        return status;
+    }
+    return Status::success();
+  }
+
+  /// A CPU executable declares, per kernel, what it was compiled for; the
+  /// launches are held to it (checkKernelSignature).
+  Status checkSignatures(const std::string &label,
+                         const Executable &executable) {
+    if (executable.gpu_binaries() || executable.gpu_kernels()) {
+      if (executable.signatures())
+        return fail(label, ": a CUDA executable declares CPU kernel "
+                           "signatures (corrupt metadata)");
+      return Status::success();
+    }
+    if (count(executable.signatures()) != count(executable.kernels()))
+      return fail(label, " declares ", count(executable.signatures()),
+                  " kernel signatures for its ", count(executable.kernels()),
+                  " kernels (each kernel declares what it was compiled for; "
+                  "recompile the plan)");
+    for (uint32_t k = 0; k < count(executable.kernels()); ++k) {
+      const KernelSignature &signature = *executable.signatures()->Get(k);
+      std::string where = formatMessage(
+          label, ": kernel '", text(executable.kernels()->Get(k)), "'");
+      if (signature.range() < 0 || signature.work() < 0)
+        return fail(where, " declares the negative range ", signature.range(),
+                    " or work ", signature.work(), " (corrupt metadata)");
+      if (count(signature.params()) == 0)
+        return fail(where, " declares no parameters (a kernel takes the "
+                           "buffers it reads and writes)");
+      for (const auto *list : {signature.reads(), signature.writes()})
+        for (uint32_t i = 0; i < count(list); ++i) {
+          uint32_t index = list->Get(i);
+          if (index >= count(signature.params()) ||
+              (i > 0 && index <= list->Get(i - 1)))
+            return fail(where, " declares that it ",
+                        list == signature.reads() ? "reads" : "writes",
+                        " parameter ", index,
+                        " (the list must be increasing indices of its ",
+                        count(signature.params()), " parameters)");
+        }
+      if (count(signature.writes()) == 0)
+        return fail(where, " declares that it writes nothing");
+      for (uint32_t i = 0; i < count(signature.params()); ++i) {
+        const KernelParam &param = *signature.params()->Get(i);
+        if (param.dtype() > DType::MAX)
+          return fail(where, ": parameter ", i, " has the invalid dtype ",
+                      static_cast<unsigned>(param.dtype()));
+        if (!elementsAligned(param.shape()))
+          return fail(where, ": parameter ", i,
+                      " has a misaligned shape vector (corrupt metadata)");
+        uint64_t bytes = dtypeSize(param.dtype());
+        for (uint32_t d = 0; d < count(param.shape()); ++d) {
+          int64_t dim = param.shape()->Get(d);
+          if (dim < 0 ||
+              __builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
+            return fail(where, ": parameter ", i, " has the shape ",
+                        formatShape(param.shape()),
+                        " (a negative dimension, or more bytes than 64 bits "
+                        "count)");
+        }
+      }
     }
     return Status::success();
   }
@@ -384,20 +448,45 @@ private:
     return checkArenaLifetimes();
   }
 
-  /// The buffers a (checked) step reads and writes. A launch's kernel may
-  /// read and write any of its buffers (the plan does not say which), so
-  /// it counts as writing them all and reading none. A zero-byte copy
-  /// touches nothing.
+  /// The declared signature of a (checked) launch's kernel, or null (a
+  /// CUDA kernel).
+  const KernelSignature *declaredSignature(const Launch &launch) const {
+    const Executable &executable =
+        *plan_.executables()->Get(launch.executable());
+    if (!executable.signatures())
+      return nullptr;
+    uint32_t k = 0;
+    while (text(executable.kernels()->Get(k)) != text(launch.kernel()))
+      ++k; // listed: checked by checkLaunch
+    return executable.signatures()->Get(k);
+  }
+
+  /// The buffers a (checked) step reads and writes. A launch's kernel
+  /// reads and writes the parameters its signature says; a CUDA kernel,
+  /// which declares none, counts as writing all its buffers and reading
+  /// none. A zero-byte copy touches nothing.
   struct Access {
     std::vector<uint32_t> reads, writes;
   };
-  static Access accessOf(const Step &step) {
+  Access accessOf(const Step &step) const {
     Access access;
     switch (step.detail_type()) {
-    case StepDetail::Launch:
-      if (auto *list = step.detail_as_Launch()->buffers())
-        access.writes.assign(list->begin(), list->end());
+    case StepDetail::Launch: {
+      const Launch &launch = *step.detail_as_Launch();
+      const KernelSignature *signature = declaredSignature(launch);
+      if (!signature) {
+        if (launch.buffers())
+          access.writes.assign(launch.buffers()->begin(),
+                               launch.buffers()->end());
+        break;
+      }
+      for (uint32_t i = 0; i < count(signature->reads()); ++i)
+        access.reads.push_back(
+            launch.buffers()->Get(signature->reads()->Get(i)));
+      for (uint32_t i : *signature->writes())
+        access.writes.push_back(launch.buffers()->Get(i));
       break;
+    }
     case StepDetail::LibraryCall: {
       const LibraryCall &call = *step.detail_as_LibraryCall();
       std::string_view function = text(call.function());
@@ -741,8 +830,15 @@ private:
     std::vector<int64_t> localShape;
     if (local.shape())
       localShape.assign(local.shape()->begin(), local.shape()->end());
+    // Each rank's place in the mesh (a scan per rank would be quadratic in
+    // a placement of a million devices).
+    std::unordered_map<int, int> members;
+    members.reserve(spec.meshRanks.size());
+    for (size_t i = 0; i < spec.meshRanks.size(); ++i)
+      members.try_emplace(spec.meshRanks[i], static_cast<int>(i));
     for (int rank : programRanks_) {
-      int member = spec.memberIndex(rank);
+      auto found = members.find(rank);
+      int member = found == members.end() ? -1 : found->second;
       if (member < 0) {
         // Another pipeline stage's value: an empty [0] buffer stands in.
         if (localShape == std::vector<int64_t>{0})
@@ -925,12 +1021,14 @@ private:
   }
 
   /// A kernel is compiled for one signature (static shapes) and one
-  /// iteration range: every launch of it, in every program, passes buffers
-  /// of the same dtypes and shapes, and the same range and work, as the
-  /// first. (The plan does not record the signature itself, nor which
-  /// arguments the kernel writes or its loop's extent: a plan that
-  /// changes every launch of a kernel alike is not caught here.)
+  /// iteration range: a CPU kernel's launches pass buffers of its declared
+  /// parameters' dtypes and element counts (a buffer may be a reshaped
+  /// view), with its declared range and work. (A CUDA executable declares
+  /// no signatures: every launch of its kernel, in every program, agrees
+  /// with the first.)
   Status checkKernelSignature(const std::string &where, const Launch &launch) {
+    if (const KernelSignature *signature = declaredSignature(launch))
+      return checkDeclaredSignature(where, launch, *signature);
     std::string kernel(text(launch.kernel()));
     auto [known, inserted] =
         kernelUses_.try_emplace(std::make_pair(launch.executable(), kernel),
@@ -964,6 +1062,41 @@ private:
                   first.where, " launches it with range ", other.range(),
                   " and work ", other.work(),
                   " (they are the kernel's, not the launch's)");
+    return Status::success();
+  }
+
+  Status checkDeclaredSignature(const std::string &where, const Launch &launch,
+                                const KernelSignature &signature) {
+    std::string_view kernel = text(launch.kernel());
+    if (count(launch.buffers()) != count(signature.params()))
+      return fail(where, ": passes ", count(launch.buffers()),
+                  " buffers to kernel '", kernel, "', which takes ",
+                  count(signature.params()));
+    for (uint32_t i = 0; i < count(launch.buffers()); ++i) {
+      uint32_t index = launch.buffers()->Get(i);
+      const Buffer &mine = buffer(index);
+      const KernelParam &param = *signature.params()->Get(i);
+      uint64_t elements = 1;
+      for (uint32_t d = 0; d < count(param.shape()); ++d)
+        elements *= static_cast<uint64_t>(param.shape()->Get(d)); // checked
+      if (mine.dtype() != param.dtype() || elementCount(index) != elements)
+        return fail(where, ": argument ", i, " of kernel '", kernel, "' is ",
+                    bufferLabel(index), " (", dtypeName(mine.dtype()), " ",
+                    formatShape(mine.shape()),
+                    "), but the kernel was compiled for ",
+                    dtypeName(param.dtype()), " ", formatShape(param.shape()));
+    }
+    for (uint32_t i : *signature.writes())
+      if (Status status =
+              checkWritable(where, launch.buffers()->Get(i), "output");
+          status.failed())
+        return status;
+    if (launch.range() != signature.range() ||
+        launch.work() != signature.work())
+      return fail(where, ": launches kernel '", kernel, "' with range ",
+                  launch.range(), " and work ", launch.work(),
+                  ", but it was compiled for range ", signature.range(),
+                  " and work ", signature.work());
     return Status::success();
   }
 

@@ -111,3 +111,53 @@ ofrt.program "main" attributes {arena_size = 64 : i64, device = "cuda", ranks = 
   ofrt.event_wait 1
   ofrt.output "r" = @r
 }
+
+// -----
+
+// A launch is held to the signature its kernel was compiled for.
+ofrt.executable @cpu attributes {target = "x86_64-pc-linux-gnu", kernels = ["k0"], object = dense<0> : tensor<4xi8>, signatures = {k0 = {params = [tensor<4x4xf32>, tensor<16xf32>], range = 4 : i64, work = 16 : i64, reads = array<i64: 0>, writes = array<i64: 1>}}} {
+}
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @x input binding "x" size 64 : tensor<16xf32>
+  ofrt.buffer @y arena offset 0 size 32 : tensor<8xf32>
+  // expected-error@+1 {{argument 1 of kernel 'k0' is @y ('tensor<8xf32>'), but the kernel was compiled for 'tensor<16xf32>'}}
+  ofrt.launch @cpu "k0" [@x, @y] {range = 4 : i64, work = 16 : i64}
+}
+
+// -----
+
+ofrt.executable @cpu attributes {target = "x86_64-pc-linux-gnu", kernels = ["k0"], object = dense<0> : tensor<4xi8>, signatures = {k0 = {params = [tensor<4x4xf32>, tensor<16xf32>], range = 4 : i64, work = 16 : i64, reads = array<i64: 0>, writes = array<i64: 1>}}} {
+}
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @x input binding "x" size 64 : tensor<16xf32>
+  ofrt.buffer @y arena offset 0 size 64 : tensor<16xf32>
+  // expected-error@+1 {{launches kernel 'k0' with range 1 and work 16, but it was compiled for range 4 and work 16}}
+  ofrt.launch @cpu "k0" [@x, @y] {range = 1 : i64, work = 16 : i64}
+}
+
+// -----
+
+ofrt.executable @cpu attributes {target = "x86_64-pc-linux-gnu", kernels = ["k0"], object = dense<0> : tensor<4xi8>, signatures = {k0 = {params = [tensor<4x4xf32>, tensor<16xf32>], range = 4 : i64, work = 16 : i64, reads = array<i64: 0>, writes = array<i64: 1>}}} {
+}
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @x input binding "x" size 64 : tensor<16xf32>
+  ofrt.buffer @c constant size 64 value dense<1.0> : tensor<16xf32> : tensor<16xf32>
+  // expected-error@+1 {{kernel 'k0' writes its argument 1, the constant @c}}
+  ofrt.launch @cpu "k0" [@x, @c] {range = 4 : i64, work = 16 : i64}
+}
+
+// -----
+
+ofrt.executable @cpu attributes {target = "x86_64-pc-linux-gnu", kernels = ["k0", "k1"], object = dense<0> : tensor<4xi8>, signatures = {k0 = {params = [tensor<16xf32>], range = 0 : i64, work = 0 : i64, reads = array<i64>, writes = array<i64: 0>}}} {
+}
+ofrt.program "main" attributes {arena_size = 64 : i64, device = "cpu", ranks = array<i64: 0>} {
+  ofrt.buffer @x arena offset 0 size 64 : tensor<16xf32>
+  // expected-error@+1 {{launches kernel 'k1', which executable @cpu declares no signature for}}
+  ofrt.launch @cpu "k1" [@x]
+}
+
+// -----
+
+// expected-error@+1 {{signature of kernel 'k0' needs params (static tensor types), range and work (non-negative integers), reads and writes (increasing parameter indices) and nothing else}}
+ofrt.executable @cpu attributes {target = "x86_64-pc-linux-gnu", kernels = ["k0"], object = dense<0> : tensor<4xi8>, signatures = {k0 = {params = [tensor<16xf32>], range = 0 : i64, work = 0 : i64, reads = array<i64>, writes = array<i64: 1>}}} {
+}

@@ -212,7 +212,62 @@ ModuleOp ExecutableOp::getKernelModule() {
   return nullptr;
 }
 
+DictionaryAttr ExecutableOp::getKernelSignature(StringRef name) {
+  DictionaryAttr signatures = getSignaturesAttr();
+  return signatures ? signatures.getAs<DictionaryAttr>(name) : nullptr;
+}
+
+/// Whether `indices` increase and index a list of `size`.
+static bool increasingIndices(ArrayRef<int64_t> indices, size_t size) {
+  for (auto [i, index] : llvm::enumerate(indices))
+    if (index < 0 || index >= static_cast<int64_t>(size) ||
+        (i > 0 && index <= indices[i - 1]))
+      return false;
+  return true;
+}
+
+namespace {
+/// A well-formed kernel signature, unpacked.
+struct KernelSignature {
+  ArrayAttr params;
+  int64_t range, work;
+  ArrayRef<int64_t> reads, writes;
+};
+} // namespace
+
+static std::optional<KernelSignature>
+unpackSignature(DictionaryAttr signature) {
+  if (!signature || signature.size() != 5)
+    return std::nullopt;
+  auto params = signature.getAs<ArrayAttr>("params");
+  auto range = signature.getAs<IntegerAttr>("range");
+  auto work = signature.getAs<IntegerAttr>("work");
+  auto reads = signature.getAs<DenseI64ArrayAttr>("reads");
+  auto writes = signature.getAs<DenseI64ArrayAttr>("writes");
+  if (!params || !range || !work || !reads || !writes || range.getInt() < 0 ||
+      work.getInt() < 0 || !increasingIndices(reads, params.size()) ||
+      !increasingIndices(writes, params.size()))
+    return std::nullopt;
+  for (Attribute param : params) {
+    auto type = dyn_cast<TypeAttr>(param);
+    auto tensor = type ? dyn_cast<RankedTensorType>(type.getValue()) : nullptr;
+    if (!tensor || !tensor.hasStaticShape())
+      return std::nullopt;
+  }
+  return KernelSignature{params, range.getInt(), work.getInt(),
+                         reads.asArrayRef(), writes.asArrayRef()};
+}
+
 LogicalResult ExecutableOp::verify() {
+  if (DictionaryAttr signatures = getSignaturesAttr())
+    for (NamedAttribute kernel : signatures)
+      if (!unpackSignature(dyn_cast<DictionaryAttr>(kernel.getValue())))
+        return emitOpError("signature of kernel '")
+               << kernel.getName().getValue()
+               << "' needs params (static tensor types), range and work "
+                  "(non-negative integers), reads and writes (increasing "
+                  "parameter indices) and nothing else, got "
+               << kernel.getValue();
   bool hasSource = !getBody().empty() && !getBody().front().empty();
   if (hasSource == static_cast<bool>(getObject()))
     return emitOpError("needs exactly one of a kernel module (source form) "
@@ -277,6 +332,52 @@ static BufferOp lookupBuffer(ProgramOp program, Operation *user,
   return result;
 }
 
+/// A launch of a kernel whose executable declares signatures passes what
+/// the kernel was compiled for: as many buffers, each of the parameter's
+/// element type and element count (a buffer may be a reshaped view), and
+/// the kernel's range and work.
+static LogicalResult verifyAgainstSignature(LaunchOp launch, ExecutableOp exe) {
+  if (!exe.getSignaturesAttr())
+    return success();
+  auto signature = unpackSignature(exe.getKernelSignature(launch.getKernel()));
+  if (!signature)
+    return launch.emitOpError("launches kernel '")
+           << launch.getKernel() << "', which executable @" << exe.getSymName()
+           << " declares no signature for";
+  auto [params, range, work, reads, writes] = *signature;
+  ArrayRef<Attribute> buffers = launch.getBuffers().getValue();
+  if (buffers.size() != params.size())
+    return launch.emitOpError("passes ")
+           << buffers.size() << " buffers to kernel '" << launch.getKernel()
+           << "', which takes " << params.size();
+  auto program = launch->getParentOfType<ProgramOp>();
+  for (auto [i, ref, param] : llvm::enumerate(buffers, params)) {
+    BufferOp buffer = lookupBuffer(program, launch, ref);
+    if (!buffer)
+      return failure();
+    auto want = cast<RankedTensorType>(cast<TypeAttr>(param).getValue());
+    auto have = dyn_cast<ShapedType>(buffer.getType());
+    if (!have || !have.hasStaticShape() ||
+        have.getElementType() != want.getElementType() ||
+        have.getNumElements() != want.getNumElements())
+      return launch.emitOpError("argument ")
+             << i << " of kernel '" << launch.getKernel() << "' is @"
+             << buffer.getSymName() << " (" << buffer.getType()
+             << "), but the kernel was compiled for " << want;
+    if (buffer.getKind() == BufferKind::Constant &&
+        llvm::is_contained(writes, static_cast<int64_t>(i)))
+      return launch.emitOpError("kernel '")
+             << launch.getKernel() << "' writes its argument " << i
+             << ", the constant @" << buffer.getSymName();
+  }
+  if (launch.getRange() != range || launch.getWork() != work)
+    return launch.emitOpError("launches kernel '")
+           << launch.getKernel() << "' with range " << launch.getRange()
+           << " and work " << launch.getWork() << ", but it was compiled for "
+           << "range " << range << " and work " << work;
+  return success();
+}
+
 LogicalResult ProgramOp::verify() {
   const int64_t arenaSize = getArenaSize();
   const int64_t numStreams = getNumStreams();
@@ -336,7 +437,7 @@ LogicalResult ProgramOp::verify() {
               if (!exe)
                 return launch.emitOpError("references unknown executable ")
                        << launch.getExecutableAttr();
-              return success();
+              return verifyAgainstSignature(launch, exe);
             })
             .Case([&](LibraryCallOp call) -> LogicalResult {
               if (failed(checkStream(call.getStream())))

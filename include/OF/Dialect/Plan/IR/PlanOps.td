@@ -97,18 +97,32 @@ def Plan_ExecutableOp : Plan_Op<"executable", [Symbol, IsolatedFromAbove,
     `function` (the kernel function in it),
     `grid` and `block` (`array<i64: x, y, z>`) and `args` (indices into the
     plan launch's buffers, in the GPU kernel's parameter order).
+
+    `signatures`, set by `--of-lower-cpu-kernels`, says what each kernel was
+    compiled for: `kN = {params = [tensor<...>, ...], range = R, work = W,
+    reads = array<i64: ...>, writes = array<i64: ...>}`, the element type
+    and shape of each of its arguments in order, its iteration range and
+    work, and which arguments it reads and which it writes (a pooling's
+    window shape, neither). Every launch of `kN` passes
+    buffers of those element types and element counts, with that range and
+    work, and no constant where it writes (the verifier, and the runtime's
+    when it opens a plan, check it: a kernel reads and writes its arguments
+    whole, and runs only the slice of its loop a launch asks for).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$target,
                        OptionalAttr<StrAttr>:$format,
                        OptionalAttr<StrArrayAttr>:$kernels,
                        OptionalAttr<ElementsAttr>:$object,
-                       OptionalAttr<DictionaryAttr>:$launches);
+                       OptionalAttr<DictionaryAttr>:$launches,
+                       OptionalAttr<DictionaryAttr>:$signatures);
   let regions = (region AnyRegion:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The kernel module of the source form, or null.
     ::mlir::ModuleOp getKernelModule();
+    /// The declared signature of kernel `name` (see `signatures`), or null.
+    ::mlir::DictionaryAttr getKernelSignature(::llvm::StringRef name);
   }];
 }
 
