@@ -445,7 +445,7 @@ std::string describeDist(ofrt_dtype dtype, const ofrt_dist &dist, int rank) {
   return std::string(member ? " (part of " : " (none on this rank: ") +
          ofrun::describeTensor(dtype, globalDims(dist)) + " over mesh " +
          list(dist.mesh, dist.mesh + dist.mesh_rank) + " ranks " +
-         list(dist.mesh_ranks, dist.mesh_ranks + dist.num_mesh_ranks) + " as " +
+         of::sbp::ranksText(dist.mesh_ranks, dist.num_mesh_ranks) + " as " +
          sbp + ")";
 }
 
@@ -999,6 +999,7 @@ int finish(int status) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ofrt_guard_kernel_faults();
   Options options;
   if (int status = parseOptions(argc, argv, options); status >= 0)
     return status;

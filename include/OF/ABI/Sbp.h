@@ -90,6 +90,26 @@ inline constexpr bool isChunkSize(int64_t size, int64_t extent, int64_t parts) {
          (extent % parts != 0 && size == extent / parts + 1);
 }
 
+/// A distribution's mesh ranks as text, "[0, 1, 3]"; past 16 ranks, runs
+/// of three or more consecutive ranks read "a-b" (a placement may hold a
+/// million ranks).
+inline std::string ranksText(const int32_t *ranks, size_t count) {
+  constexpr size_t kListed = 16;
+  std::string text = "[";
+  for (size_t i = 0; i < count; ++i) {
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+    size_t end = i;
+    while (count > kListed && end + 1 < count &&
+           ranks[end + 1] == ranks[end] + 1)
+      ++end;
+    if (end >= i + 2) {
+      text += "-" + std::to_string(ranks[end]);
+      i = end;
+    }
+  }
+  return text + "]";
+}
+
 } // namespace of::sbp
 
 #endif // OF_ABI_SBP_H

@@ -11,6 +11,7 @@
 #include "Session/Executor.h"
 
 #include "CPU/Bf16.h"
+#include "CPU/KernelFaults.h"
 #include "CPU/OneDnn.h"
 #include "CPU/Parallel.h"
 #include "Comm/Collective.h"
@@ -244,6 +245,7 @@ void kernelSlice(void *context, int64_t begin, int64_t end) {
 /// A kernel with a range runs on as many threads as its work pays for,
 /// each on a contiguous slice of the range.
 void runKernel(const PreparedStep &step) {
+  RunningKernel running(step.label.c_str());
   if (step.range == 0) // the whole loop (a kernel clamps its slice)
     return step.kernel(const_cast<void **>(step.args.data()), 0,
                        std::numeric_limits<int64_t>::max());

@@ -115,10 +115,7 @@ std::string formatDims(const std::vector<int64_t> &dims) {
 }
 
 std::string formatRanks(const std::vector<int> &ranks) {
-  std::string text = "[";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text + "]";
+  return sbp::ranksText(ranks.data(), ranks.size());
 }
 
 namespace {

@@ -49,6 +49,8 @@ struct PreparedStep {
   uint32_t stream = 0;
   /// The profiling name ("launch k", "library blas.gemm", ...).
   std::string name;
+  /// The step in messages ("program 'main' step 3 (launch k1)").
+  std::string label;
   /// Where in the source program the step comes from ("model.py:42:1"), or
   /// empty.
   std::string origin;

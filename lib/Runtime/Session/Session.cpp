@@ -457,6 +457,7 @@ Status Session::prepareStep(const Step &step, uint32_t index) {
     prepared.origin = step.origin()->str();
   prepared.tf32 = program.allow_tf32();
   std::string where = stepLabel(prepared, index);
+  prepared.label = where;
 
   switch (step.detail_type()) {
   case StepDetail::Launch: {

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CPU/KernelFaults.h"
 #include "Checkpoint/Checkpoint.h"
 #include "Comm/Communicator.h"
 #include "Plan/DynamicLibrary.h"
@@ -346,6 +347,8 @@ ofrt_error *ofrt_session_gather_output(const ofrt_session *session,
     *is_root = root ? 1 : 0;
   return toError(status);
 }
+
+void ofrt_guard_kernel_faults(void) { of::rt::installKernelFaultHandlers(); }
 
 void ofrt_session_enable_profiling(ofrt_session *session, int enable) {
   if (session)

@@ -3,9 +3,11 @@
  * One kernel, add_f32_16 (the sample plan's), in variants that each do one
  * thing a plan's kernel object may not (lib/Runtime/Plan/ElfCheck.h): run a
  * constructor, import a libc function, define an IFUNC, use thread-local
- * storage. kernel-object-trust.test builds each with -D<VARIANT> and links
- * some with options that add an executable stack, a search path or a
- * library. MARKER is a file the constructor creates: it must never appear.
+ * storage; or (FAULT) one that passes every check and faults when it runs
+ * (kernel-fault.test). kernel-object-trust.test builds each with
+ * -D<VARIANT> and links some with options that add an executable stack, a
+ * search path or a library. MARKER is a file the constructor creates: it
+ * must never appear.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -42,6 +44,11 @@ void add_f32_16(void **args, int64_t begin, int64_t end) {
 #endif
 #ifdef TLS
   ++calls;
+#endif
+#ifdef FAULT
+  /* Code as a tampered object may have it: it passes every check, and
+     writes where nothing is mapped when it runs. */
+  *(volatile float *)(uintptr_t)(16 + begin) = c[begin];
 #endif
 }
 #endif
