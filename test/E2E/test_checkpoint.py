@@ -294,6 +294,12 @@ def test_bad_checkpoints_and_batches(rng, tmp_path):
          "lacks the state 'w0'")
     load(good[:8] + good[8:8 + header].replace(b'"shape":[12,16]', b'"shape":[16,12]')
          + good[8 + header:], "holds 'w0' as f32 [16, 12]", "takes f32 [12, 16]")
+    # Without its step count, AdamW's state would continue at step 0.
+    stepless = tmp_path / "stepless.safetensors"
+    safetensors_numpy.save_file(safetensors_numpy.load(good), str(stepless))
+    expect_error(train_cmd(plan, 1, 1, tmp_path / "o", *batch_args, "--load-state", stepless),
+                 "records no step count", "start afresh from its weights with --init-state")
+    _run(train_cmd(plan, 1, 1, tmp_path / "o", *batch_args, "--init-state", stepless))
     expect_error(train_cmd(plan, 1, 1, tmp_path / "o", *batch_args,
                            "--load-state", tmp_path / "absent.safetensors"),
                  "cannot open the checkpoint")

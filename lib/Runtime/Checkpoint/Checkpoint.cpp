@@ -432,7 +432,7 @@ Status readHeader(const MappedFile &file, const std::string &path,
     return bad(status.message());
   dataOffset = 8 + headerBytes;
   uint64_t dataBytes = file.size() - dataOffset;
-  step = 0;
+  step = -1; // none recorded
   for (const auto &[name, value] : header.members) {
     if (name == "__metadata__") {
       if (value.kind != Json::Object)
@@ -684,6 +684,21 @@ Status loadState(Session &session, const std::string &path, int64_t &step,
   if (Status status = readHeader(file, path, tensors, dataOffset, step);
       status.failed())
     return status;
+
+  // A training step continues from the checkpoint's step: its optimizer
+  // state (Adam's bias correction, a schedule) means nothing at another.
+  bool training = false;
+  for (size_t index : stateInputs(session))
+    training =
+        training || ::of::state::isOptimizerState(session.inputs()[index].name);
+  if (step < 0 && training && !weightsOnly)
+    return fail("the checkpoint '", path,
+                "' records no step count (\"of.step\" in its __metadata__), "
+                "which entry '",
+                session.entryName(),
+                "' continues from; start afresh from its weights with "
+                "--init-state");
+  step = std::max<int64_t>(step, 0);
 
   std::string missing;
   for (size_t index : stateInputs(session)) {
