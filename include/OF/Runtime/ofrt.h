@@ -262,10 +262,10 @@ ofrt_error *ofrt_session_gather_output(const ofrt_session *session,
                                        size_t index, void *data, size_t bytes,
                                        int *is_root);
 
-/* Installs handlers of SIGSEGV, SIGBUS, SIGILL and SIGFPE: a fault while a
- * plan's CPU kernel runs (a kernel whose code was changed after compiling)
- * ends the process with exit status 70 and a message naming the step and
- * the signal; a fault anywhere else keeps the default action. For tools
+/* Installs handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP: a fault
+ * while a plan's CPU kernel runs (a kernel whose code was changed after
+ * compiling) ends the process with exit status 70 and a message naming the step
+ * and the signal; a fault anywhere else keeps the default action. For tools
  * (of-run installs them); a host process with handlers of its own need not
  * call it. Idempotent. */
 void ofrt_guard_kernel_faults(void);

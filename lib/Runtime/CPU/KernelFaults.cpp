@@ -39,6 +39,8 @@ const char *signalName(int signal) {
     return "SIGILL";
   case SIGFPE:
     return "SIGFPE";
+  case SIGTRAP:
+    return "SIGTRAP";
   default:
     return "a signal";
   }
@@ -94,7 +96,7 @@ void installKernelFaultHandlers() {
   action.sa_sigaction = onFault;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE})
+  for (int signal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP})
     ::sigaction(signal, &action, nullptr);
 }
 

@@ -31,7 +31,7 @@ private:
   const char *previous_;
 };
 
-/// Installs the handlers of SIGSEGV, SIGBUS, SIGILL and SIGFPE (and an
+/// Installs the handlers of SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP (and an
 /// alternate signal stack for the calling thread). Idempotent.
 void installKernelFaultHandlers();
 
