@@ -87,6 +87,24 @@ static Type fromDType(fb::DType dtype, MLIRContext *ctx) {
   return {};
 }
 
+/// The elements of a FlatBuffers vector as `T` (none where it is absent:
+/// the verifier accepts absent vectors as empty ones).
+template <typename T, typename V>
+static SmallVector<T> elementsOf(const flatbuffers::Vector<V> *vector) {
+  SmallVector<T> out;
+  if (vector)
+    out.assign(vector->begin(), vector->end());
+  return out;
+}
+
+/// The tensor type of a plan's dtype and shape.
+static RankedTensorType tensorType(fb::DType dtype,
+                                   const flatbuffers::Vector<int64_t> *shape,
+                                   MLIRContext *ctx) {
+  return RankedTensorType::get(elementsOf<int64_t>(shape),
+                               fromDType(dtype, ctx));
+}
+
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//
@@ -186,18 +204,11 @@ static DictionaryAttr readKernelSignatures(const fb::Executable *exe,
     const fb::KernelSignature *signature = exe->signatures()->Get(k);
     SmallVector<Attribute> params;
     if (signature->params())
-      for (const fb::KernelParam *param : *signature->params()) {
-        SmallVector<int64_t> shape;
-        if (param->shape())
-          shape.assign(param->shape()->begin(), param->shape()->end());
-        params.push_back(TypeAttr::get(
-            RankedTensorType::get(shape, fromDType(param->dtype(), ctx))));
-      }
-    auto indices = [](const flatbuffers::Vector<uint32_t> *list) {
-      SmallVector<int64_t> result;
-      if (list)
-        result.assign(list->begin(), list->end());
-      return result;
+      for (const fb::KernelParam *param : *signature->params())
+        params.push_back(
+            TypeAttr::get(tensorType(param->dtype(), param->shape(), ctx)));
+    auto indices = [&](const flatbuffers::Vector<uint32_t> *list) {
+      return b.getDenseI64ArrayAttr(elementsOf<int64_t>(list));
     };
     signatures.push_back(b.getNamedAttr(
         exe->kernels()->Get(k)->string_view(),
@@ -205,10 +216,8 @@ static DictionaryAttr readKernelSignatures(const fb::Executable *exe,
             {b.getNamedAttr("params", b.getArrayAttr(params)),
              b.getNamedAttr("range", b.getI64IntegerAttr(signature->range())),
              b.getNamedAttr("work", b.getI64IntegerAttr(signature->work())),
-             b.getNamedAttr(
-                 "reads", b.getDenseI64ArrayAttr(indices(signature->reads()))),
-             b.getNamedAttr("writes", b.getDenseI64ArrayAttr(
-                                          indices(signature->writes())))})));
+             b.getNamedAttr("reads", indices(signature->reads())),
+             b.getNamedAttr("writes", indices(signature->writes()))})));
   }
   return b.getDictionaryAttr(signatures);
 }
@@ -632,16 +641,11 @@ static std::string str(const flatbuffers::String *s) {
 static DistAttr readDistribution(const fb::Distribution *dist, Builder &b) {
   if (!dist)
     return DistAttr();
-  auto values = [](auto *vector, auto element) {
-    SmallVector<decltype(element)> out;
-    if (vector)
-      out.assign(vector->begin(), vector->end());
-    return out;
-  };
-  return DistAttr::get(b.getContext(), values(dist->global_shape(), int64_t()),
-                       values(dist->mesh(), int64_t()),
-                       values(dist->mesh_ranks(), int64_t()),
-                       values(dist->sbp(), int32_t()));
+  return DistAttr::get(b.getContext(),
+                       elementsOf<int64_t>(dist->global_shape()),
+                       elementsOf<int64_t>(dist->mesh()),
+                       elementsOf<int64_t>(dist->mesh_ranks()),
+                       elementsOf<int32_t>(dist->sbp()));
 }
 
 /// A blob of the file as a dense resource attribute (kept out of line in the
@@ -699,10 +703,7 @@ readCudaExecutable(const fb::Executable *exe, OpBuilder &ob, Location loc,
       if (kernel->launches())
         for (const fb::GpuLaunch *launch : *kernel->launches()) {
           auto array = [&](const flatbuffers::Vector<uint32_t> *v) {
-            SmallVector<int64_t> values;
-            if (v)
-              values.assign(v->begin(), v->end());
-            return b.getDenseI64ArrayAttr(values);
+            return b.getDenseI64ArrayAttr(elementsOf<int64_t>(v));
           };
           launches.push_back(b.getDictionaryAttr(
               {b.getNamedAttr("kernel",
@@ -773,9 +774,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
     return nullptr;
   }
   for (const fb::Program *program : *plan->programs()) {
-    SmallVector<int64_t> ranks;
-    if (program->ranks())
-      ranks.assign(program->ranks()->begin(), program->ranks()->end());
+    SmallVector<int64_t> ranks = elementsOf<int64_t>(program->ranks());
     auto op = ProgramOp::create(
         ob, loc, b.getStringAttr(str(program->entry())),
         b.getDenseI64ArrayAttr(ranks),
@@ -794,11 +793,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
     // The verifier accepts absent vectors as empty ones.
     if (program->buffers())
       for (const fb::Buffer *buffer : *program->buffers()) {
-        SmallVector<int64_t> shape;
-        if (buffer->shape())
-          shape.assign(buffer->shape()->begin(), buffer->shape()->end());
-        auto type =
-            RankedTensorType::get(shape, fromDType(buffer->dtype(), ctx));
+        auto type = tensorType(buffer->dtype(), buffer->shape(), ctx);
         refs.push_back(FlatSymbolRefAttr::get(ctx, str(buffer->name())));
         IntegerAttr offset;
         StringAttr binding;
@@ -854,12 +849,9 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         }
         case fb::StepDetail::LibraryCall: {
           const fb::LibraryCall *c = step->detail_as_LibraryCall();
-          SmallVector<int64_t> params;
-          if (c->params())
-            params.assign(c->params()->begin(), c->params()->end());
-          LibraryCallOp::create(pb, at, b.getStringAttr(str(c->function())),
-                                refsOf(c->buffers()),
-                                b.getDenseI64ArrayAttr(params), stream);
+          LibraryCallOp::create(
+              pb, at, b.getStringAttr(str(c->function())), refsOf(c->buffers()),
+              b.getDenseI64ArrayAttr(elementsOf<int64_t>(c->params())), stream);
           break;
         }
         case fb::StepDetail::Copy: {
@@ -872,9 +864,7 @@ OwningOpRef<ModuleOp> mlir::of::readBinaryPlan(StringRef bytes,
         }
         case fb::StepDetail::Collective: {
           const fb::Collective *c = step->detail_as_Collective();
-          SmallVector<int64_t> group;
-          if (c->group())
-            group.assign(c->group()->begin(), c->group()->end());
+          SmallVector<int64_t> group = elementsOf<int64_t>(c->group());
           auto optionalArray = [&](const flatbuffers::Vector<int64_t> *v) {
             if (!v)
               return DenseI64ArrayAttr();

@@ -123,6 +123,25 @@ bool elementsAligned(const flatbuffers::Vector<int64_t> *vector) {
          reinterpret_cast<uintptr_t>(vector->data()) % 8 == 0;
 }
 
+/// Sets `bytes` to the size of a tensor of `dtype` (valid) and `shape`
+/// (aligned) and returns "", or returns what is wrong, worded to follow the
+/// tensor's name: "has the negative dimension -1 in its shape [2, -1]" or
+/// "of shape [...] overflows 64 bits of bytes".
+std::string shapeBytes(DType dtype, const flatbuffers::Vector<int64_t> *shape,
+                       uint64_t &bytes) {
+  bytes = dtypeSize(dtype);
+  for (uint32_t d = 0; d < count(shape); ++d) {
+    int64_t dim = shape->Get(d);
+    if (dim < 0)
+      return formatMessage("has the negative dimension ", dim, " in its shape ",
+                           formatShape(shape));
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
+      return formatMessage("of shape ", formatShape(shape),
+                           " overflows 64 bits of bytes");
+  }
+  return "";
+}
+
 /// The word for a step's kind in messages, before its detail is checked.
 std::string stepKindWord(const Step &step) {
   switch (step.detail_type()) {
@@ -316,16 +335,11 @@ private:
         if (!elementsAligned(param.shape()))
           return fail(where, ": parameter ", i,
                       " has a misaligned shape vector (corrupt metadata)");
-        uint64_t bytes = dtypeSize(param.dtype());
-        for (uint32_t d = 0; d < count(param.shape()); ++d) {
-          int64_t dim = param.shape()->Get(d);
-          if (dim < 0 ||
-              __builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
-            return fail(where, ": parameter ", i, " has the shape ",
-                        formatShape(param.shape()),
-                        " (a negative dimension, or more bytes than 64 bits "
-                        "count)");
-        }
+        uint64_t bytes;
+        if (std::string problem =
+                shapeBytes(param.dtype(), param.shape(), bytes);
+            !problem.empty())
+          return fail(where, ": parameter ", i, " ", problem);
       }
     }
     return Status::success();
@@ -714,16 +728,10 @@ private:
       if (!elementsAligned(buf.shape()))
         return fail(label_, ": buffer ", name,
                     " has a misaligned shape vector (corrupt metadata)");
-      uint64_t bytes = dtypeSize(buf.dtype());
-      for (uint32_t d = 0; d < count(buf.shape()); ++d) {
-        int64_t dim = buf.shape()->Get(d);
-        if (dim < 0)
-          return fail(label_, ": buffer ", name, " has the negative dimension ",
-                      dim, " in its shape ", formatShape(buf.shape()));
-        if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes))
-          return fail(label_, ": buffer ", name, " of shape ",
-                      formatShape(buf.shape()), " overflows 64 bits of bytes");
-      }
+      uint64_t bytes;
+      if (std::string problem = shapeBytes(buf.dtype(), buf.shape(), bytes);
+          !problem.empty())
+        return fail(label_, ": buffer ", name, " ", problem);
       if (buf.size() != bytes)
         return fail(label_, ": buffer ", name, " is ", buf.size(),
                     " bytes, but ", dtypeName(buf.dtype()), " ",
