@@ -112,13 +112,16 @@ def _sbp_for(layout, name):
     return None
 
 
-def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
+def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
+            recompute=False):
     """The GPT as MLIR text: @<func>(idx, targets, params...) -> loss, or
     with output="logits" @<func>(idx, params...) -> logits [B, T, V] (for
     sampling; its parameters are plain inputs, not of.param). A layout's
     placement is on `device` ("cpu" or "cuda": the plan's kind). The layout
     "auto" writes the placement and no distribution: --of-auto-parallel
-    (the pipeline's auto=true) chooses them."""
+    (the pipeline's auto=true) chooses them. With `recompute`, each block
+    is a checkpointed segment (`of.recompute = l`): the training step
+    computes its activations again in the backward pass (--of-recompute)."""
     auto = layout == "auto"
     layout = {} if auto else (layout or {})
     B, T, C, H, D, V = cfg.batch, cfg.block, cfg.d_model, cfg.heads, cfg.head_dim, cfg.vocab
@@ -145,8 +148,14 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
         args.append(f'{ssa}: {types[ssa]} {{of.name = "{name}"{attrs}}}')
 
     lines = []
+    segment = [None]  # the block being written, when it is recomputed
 
     def op(result, text, shape, et="f32"):
+        if segment[0] is not None:
+            mark = f"of.recompute = {segment[0]} : i64"
+            head, sep, tail = text.partition(" : ")
+            text = (head[:-1] + f", {mark}}}" if head.endswith("}") else head + f" {{{mark}}}") \
+                + sep + tail
         types[result] = plain(shape, et)
         lines.append(f"{result} = " + text.replace("$R", types[result]))
         return result
@@ -168,6 +177,7 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
     lines.append("%neg = of.constant dense<-1.0e9> : tensor<f32>")
     types["%scale"] = types["%neg"] = "tensor<f32>"
     for l in range(cfg.layers):
+        segment[0] = l if recompute else None
         p = f"%h_{l}_"
         n1 = layer_norm(f"%n1_{l}", h, f"h_{l}_ln_1", (B, T, C))
         n1r = op(f"%n1r_{l}", f"of.reshape {n1} : ({t(n1)}) -> $R", (B, 1, T, C))
@@ -200,6 +210,7 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu"):
         f5 = op(f"%f5_{l}", f"of.add {f4}, {p}mlp_c_proj_bias : "
                 f"({t(f4, p + 'mlp_c_proj_bias')}) -> $R", (B, T, C))
         h = op(f"%h{l + 1}", f"of.add {r1}, {f5} : ({t(r1, f5)}) -> $R", (B, T, C))
+    segment[0] = None
     hf = layer_norm("%hf", h, "ln_f", (B, T, C))
     logits = op("%logits", f"of.matmul {hf}, %lm_head_weight : "
                 f"({t(hf, '%lm_head_weight')}) -> $R", (B, T, V))
@@ -231,12 +242,15 @@ def main():
     parser.add_argument("--output", choices=["loss", "logits"], default="loss")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="the placement's device (the plan's: --of-pipeline=cpu|cuda)")
+    parser.add_argument("--recompute", action="store_true",
+                        help="recompute each block's activations in the backward pass")
     for field in dataclasses.fields(Config):
         parser.add_argument("--" + field.name.replace("_", "-"), type=int, default=field.default)
     options = parser.parse_args()
     cfg = Config(**{f.name: getattr(options, f.name) for f in dataclasses.fields(Config)})
     mesh, layout = LAYOUTS[options.layout]
-    print(program(cfg, mesh, layout, output=options.output, device=options.device), end="")
+    print(program(cfg, mesh, layout, output=options.output, device=options.device,
+                  recompute=options.recompute), end="")
 
 
 if __name__ == "__main__":

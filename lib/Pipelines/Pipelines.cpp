@@ -174,6 +174,9 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       pm.addPass(createInlinerPass());
     }
     pm.addPass(createCanonicalizerPass());
+    // Checkpointed segments' activations, computed again in the backward
+    // pass (before the stages are scheduled: the copies are backward work).
+    pm.addPass(createRecomputePass());
     // Pipelines: the order of the micro-batches' forward and backward work.
     ScheduleStagesPassOptions stages;
     stages.schedule = options.schedule;

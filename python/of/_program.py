@@ -87,6 +87,8 @@ class Program:
         self.auto_parallel = False
         self.bindings = {}   # id(module state) -> (its state_dict name, trained)
         self.weight_decays = {}  # id(parameter) -> its group's weight decay, if groups differ
+        self.recompute = None  # the checkpointed segment being traced (of.utils.checkpoint)
+        self.segments = 0      # segments numbered so far
         self._types = {}     # ssa -> type text
 
     def fresh(self, prefix="v"):
@@ -236,8 +238,11 @@ def _write_op(program, spec, operands, loc):
         lhs = f"{base}:{len(names)}"
         refs = [f"{base}#{i}" for i in range(len(names))]
     text = spec.fmt.format(*operands)
-    if spec.attrs:
-        text += " {" + spec.attrs + "}"
+    attrs = spec.attrs
+    if program.recompute is not None:
+        attrs = (attrs + ", " if attrs else "") + f"of.recompute = {program.recompute} : i64"
+    if attrs:
+        text += " {" + attrs + "}"
     out_types = [_type(s, d) for s, d in spec.outs]
     if spec.sig == "cast":
         text += f" : {program._types[operands[0]]} to {out_types[0]}"

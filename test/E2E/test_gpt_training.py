@@ -203,3 +203,48 @@ def test_gpt_training_matches_jax(layout, options, rng, tmp_path):
                               f"the initial loss > {tol:.2e}")
     for name, error in weight_errors.items():
         assert error <= weight_tol, f"trained {name}: relative error {error:.3e} > {weight_tol:.2e}"
+
+
+@pytest.mark.parametrize("layout", ["1-rank", "megatron-2"])
+def test_gpt_with_recomputed_blocks(layout, rng, tmp_path):
+    """Each block a checkpointed segment (--recompute, --of-recompute): the
+    training step's losses and weights are those of the step that keeps
+    the activations (the same ops on the same values, up to the fusion of
+    the copies), and its plan's arena is smaller. SGD with momentum, not
+    AdamW, whose update of a weight with a near-zero gradient is the sign
+    of the rounding."""
+    mesh, args = gpt.LAYOUTS[layout]
+    nproc = math.prod(mesh)
+    if nproc > 1 and shutil.which("mpirun") is None:
+        pytest.skip("mpirun (Open MPI) is not installed")
+    cfg = gpt.Config()
+    params = gpt.init_params(cfg, rng)
+    idx, targets = token_batches(cfg, rng)
+    np.save(tmp_path / "idx.npy", idx)
+    np.save(tmp_path / "targets.npy", targets)
+    for name, value in params.items():
+        np.save(tmp_path / f"{name}.npy", value)
+    runs = {}
+    for recompute in (False, True):
+        d = tmp_path / ("recompute" if recompute else "plain")
+        d.mkdir()
+        plan = compile_program(gpt.program(cfg, mesh, args, recompute=recompute), d,
+                               pipeline="cpu,train=sgd,momentum=0.9")
+        arena = max(int(v) for v in re.findall(
+            r"arena_size = (\d+)", (d / "prog.lowered.mlir").read_text()))
+        cmd = [tool("of-run")] + (["-n", str(nproc)] if nproc > 1 else []) + [
+            str(plan), "--entry", "gpt_train_step", "--steps", "8", "--set", "lr=0.05",
+            "--output-dir", str(d / "out"),
+            "--batch", f"idx={tmp_path / 'idx.npy'}",
+            "--batch", f"targets={tmp_path / 'targets.npy'}"]
+        for name in params:
+            cmd += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
+        stdout = _run(cmd, timeout=600).decode()
+        losses = [float(v) for v in re.findall(r"^step \d+/\d+  loss (\S+)", stdout, re.M)]
+        runs[recompute] = (arena, losses, np.load(d / "out" / "h.1.mlp.c_fc.weight.npy"))
+    (plain_arena, plain, plain_w), (arena, losses, w) = runs[False], runs[True]
+    print(f"{layout}: arena {plain_arena} -> {arena} bytes with recomputation")
+    assert len(losses) == 8
+    np.testing.assert_allclose(losses, plain, rtol=1e-6)
+    np.testing.assert_allclose(w, plain_w, rtol=1e-5, atol=1e-7)
+    assert arena < plain_arena

@@ -79,6 +79,8 @@ struct ConvertOFToLinalgPass
     populateCallOpTypeConversionPattern(patterns, converter);
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    // Recomputed copies stay apart from their originals (CSE).
+    markRecomputed(module);
 
     // Placements stay for the plan builder (collective groups, the
     // distributions of inputs and outputs), which removes them. The

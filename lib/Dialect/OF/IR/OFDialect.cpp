@@ -170,6 +170,37 @@ bool mlir::of::areCompatibleIgnoringSbp(TypeRange lhs, TypeRange rhs) {
 }
 
 //===----------------------------------------------------------------------===//
+// Recomputed copies
+//===----------------------------------------------------------------------===//
+
+Location mlir::of::recomputedLoc(Location loc, IntegerAttr segment) {
+  MLIRContext *ctx = loc->getContext();
+  NamedAttribute tag(OFDialect::RecomputeAttrHelper::getNameStr(), segment);
+  return FusedLoc::get(ctx, {loc}, DictionaryAttr::get(ctx, {tag}));
+}
+
+void mlir::of::markRecomputed(Operation *root) {
+  StringRef name = OFDialect::RecomputeAttrHelper::getNameStr();
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op->hasTrait<OpTrait::ConstantLike>()) // nothing is computed
+      return WalkResult::advance();
+    Attribute segment = op->getAttr(name);
+    op->getLoc()->walk([&](Location loc) {
+      auto fused = dyn_cast<FusedLoc>(loc);
+      auto tag = fused ? dyn_cast_or_null<DictionaryAttr>(fused.getMetadata())
+                       : DictionaryAttr();
+      if (!segment && tag)
+        segment = tag.get(name);
+      return segment ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (!segment)
+      return WalkResult::advance();
+    op->setAttr(name, segment);
+    return WalkResult::skip(); // its body is part of it
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // Placement symbol checks
 //===----------------------------------------------------------------------===//
 

@@ -94,11 +94,15 @@ public:
       if (failed(differentiate(*op, b)))
         return failure();
     // In a pipeline, --of-schedule-stages moves forward work ahead of what
-    // the backward pass added here.
+    // the backward pass added here (marked `of.backward`).
     FailureOr<FuncPlacements> placements = collectPlacements(grad);
     if (failed(placements))
       return failure();
-    if (placements->list.size() > 1) {
+    // So does --of-recompute, to find where a segment's values are read.
+    bool recomputes = llvm::any_of(forward, [](Operation *op) {
+      return op->hasAttr(OFDialect::RecomputeAttrHelper::getNameStr());
+    });
+    if (placements->list.size() > 1 || recomputes) {
       llvm::SmallPtrSet<Operation *, 32> primal(forward.begin(), forward.end());
       // Constants are not marked: canonicalization merges equal ones and
       // hoists them, and a marked one would hold back forward users.

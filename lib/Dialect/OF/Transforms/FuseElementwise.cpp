@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OF/Dialect/OF/IR/OFDialect.h"
 #include "OF/Dialect/OF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -156,6 +157,8 @@ struct FuseElementwisePass
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, shouldFuse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+    // A fused recomputed copy stays apart from its fused original (CSE).
+    of::markRecomputed(getOperation());
   }
 };
 

@@ -74,6 +74,10 @@ def OF_Dialect : Dialect {
     "::mlir::ArrayAttr":$result_sbp,
     // Ops of the backward pass (--of-autodiff until --of-schedule-stages).
     "::mlir::UnitAttr":$backward,
+    // Forward ops of a recomputed segment (the frontend's checkpoint): the
+    // segment's number. --of-recompute computes the values the backward
+    // pass reads again there, and marks those copies.
+    "::mlir::IntegerAttr":$recompute,
     // Ops that take micro-batch i of a stacked data argument
     // (--of-training-step with accumulate > 1 over several placements,
     // until --of-schedule-stages).

@@ -32,6 +32,17 @@ Type stripSbp(Type type);
 /// Whether two type lists are equal once #of.sbp encodings are dropped.
 bool areCompatibleIgnoringSbp(TypeRange lhs, TypeRange rhs);
 
+/// `loc` tagged as the location of a copy that --of-recompute made of an op
+/// of checkpointed segment `segment`. Lowerings create their ops at the
+/// location of the op they lower, so the tag outlives the op.
+Location recomputedLoc(Location loc, IntegerAttr segment);
+
+/// Marks every op under `root` whose location carries recomputedLoc's tag
+/// with `of.recompute = segment`, so that CSE, which ignores locations, does
+/// not merge a recomputed copy back into its original once both are
+/// lowered (OFToLinalg and FuseElementwise call it).
+void markRecomputed(Operation *root);
+
 /// Registers the of dialect and its extensions of upstream dialects (the SBP
 /// symbol checks on func.func signatures).
 void registerOFDialect(DialectRegistry &registry);

@@ -481,6 +481,48 @@ def ScheduleStagesPass : Pass<"of-schedule-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+def RecomputePass : Pass<"of-recompute", "::mlir::ModuleOp"> {
+  let summary = "Activation recomputation: compute a checkpointed segment's activations again in the backward pass";
+  let description = [{
+    In a differentiated function, the forward ops of a segment marked
+    `of.recompute = N` (the frontend's `of.utils.checkpoint.checkpoint`,
+    PyTorch's `torch.utils.checkpoint`) whose values backward ops
+    (`of.backward`, which `--of-autodiff` sets when a segment is marked)
+    read are copied, with the segment's ops they depend on, just before
+    the first backward op that reads one, and the backward ops read the
+    copies. The segment's activations then die with the forward pass and
+    only its inputs (and the values of ops with side effects, which are not
+    copied) stay live until its backward pass: the plan's arena, packed by
+    liveness, holds one segment's activations at a time in the backward
+    pass instead of all of them, for the cost of running each segment's
+    forward twice. A segment's copies are found per connected piece, so a
+    segment repeated per micro-batch is recomputed per micro-batch. Random
+    ops take their seed as an operand, so a copy draws what the original
+    drew.
+
+    The copies keep `of.recompute` and get `of.backward`; the originals
+    lose the mark. The copies' locations carry the segment too (a fused
+    location whose metadata is `{of.recompute = N}`), and the lowerings
+    (--convert-of-to-linalg, --of-fuse-elementwise) mark the ops made at
+    such a location, so that CSE, which compares attributes and ignores
+    locations, never merges a copy back into its original.
+
+    ```mlir
+    // before
+    %h = of.tanh %x {of.recompute = 0 : i64} : ...
+    %y = of.mul %h, %h {of.recompute = 0 : i64} : ...
+    ...
+    %g = of.mul %d, %h {of.backward} : ...
+    // after
+    %h = of.tanh %x : ...
+    %y = of.mul %h, %h : ...
+    ...
+    %h2 = of.tanh %x {of.backward, of.recompute = 0 : i64} : ...
+    %g = of.mul %d, %h2 {of.backward} : ...
+    ```
+  }];
+}
+
 def TestSbpSignaturesPass : Pass<"of-test-sbp-signatures", "::mlir::ModuleOp"> {
   let summary = "Emit a remark per op listing its SBP signatures (for tests and docs)";
 }
