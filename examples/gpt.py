@@ -60,6 +60,15 @@ LAYOUTS = {
     # 2-D: data parallel over mesh axis 0, Megatron over axis 1
     "2d-2x2": ([2, 2], {"idx": ["S(0)", "B"], "targets": ["S(0)", "B"],
                         **{k: ["B"] + v for k, v in _MEGATRON.items()}}),
+    # 3-D: two pipeline stages (mesh axis 0; the first half of the blocks
+    # on ranks 0-3, the second on ranks 4-7), each a 2x2 mesh of data
+    # parallel by Megatron (vocabulary-parallel embedding and head).
+    # Compile with accumulate=K (micro-batches, stacked on a new leading
+    # axis of idx and targets) and schedule=1f1b.
+    "3d-2x2x2": ([2, 2, 2], {"@stages": True, "idx": ["S(0)", "B"],
+                             "targets": ["S(0)", "B"], "wte": ["B", "S(0)"],
+                             "lm_head.weight": ["B", "S(1)"],
+                             **{k: ["B"] + v for k, v in _MEGATRON.items()}}),
     # only the placement: compile with auto=true (--of-auto-parallel)
     "auto-2": ([2], "auto"),
     "auto-4": ([4], "auto"),
@@ -126,12 +135,30 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
     layout = {} if auto else (layout or {})
     B, T, C, H, D, V = cfg.batch, cfg.block, cfg.d_model, cfg.heads, cfg.head_dim, cfg.vocab
     types = {}
+    # Pipeline stages: mesh[0] placements @p0, @p1, ... of mesh[1:] each,
+    # on consecutive ranks; block l on stage l * stages // layers.
+    stages = mesh[0] if layout.get("@stages") else 1
+    if stages > 1:
+        mesh = list(mesh[1:])
+        if cfg.layers < stages:
+            raise ValueError(f"{cfg.layers} blocks cannot fill {stages} pipeline stages")
+    per_stage = math.prod(mesh)
+    places = [f"p{k}" for k in range(stages)] if stages > 1 else ["p"]
+    stage_of_layer = [l * stages // cfg.layers for l in range(cfg.layers)]
 
-    def ty(shape, et="f32", sbp=None):
-        t = "tensor<" + "".join(f"{d}x" for d in shape) + et
+    def stage_of(name):
+        if name.startswith("h."):
+            return stage_of_layer[int(name.split(".")[1])]
+        return 0 if name in ("idx", "wte", "wpe") else stages - 1
+
+    def sbp_type(shape, sbp, stage, et="f32"):
+        return (plain(shape, et)[:-1]
+                + f", #of.sbp<@{places[stage]}, [{', '.join(sbp or ['B'] * len(mesh))}]>>")
+
+    def ty(shape, et="f32", sbp=None, stage=0):
         if mesh and not auto:
-            t += f", #of.sbp<@p, [{', '.join(sbp or ['B'] * len(mesh))}]>"
-        return t + ">"
+            return sbp_type(shape, sbp, stage, et)
+        return plain(shape, et)
 
     def plain(shape, et="f32"):
         return "tensor<" + "".join(f"{d}x" for d in shape) + et + ">"
@@ -144,7 +171,7 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
     for name, et, shape, attrs in (
             data + [(n, "f32", s, param) for n, s in param_shapes(cfg).items()]):
         ssa = "%" + name.replace(".", "_")
-        types[ssa] = ty(shape, et, _sbp_for(layout, name))
+        types[ssa] = ty(shape, et, _sbp_for(layout, name), stage_of(name))
         args.append(f'{ssa}: {types[ssa]} {{of.name = "{name}"{attrs}}}')
 
     lines = []
@@ -171,13 +198,24 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
     h = op("%h0", f"of.add {tok}, %wpe : ({t(tok, '%wpe')}) -> $R", (B, T, C))
     mask = ", ".join("[" + ", ".join("true" if j <= i else "false" for j in range(T)) + "]"
                      for i in range(T))
-    lines.append(f"%causal = of.constant dense<[{mask}]> : {plain((T, T), 'i1')}")
-    types["%causal"] = plain((T, T), "i1")
-    lines.append(f"%scale = of.constant dense<{1 / math.sqrt(D):.9e}> : tensor<f32>")
-    lines.append("%neg = of.constant dense<-1.0e9> : tensor<f32>")
-    types["%scale"] = types["%neg"] = "tensor<f32>"
+    for k in range(stages):  # each stage's own constants
+        sfx = f"_s{k}" if stages > 1 else ""
+        lines.append(f"%causal{sfx} = of.constant dense<[{mask}]> : {plain((T, T), 'i1')}")
+        types[f"%causal{sfx}"] = plain((T, T), "i1")
+        lines.append(f"%scale{sfx} = of.constant dense<{1 / math.sqrt(D):.9e}> : tensor<f32>")
+        lines.append(f"%neg{sfx} = of.constant dense<-1.0e9> : tensor<f32>")
+        types[f"%scale{sfx}"] = types[f"%neg{sfx}"] = "tensor<f32>"
     for l in range(cfg.layers):
         segment[0] = l if recompute else None
+        sfx = f"_s{stage_of_layer[l]}" if stages > 1 else ""
+        if l and stage_of_layer[l] != stage_of_layer[l - 1]:
+            # the stage boundary: the residual stream moves on, rows split
+            # over the data-parallel axis as the batch is
+            moved = sbp_type((B, T, C), ["S(0)"] + ["B"] * (len(mesh) - 1),
+                             stage_of_layer[l])
+            lines.append(f"%x{l} = of.boxing {h} : {types[h]} -> {moved}")
+            types[f"%x{l}"] = moved
+            h = f"%x{l}"
         p = f"%h_{l}_"
         n1 = layer_norm(f"%n1_{l}", h, f"h_{l}_ln_1", (B, T, C))
         n1r = op(f"%n1r_{l}", f"of.reshape {n1} : ({t(n1)}) -> $R", (B, 1, T, C))
@@ -186,9 +224,10 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
                    for w in "qkv")
         s = op(f"%s_{l}", f"of.matmul {q}, {k} {{transpose_b = true}} : ({t(q, k)}) -> $R",
                (B, H, T, T))
-        ss = op(f"%ss_{l}", f"of.mul {s}, %scale : ({t(s, '%scale')}) -> $R", (B, H, T, T))
-        sm = op(f"%sm_{l}", f"of.select %causal, {ss}, %neg : ({t('%causal', ss, '%neg')}) -> $R",
+        ss = op(f"%ss_{l}", f"of.mul {s}, %scale{sfx} : ({t(s, '%scale' + sfx)}) -> $R",
                 (B, H, T, T))
+        sm = op(f"%sm_{l}", f"of.select %causal{sfx}, {ss}, %neg{sfx} : "
+                f"({t('%causal' + sfx, ss, '%neg' + sfx)}) -> $R", (B, H, T, T))
         a = op(f"%a_{l}", f"of.softmax {sm} {{axis = -1}} : ({t(sm)}) -> $R", (B, H, T, T))
         o = op(f"%o_{l}", f"of.matmul {a}, {v} : ({t(a, v)}) -> $R", (B, H, T, D))
         po = op(f"%po_{l}", f"of.matmul {o}, {p}attn_c_proj_weight : "
@@ -225,12 +264,17 @@ def program(cfg, mesh=(), layout=None, func="gpt", output="loss", device="cpu",
         result, result_shape = logits, (B, T, V)
     result_type = plain(result_shape)
     if mesh:
-        result_type = (plain(result_shape)[:-1]
-                       + f", #of.sbp<@p, [{', '.join(['B'] * len(mesh))}]>>")
+        result_type = sbp_type(result_shape, None, stages - 1)
         lines.append(f"%result = of.boxing {result} : {types[result]} -> {result_type}")
         result = "%result"
-    header = (f'of.placement @p {{device = "{device}", shape = [{", ".join(map(str, mesh))}]}}\n'
-              if mesh else "")
+    shape = ", ".join(map(str, mesh))
+    if stages > 1:
+        header = "".join(
+            f'of.placement @{places[k]} {{device = "{device}", shape = [{shape}], ranks = '
+            f'[{", ".join(str(r) for r in range(k * per_stage, (k + 1) * per_stage))}]}}\n'
+            for k in range(stages))
+    else:
+        header = f'of.placement @p {{device = "{device}", shape = [{shape}]}}\n' if mesh else ""
     body = "\n  ".join(lines)
     return (f"{header}func.func @{func}({', '.join(args)}) -> "
             f"({result_type} {{of.name = \"{output}\"}}) {{\n  {body}\n  return {result} : {result_type}\n}}\n")

@@ -43,6 +43,7 @@ JAX loop in float32 as well, and allows FLOAT32_FACTOR times that run's
 distance from float64, capped well below a real error's 1e-2.
 """
 
+import dataclasses
 import math
 import re
 import shutil
@@ -115,8 +116,11 @@ def token_batches(cfg, rng):
 
 
 CASES = [(layout, ",auto=true" if args == "auto" else "")
-         for layout, (_, args) in gpt.LAYOUTS.items()] + [
+         for layout, (_, args) in gpt.LAYOUTS.items() if "@stages" not in args] + [
     ("data-2", ",zero=true"), ("2d-2x2", ",zero=true"),
+    # 3-D: 2 stages x 2 data x 2 Megatron on 8 ranks, two micro-batches of
+    # half the batch under 1F1B, ZeRO over the data axis
+    ("3d-2x2x2", ",accumulate=2,schedule=1f1b,zero=true"),
     ("1-rank", ",amp=bf16"), ("megatron-2", ",amp=bf16"),
     ("1-rank", ",amp=f16,loss-scale-log2=12")]
 # bf16 products against the float64 reference: per step, the difference
@@ -138,15 +142,21 @@ def test_gpt_training_matches_jax(layout, options, rng, tmp_path):
     if nproc > 1 and shutil.which("mpirun") is None:
         pytest.skip("mpirun (Open MPI) is not installed")
     cfg = gpt.Config()
-    plan = compile_program(gpt.program(cfg, mesh, args), tmp_path, pipeline=PIPELINE + options)
+    # K micro-batches: the program takes B / K sequences, the step K of
+    # them stacked on a new leading axis (the reference: all B at once)
+    micro = int(re.search(r"accumulate=(\d+)", options).group(1)) if "accumulate" in options else 1
+    plan = compile_program(
+        gpt.program(dataclasses.replace(cfg, batch=cfg.batch // micro), mesh, args),
+        tmp_path, pipeline=PIPELINE + options)
     params = gpt.init_params(cfg, rng)
     idx, targets = token_batches(cfg, rng)
 
     cmd = [tool("of-run")] + (["-n", str(nproc)] if nproc > 1 else []) + [
         str(plan), "--entry", "gpt_train_step", "--steps", str(STEPS), "--set", f"lr={LR}",
         "--output-dir", str(tmp_path / "out")]
-    np.save(tmp_path / "idx.npy", idx)
-    np.save(tmp_path / "targets.npy", targets)
+    stack = lambda a: a.reshape(a.shape[0], micro, a.shape[1] // micro, *a.shape[2:])  # noqa: E731
+    np.save(tmp_path / "idx.npy", stack(idx) if micro > 1 else idx)
+    np.save(tmp_path / "targets.npy", stack(targets) if micro > 1 else targets)
     cmd += ["--batch", f"idx={tmp_path / 'idx.npy'}", "--batch",
             f"targets={tmp_path / 'targets.npy'}"]
     for name, value in params.items():

@@ -466,11 +466,14 @@ struct TrainingStepPass
     auto stateArg = [&](unsigned kindIndex, unsigned paramIndex) {
       return stateArgAt(kindIndex * params.size() + paramIndex);
     };
+    // Where each gradient lives: its parameter's placement (a sum of
+    // micro-batches' gradients has a type without one until propagation).
+    auto paramOf = [&](unsigned k) { return body->getArgument(params[k]); };
     // Scaled gradients back to their true size.
     if (scale) {
       Value inverse = u.div(u.scalarLike(lr, 1.0), scale);
-      for (Value &g : grads)
-        g = u.mul(g, u.castLike(here(inverse, g), g));
+      for (auto [k, g] : llvm::enumerate(grads))
+        g = u.mul(g, u.castLike(here(inverse, paramOf(k)), g));
     }
 
     // The sum of the squares of every gradient: for clipping, and with loss
@@ -478,8 +481,8 @@ struct TrainingStepPass
     // NaN, and a non-finite element makes the sum non-finite).
     Value total, finite;
     if (maxGradNorm > 0.0 || lossScaling)
-      for (Value g : grads) {
-        Value sq = toHome(u.castLike(u.sumOfSquares(g), lr), g);
+      for (auto [k, g] : llvm::enumerate(grads)) {
+        Value sq = toHome(u.castLike(u.sumOfSquares(g), lr), paramOf(k));
         total = total ? u.add(total, sq) : sq;
       }
     if (lossScaling)
@@ -495,8 +498,8 @@ struct TrainingStepPass
           MinimumOp::create(b, loc, u.scalarLike(norm, 1.0),
                             u.div(u.scalarLike(norm, maxGradNorm),
                                   u.add(norm, u.scalarLike(norm, 1e-6))));
-      for (Value &g : grads)
-        g = u.mul(g, u.castLike(here(factor, g), g));
+      for (auto [k, g] : llvm::enumerate(grads))
+        g = u.mul(g, u.castLike(here(factor, paramOf(k)), g));
     }
 
     SmallVector<Value> results = {loss};

@@ -8,6 +8,16 @@
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=4,schedule=1f1b,stop-after=partition | FileCheck %s --check-prefix=ONEF
 // RUN: of-opt %s --of-pipeline=cpu,train=sgd,accumulate=4,schedule=1f1b,stop-after=partition | FileCheck %s --check-prefix=COMP
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd accumulate=2" | FileCheck %s --check-prefix=MARK
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw max-grad-norm=1.0 accumulate=2" | FileCheck %s --check-prefix=ACCUM
+
+// Micro-batches' gradients summed (a sum's type has no placement yet):
+// @s0's squared norm still moves to @s1, where the scalars are.
+// ACCUM-LABEL: func.func @two_stages_train_step(
+// ACCUM: call @two_stages_grad(
+// ACCUM: call @two_stages_grad(
+// ACCUM: %[[SQ:.*]] = of.reduce_sum {{.*}} : (tensor<8x8xf32>) -> tensor<f32>
+// ACCUM-NEXT: of.boxing %[[SQ]] : tensor<f32> -> tensor<f32, #of.sbp<@s1, [B]>>
+// ACCUM: of.sqrt
 
 of.placement @s0 {device = "cpu", shape = [1], ranks = [0]}
 of.placement @s1 {device = "cpu", shape = [1], ranks = [1]}
