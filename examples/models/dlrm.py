@@ -14,16 +14,15 @@ its own rows (zeros for the others) and pools them, a partial sum (P) of
 each bag, as OneFlow's and TorchRec's row-wise sharding do; the compiler
 reduces the partial sums where the interaction needs them.
 
-What of lacks for the sparse update: the tables' gradient is dense. The
-compiled step's embedding_grad takes the whole batch's ids and pooled
-gradients (B) and gives the whole table's gradient on every rank (B), which
-is then sliced to the rank's rows (S(0)): a rank materialises a dense
-gradient as large as the whole table, and SGD updates every row of its
-part. Touched rows only would need an embedding_grad signature whose
-result is S(0) (each rank scattering only the ids in its rows, the
-lookup's own rule) and a sparse gradient (ids and rows) with an indexed
-update (index_add_ / a sparse SGD step); `nn.EmbeddingBag(sparse=True)`
-raises NotImplementedError in of.
+What of lacks for the sparse update: the tables' gradient is dense over a
+rank's rows. The compiled step's embedding_grad takes the whole batch's
+ids and pooled gradients (B) and gives each rank the gradient of its own
+rows (S(0): the ids shifted by the rank's first row, the others dropped,
+the lookup's own rule), so no rank holds a gradient of the whole table;
+but that gradient is dense over the rank's rows and SGD updates every row
+of its part. Touched rows only would need a sparse gradient (ids and rows)
+with an indexed update (index_add_ / a sparse SGD step);
+`nn.EmbeddingBag(sparse=True)` raises NotImplementedError in of.
 
 Beside dlrm_s_pytorch.py: the ids of all tables come as one [tables, N]
 tensor and the offsets as one [tables, batch] tensor (each table the same

@@ -18,9 +18,10 @@ compiler reduces the pooled partial sums for the interaction. --dump-dir
 keeps the compiled step's IR after each pass and its plan.
 
 --table-budget-mb is the memory one rank may give one table: the script
-stops before training when a rank's part of a table is larger. The
-tables' gradient is dense (of has no sparse gradient yet: see dlrm.py),
-so each step's update touches every row of a rank's part.
+stops before training when a rank's part of a table is larger. A rank's
+gradient of a table is that of its own rows (the ids outside them are
+dropped), dense over those rows (of has no sparse gradient yet: see
+dlrm.py), so each step's update touches every row of a rank's part.
 
 Each batch (NumPy's generator seeded (seed, step), the same on every rank)
 has --pooling x batch ids per table, cut into bags of random sizes (empty

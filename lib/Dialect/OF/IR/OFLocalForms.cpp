@@ -310,6 +310,20 @@ LogicalResult EmbeddingOp::localize(LocalizeContext &context) {
   return success();
 }
 
+LogicalResult EmbeddingGradOp::localize(LocalizeContext &context) {
+  // Rows split: the indices shifted by this rank's first row; the op
+  // drops those outside [0, local rows), which other ranks own.
+  if (!context.isSplitOn(getResult(), 0))
+    return success();
+  OpBuilder b(*this);
+  Value ids = getIndices();
+  auto idsType = cast<RankedTensorType>(ids.getType());
+  Value offset = context.shardOffset(b, getLoc(), context.globalType(getResult()),
+                                     0, idsType.getElementType());
+  getIndicesMutable().assign(SubOp::create(b, getLoc(), idsType, ids, offset));
+  return success();
+}
+
 LogicalResult CrossEntropyOp::localize(LocalizeContext &context) {
   RankedTensorType logits = context.globalType(getLogits());
   int64_t last = logits.getRank() - 1;

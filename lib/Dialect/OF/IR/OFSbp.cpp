@@ -461,6 +461,9 @@ void EmbeddingGradOp::getSbpSignatures(Sigs &sigs) {
   for (int64_t d = 0; d < ri; ++d)
     add(sigs, {S(d), S(d)}, {kP});
   add(sigs, {kB, S(ri)}, {S(1)}); // the embedding dimension
+  // Vocabulary parallel (the lookup's rule): each rank scatters the
+  // positions whose indices fall in its rows.
+  add(sigs, {kB, kB}, {S(0)});
   add(sigs, {kB, kB}, {kB});
 }
 

@@ -177,6 +177,20 @@ func.func @vocab_parallel(%ids: tensor<3xi64, #of.sbp<@p, [B]>>, %w: tensor<10x4
   return %e : tensor<3x4xf32, #of.sbp<@p, [P]>>
 }
 
+// The gradient of a vocabulary-parallel table, rows split: each rank shifts
+// the indices by its first row and scatters only into its own rows (the op
+// drops indices outside them), so no rank holds the whole table's gradient.
+// CHECK-LABEL: func.func @vocab_parallel_grad(
+// CHECK: %[[T:.*]] = of.constant dense<[0, 5]> : tensor<2xi64>
+// CHECK: %[[O:.*]] = of.shard_slice %[[T]]
+// CHECK: %[[OFF:.*]] = of.reshape %[[O]] : (tensor<1xi64>) -> tensor<i64>
+// CHECK: %[[SH:.*]] = of.sub %arg0, %[[OFF]]
+// CHECK: of.embedding_grad %[[SH]], %arg1 : (tensor<3xi64>, tensor<3x4xf32>) -> tensor<5x4xf32>
+func.func @vocab_parallel_grad(%ids: tensor<3xi64, #of.sbp<@p, [B]>>, %dy: tensor<3x4xf32, #of.sbp<@p, [B]>>) -> tensor<10x4xf32, #of.sbp<@p, [S(0)]>> {
+  %g = of.embedding_grad %ids, %dy : (tensor<3xi64, #of.sbp<@p, [B]>>, tensor<3x4xf32, #of.sbp<@p, [B]>>) -> tensor<10x4xf32, #of.sbp<@p, [S(0)]>>
+  return %g : tensor<10x4xf32, #of.sbp<@p, [S(0)]>>
+}
+
 // Dropout on a shard hashes the global index: its offsets and the global
 // shape go with it.
 // CHECK-LABEL: func.func @dropout_rows(

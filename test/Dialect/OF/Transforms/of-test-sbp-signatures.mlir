@@ -31,7 +31,7 @@ func.func @ops(%a: tensor<4x8xf32>, %row: tensor<8xf32>, %w: tensor<8x16xf32>,
   %10 = of.layer_norm %a weight %row bias %row : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0), B -> S(0)] [B, S(1) -> S(1)] [B, B -> B] [B, S(0) -> P]}}
   %11 = of.embedding %ids, %table : (tensor<4xi64>, tensor<10x8xf32>) -> tensor<4x8xf32>
-  // expected-remark@+1 {{sbp signatures: [S(0), S(0) -> P] [B, S(1) -> S(1)] [B, B -> B]}}
+  // expected-remark@+1 {{sbp signatures: [S(0), S(0) -> P] [B, S(1) -> S(1)] [B, B -> S(0)] [B, B -> B]}}
   %eg = of.embedding_grad %ids, %11 : (tensor<4xi64>, tensor<4x8xf32>) -> tensor<10x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [S(1) -> S(1)] [B -> B] [P(max) -> P(max)]}}
   %erf = of.erf %a : (tensor<4x8xf32>) -> tensor<4x8xf32>

@@ -433,7 +433,7 @@ def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
 }
 
 def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["localize"]>]> {
   let summary = "Gradient of `of.embedding` with respect to its table";
   let description = [{
     Sums the rows of `grad` into the rows of a `[vocab, dim]` table that
@@ -443,7 +443,10 @@ def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
     is the vocabulary size. An index outside `[0, vocab)` contributes
     nothing: the forward `of.embedding` of the same indices has already
     rejected it, and a rank that holds a slice of the vocabulary uses this
-    to keep only the rows it owns.
+    to keep only the rows it owns: with the result split by rows (`S(0)`,
+    the gradient of a vocabulary-parallel table) each rank shifts the
+    indices by its first row and scatters into its rows alone, so no rank
+    holds a gradient of the whole table.
 
     ```mlir
     %dw = of.embedding_grad %ids, %dy : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
