@@ -38,6 +38,18 @@ and the reference goes on from the flipped step (so later steps are not
 charged for it). A wrong gradient is not explained by moving a few elements
 that lie within 1e-5 of their kinks: that changes no value by more than
 1e-5 and reroutes the gradient of those elements only.
+
+The peer. Some steps are off in float32 with no flip the search finds
+(ResNet-50 at OF_TEST_SEED=3950325419453167792: one channel of
+layer3.0.bn1's gradient 2% off, its float64 ReLU inputs all 1.5e-2 of a
+std or more from 0; of in float64 agrees within 1e-8). Where a step is
+still off after the flips, PyTorch's own float32 step from the same
+weights and optimizer state (the reference's, in float32) is taken too: a
+tensor passes if it is within PEER_FACTOR times that step's error of
+float64 (PyTorch's float32 was 2.85e-3 off there, as far as of), the
+report names the tensors so calibrated, and the reference goes on with
+the float32 step's optimizer state. A wrong gradient still fails: the peer
+is then within `tol`.
 """
 
 import copy
@@ -70,6 +82,9 @@ class StepReport:
     reference_loss: float
     errors: dict  # parameter name -> relative update error
     flips: list
+    # parameter name -> PyTorch float32's error from the same state, for the
+    # tensors off by more than tol after the flips (see "The peer")
+    peer: dict = dataclasses.field(default_factory=dict)
 
     @property
     def worst(self):
@@ -201,6 +216,9 @@ def _ulp(values):
 # nothing to be relative to: its errors are measured against this fraction
 # of the model's largest update instead.
 ZERO_UPDATE_SCALE = 1e-3
+# A tensor as far off as PyTorch's own float32 step from the same state
+# (times this) is float32's conditioning, not the compiler's error.
+PEER_FACTOR = 2.0
 
 
 class _Layout:
@@ -342,6 +360,32 @@ class _TorchSubject:
         return _numpy(self.model.named_buffers())
 
 
+def _float32_step(state, batch, optimizer, loss, layout):
+    """PyTorch's float32 step from the float64 `state` (model, optimizer
+    state): its optimizer state (in float64) and its parameters' update."""
+    model = copy.deepcopy(state[0]).float()
+    before = layout.flat(_numpy(model.named_parameters()))
+    opt = _torch_optimizer(model.parameters(), optimizer)
+    saved = copy.deepcopy(state[1])
+    for entry in saved["state"].values():
+        for k, v in entry.items():
+            if torch.is_tensor(v) and v.is_floating_point():
+                entry[k] = v.float()
+    opt.load_state_dict(saved)
+    xs = [torch.from_numpy(np.asarray(a)) for a in batch[0]]
+    xs = [a.float() if a.is_floating_point() else a for a in xs]
+    opt.zero_grad()
+    _loss(model, xs, torch.from_numpy(np.asarray(batch[1])), loss).backward()
+    opt.step()
+    update = layout.flat(_numpy(model.named_parameters())) - before
+    after = copy.deepcopy(opt.state_dict())
+    for entry in after["state"].values():
+        for k, v in entry.items():
+            if torch.is_tensor(v) and v.is_floating_point():
+                entry[k] = v.double()
+    return after, update
+
+
 def _loss(model, inputs, target, loss):
     if loss == "cross_entropy":
         return F.cross_entropy(model(*inputs), target)
@@ -415,7 +459,13 @@ def check_model(build, batches, *, optimizer, loss="cross_entropy", tol=1e-4,
             if replayed:
                 new, ref_loss, after = replayed[0], replayed[1], layout.flat(replayed[2])
                 errors = _update_errors(layout, after - before, got, _ulp(after))
-        reports.append(StepReport(s, tested_loss, ref_loss, errors, flips))
+        peer = {}
+        if max(errors.values()) > tol:
+            peer_state, peer_update = _float32_step(state, batch, optimizer, loss, layout)
+            peer_errors = _update_errors(layout, after - before, peer_update, _ulp(after))
+            peer = {k: peer_errors[k] for k, e in errors.items() if e > tol}
+            new = (new[0], peer_state)
+        reports.append(StepReport(s, tested_loss, ref_loss, errors, flips, peer))
         state = new
     # The batch-norm running statistics after the last step.
     state_errors = {}
@@ -428,15 +478,20 @@ def check_model(build, batches, *, optimizer, loss="cross_entropy", tol=1e-4,
 
 
 def assert_close(reports, state_errors, tol=1e-4, label=""):
-    """Fails with the worst tensors of the first step off by more than `tol`;
-    prints one line per step (the flips that explained a step included)."""
+    """Fails with the worst tensors of the first step off by more than `tol`
+    (and, where PyTorch's float32 step from the same state was taken, by
+    more than PEER_FACTOR times its error); prints one line per step (the
+    flips and the peer's errors that explained a step included)."""
     for r in reports:
         name, worst = r.worst
         print(f"{label} step {r.step}: loss {r.loss:.7f} (float64 {r.reference_loss:.7f}), "
               f"worst update error {worst:.1e} in {name}")
         for f in r.flips:
             print(f"    explained by a float32 kink flip: {f}")
-        bad = sorted(((e, k) for k, e in r.errors.items() if e > tol), reverse=True)
+        for k, e in r.peer.items():
+            print(f"    {k}: {r.errors[k]:.1e}, PyTorch float32 from the same state {e:.1e}")
+        bad = sorted(((e, k) for k, e in r.errors.items()
+                      if e > max(tol, PEER_FACTOR * r.peer.get(k, 0.0))), reverse=True)
         assert not bad, (f"{label} step {r.step}: {len(bad)} of {len(r.errors)} parameter "
                          f"updates off by more than {tol}: " +
                          ", ".join(f"{k} {e:.1e}" for e, k in bad[:6]))
