@@ -14,15 +14,17 @@ its own rows (zeros for the others) and pools them, a partial sum (P) of
 each bag, as OneFlow's and TorchRec's row-wise sharding do; the compiler
 reduces the partial sums where the interaction needs them.
 
-What of lacks for the sparse update: the tables' gradient is dense over a
-rank's rows. The compiled step's embedding_grad takes the whole batch's
-ids and pooled gradients (B) and gives each rank the gradient of its own
-rows (S(0): the ids shifted by the rank's first row, the others dropped,
-the lookup's own rule), so no rank holds a gradient of the whole table;
-but that gradient is dense over the rank's rows and SGD updates every row
-of its part. Touched rows only would need a sparse gradient (ids and rows)
-with an indexed update (index_add_ / a sparse SGD step);
-`nn.EmbeddingBag(sparse=True)` raises NotImplementedError in of.
+The sparse update. With plain SGD (the training script's), a table's
+update touches only the rows the batch names: the compiled step's
+embedding_grad of the pooled gradients, scaled by -lr, is scattered into
+the table itself (canonicalization's `embedding_grad ... into`), each rank
+into its own rows (S(0): the ids shifted by the rank's first row, the
+others dropped, the lookup's own rule), in the table's own storage: no
+rank holds a gradient of the table, dense or whole. With momentum or
+weight decay every row moves each step, so there the gradient is dense
+over the rank's rows, as in PyTorch's dense SGD. `nn.EmbeddingBag(
+sparse=True)` (a sparse gradient tensor in eager mode) raises
+NotImplementedError in of.
 
 Beside dlrm_s_pytorch.py: the ids of all tables come as one [tables, N]
 tensor and the offsets as one [tables, batch] tensor (each table the same

@@ -18,10 +18,9 @@ compiler reduces the pooled partial sums for the interaction. --dump-dir
 keeps the compiled step's IR after each pass and its plan.
 
 --table-budget-mb is the memory one rank may give one table: the script
-stops before training when a rank's part of a table is larger. A rank's
-gradient of a table is that of its own rows (the ids outside them are
-dropped), dense over those rows (of has no sparse gradient yet: see
-dlrm.py), so each step's update touches every row of a rank's part.
+stops before training when a rank's part of a table is larger. Each
+step's SGD update touches only the rows of a rank's part that the batch
+names, in place (see dlrm.py): no gradient of a table is materialised.
 
 Each batch (NumPy's generator seeded (seed, step), the same on every rank)
 has --pooling x batch ids per table, cut into bags of random sizes (empty

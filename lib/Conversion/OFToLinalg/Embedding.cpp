@@ -70,7 +70,8 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   }
 };
 
-/// result[v, :] = sum of grad[p, :] over the positions p whose index is v:
+/// result[v, :] = (table[v, :] or 0) + sum of grad[p, :] over the positions
+/// p whose index is v:
 /// for each column, a loop over the positions that adds grad[p, c] into the
 /// row its index names (a scatter, which linalg cannot express), skipping
 /// indices outside [0, vocab) as the op specifies. Columns outermost: each
@@ -111,8 +112,12 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     Value numPositions =
         arith::ConstantIndexOp::create(rewriter, loc, positions);
     Value numCols = arith::ConstantIndexOp::create(rewriter, loc, dim);
-    Value init =
-        filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, et, 0));
+    // Into a table: its rows are the start (bufferization copies it when
+    // it is not writable), and only the named rows change.
+    Value init = adaptor.getTable()
+                     ? adaptor.getTable()
+                     : filledTensor(rewriter, loc, type,
+                                    scalarConstant(rewriter, loc, et, 0));
     auto outer = scf::ForOp::create(
         rewriter, loc, zero, numCols, one, ValueRange{init},
         [&](OpBuilder &b, Location l, Value c, ValueRange acc) {

@@ -283,6 +283,45 @@ SmallVector<Value> aliasesOf(Value root) {
 /// caller's arguments read-only (`bufferization.writable = false`) because
 /// its analysis cannot see the runtime's state; this is that one case,
 /// decided on the bufferized program.
+///
+/// The other form: the result starts as a copy of the argument
+/// (`memref.copy`) that kernels after it change in part (SGD's sparse
+/// update of a table, an of.embedding_grad into it, scatters only the rows
+/// the batch names). The copy goes and those kernels change the argument,
+/// when nothing after the copy reads the argument itself, nothing before
+/// it touches the result, and nothing after it can fail.
+static bool updateCopyInPlace(Block &body, func::ReturnOp ret, Value result,
+                              BlockArgument arg,
+                              function_ref<bool(Operation &)> canFail) {
+  memref::CopyOp copy;
+  for (Operation *user : result.getUsers())
+    if (auto c = dyn_cast<memref::CopyOp>(user); c && c.getTarget() == result)
+      copy = copy ? memref::CopyOp() : c;
+  if (!copy || copy.getSource() != arg || copy->getBlock() != &body)
+    return false;
+  for (Value alias : aliasesOf(result))
+    for (Operation *user : alias.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top || top->isBeforeInBlock(copy))
+        return false;
+    }
+  for (Value alias : aliasesOf(arg))
+    for (Operation *user : alias.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top || (top != copy && !top->isBeforeInBlock(copy) &&
+                   !isa<ViewLikeOpInterface>(top)))
+        return false;
+    }
+  for (Operation *op = copy->getNextNode(); op != ret; op = op->getNextNode())
+    if (canFail(*op))
+      return false;
+  Operation *alloc = result.getDefiningOp();
+  copy->erase();
+  result.replaceAllUsesWith(arg);
+  alloc->erase();
+  return true;
+}
+
 void writeUpdatesInPlace(func::FuncOp func) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -303,6 +342,8 @@ void writeUpdatesInPlace(func::FuncOp func) {
     if (result.getType() != arg.getType() ||
         !result.getDefiningOp<memref::AllocOp>() ||
         llvm::count(ret.getOperands(), result) != 1)
+      continue;
+    if (updateCopyInPlace(body, ret, result, arg, canFail))
       continue;
     // K: the last op that writes the result's buffer. Ops after it may
     // only read that buffer, directly (AdamW's parameter kernel reads the

@@ -224,3 +224,53 @@ func.func @boxing_chain_shared(%x: tensor<8xf32, #of.sbp<@row, [P]>>)
   %2 = of.boxing %0 : tensor<8xf32, #of.sbp<@row, [B]>> -> tensor<8xf32, #of.sbp<@row, [S(0)]>>
   return %1, %2 : tensor<8xf32, #of.sbp<@row, [B]>>, tensor<8xf32, #of.sbp<@row, [S(0)]>>
 }
+
+// -----
+
+// SGD's update of a table, x - s * embedding_grad(ids, dy), touches only the
+// rows the ids name: embedding_grad(ids, -s * dy) into x. Through the
+// gradient's boxing to the table's distribution too.
+// CHECK-LABEL: func.func @sparse_table_update
+// CHECK-SAME: (%[[IDS:.*]]: tensor<6xi64>, %[[DY:.*]]: tensor<6x4xf32>, %[[W:.*]]: tensor<10x4xf32>, %[[S:.*]]: tensor<f32>)
+// CHECK: %[[N:.*]] = of.neg %[[S]] : (tensor<f32>) -> tensor<f32>
+// CHECK: %[[SDY:.*]] = of.mul %[[N]], %[[DY]] : (tensor<f32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+// CHECK: %[[R:.*]] = of.embedding_grad %[[IDS]], %[[SDY]] into %[[W]] : (tensor<6xi64>, tensor<6x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+// CHECK-NOT: of.sub
+// CHECK: return %[[R]]
+func.func @sparse_table_update(%ids: tensor<6xi64>, %dy: tensor<6x4xf32>, %w: tensor<10x4xf32>, %s: tensor<f32>) -> tensor<10x4xf32> {
+  %g = of.embedding_grad %ids, %dy : (tensor<6xi64>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  %u = of.mul %s, %g : (tensor<f32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %r = of.sub %w, %u : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  return %r : tensor<10x4xf32>
+}
+
+// CHECK-LABEL: func.func @sparse_table_update_boxed
+// CHECK: of.embedding_grad %{{.*}}, %{{.*}} into %arg2
+// CHECK-NOT: of.sub
+of.placement @p {device = "cpu", shape = [2]}
+func.func @sparse_table_update_boxed(%ids: tensor<6xi64, #of.sbp<@p, [B]>>, %dy: tensor<6x4xf32>, %w: tensor<10x4xf32, #of.sbp<@p, [S(0)]>>, %s: tensor<f32, #of.sbp<@p, [B]>>) -> tensor<10x4xf32> {
+  %g = of.embedding_grad %ids, %dy : (tensor<6xi64, #of.sbp<@p, [B]>>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  %b = of.boxing %g : tensor<10x4xf32> -> tensor<10x4xf32, #of.sbp<@p, [S(0)]>>
+  %u = of.mul %s, %b : (tensor<f32, #of.sbp<@p, [B]>>, tensor<10x4xf32, #of.sbp<@p, [S(0)]>>) -> tensor<10x4xf32>
+  %r = of.sub %w, %u : (tensor<10x4xf32, #of.sbp<@p, [S(0)]>>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  return %r : tensor<10x4xf32>
+}
+
+// The dense gradient is kept where something else reads it (momentum,
+// weight decay: a dense update), or where the factor is not a scalar.
+// CHECK-LABEL: func.func @dense_table_update
+// CHECK: of.embedding_grad %arg0, %arg1 :
+// CHECK-NOT: into
+// CHECK: of.sub
+// CHECK: of.embedding_grad %arg0, %arg1 :
+// CHECK-NOT: into
+// CHECK: of.sub
+func.func @dense_table_update(%ids: tensor<6xi64>, %dy: tensor<6x4xf32>, %w: tensor<10x4xf32>, %s: tensor<f32>, %v: tensor<10x4xf32>) -> (tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>) {
+  %g = of.embedding_grad %ids, %dy : (tensor<6xi64>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  %u = of.mul %s, %g : (tensor<f32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %r = of.sub %w, %u : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %g2 = of.embedding_grad %ids, %dy : (tensor<6xi64>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  %u2 = of.mul %v, %g2 : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %r2 = of.sub %w, %u2 : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  return %r, %g, %r2 : tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>
+}

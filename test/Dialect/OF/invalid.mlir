@@ -510,6 +510,14 @@ func.func @f(%ids: tensor<4xf32>, %t: tensor<10x4xf32>) {
 
 // -----
 
+func.func @f(%ids: tensor<4xi64>, %dy: tensor<4x4xf32>, %t: tensor<12x4xf32>) {
+  // expected-error@+1 {{the table added to, 'tensor<12x4xf32>', is not of the result's type 'tensor<10x4xf32>'}}
+  %0 = of.embedding_grad %ids, %dy into %t : (tensor<4xi64>, tensor<4x4xf32>, tensor<12x4xf32>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<8x3x32xf32>, %w: tensor<16x3x3x3xf32>) {
   // expected-error@+1 {{input must be NCHW and weight OIHW (rank 4), got ranks 3 and 4}}
   %0 = of.conv2d %x, %w : (tensor<8x3x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x30x30xf32>

@@ -181,6 +181,10 @@ func.func @embedding_and_loss(%ids: tensor<4x16xi64>, %table: tensor<1000x64xf32
   %1 = of.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<8xf32>
   // CHECK: of.dropout %{{.*}}, %{{.*}} {p = 1.000000e-01 : f64} : (tensor<4x16x64xf32>, tensor<i64>) -> tensor<4x16x64xf32>
   %2 = of.dropout %0, %seed {p = 0.1} : (tensor<4x16x64xf32>, tensor<i64>) -> tensor<4x16x64xf32>
+  // CHECK: of.embedding_grad %{{.*}}, %{{.*}} : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
+  %3 = of.embedding_grad %ids, %0 : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
+  // CHECK: of.embedding_grad %{{.*}}, %{{.*}} into %{{.*}} : (tensor<4x16xi64>, tensor<4x16x64xf32>, tensor<1000x64xf32>) -> tensor<1000x64xf32>
+  %4 = of.embedding_grad %ids, %0 into %table : (tensor<4x16xi64>, tensor<4x16x64xf32>, tensor<1000x64xf32>) -> tensor<1000x64xf32>
   return
 }
 

@@ -631,7 +631,8 @@ LogicalResult EmbeddingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
     return noGradients(*this, grads);
   grads.push_back(Value());
   grads.push_back(EmbeddingGradOp::create(b, getLoc(), plainType(getWeight()),
-                                          getIndices(), resultGrads[0]));
+                                          getIndices(), resultGrads[0],
+                                          /*table=*/Value()));
   return success();
 }
 

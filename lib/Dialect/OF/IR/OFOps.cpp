@@ -627,6 +627,55 @@ struct FoldReshapeOfReshape : public OpRewritePattern<ReshapeOp> {
 };
 } // namespace
 
+namespace {
+/// x - s * embedding_grad(ids, dy), s a scalar (SGD's update of a table):
+/// embedding_grad(ids, -s * dy) into x, which changes the rows the ids
+/// name and materialises no gradient of the whole table.
+struct SparseTableUpdate : OpRewritePattern<SubOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SubOp op,
+                                PatternRewriter &rewriter) const override {
+    // Before --of-propagate-sbp only: the ops made here are not distributed.
+    if (getSbp(op.getType()))
+      return rewriter.notifyMatchFailure(op, "distributed already");
+    auto product = op.getRhs().getDefiningOp<MulOp>();
+    if (!product || !product->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not x - s * g");
+    for (unsigned i = 0; i < 2; ++i) {
+      Value scale = product->getOperand(i);
+      // The gradient, or its boxing to the table's distribution (which the
+      // table added to now states).
+      Value g = product->getOperand(1 - i);
+      if (auto boxing = g.getDefiningOp<BoxingOp>();
+          boxing && boxing->hasOneUse())
+        g = boxing.getInput();
+      auto grad = g.getDefiningOp<EmbeddingGradOp>();
+      auto scaleType = dyn_cast<RankedTensorType>(scale.getType());
+      if (!grad || grad.getTable() || !grad->hasOneUse() || !scaleType ||
+          scaleType.getRank() != 0 ||
+          !areCompatibleIgnoringSbp(op.getLhs().getType(), grad.getType()) ||
+          !areCompatibleIgnoringSbp(op.getType(), grad.getType()))
+        continue;
+      Location loc = op.getLoc();
+      Value dy = grad.getGrad();
+      Value negated =
+          NegOp::create(rewriter, loc, stripSbp(scale.getType()), scale);
+      Value scaled =
+          MulOp::create(rewriter, loc, stripSbp(dy.getType()), negated, dy);
+      rewriter.replaceOpWithNewOp<EmbeddingGradOp>(
+          op, op.getType(), grad.getIndices(), scaled, op.getLhs());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no scalar times embedding_grad");
+  }
+};
+} // namespace
+
+void SubOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<SparseTableUpdate>(context);
+}
+
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                             MLIRContext *context) {
   patterns.add<FoldReshapeOfReshape>(context);
@@ -936,6 +985,10 @@ LogicalResult EmbeddingGradOp::verify() {
     return emitOpError("result element type ")
            << result.getElementType() << " differs from grad's "
            << grad.getElementType();
+  if (Value table = getTable();
+      table && !areCompatibleIgnoringSbp(table.getType(), result))
+    return emitOpError("the table added to, ")
+           << table.getType() << ", is not of the result's type " << result;
   return success();
 }
 

@@ -456,15 +456,25 @@ void EmbeddingOp::getSbpSignatures(Sigs &sigs) {
 
 void EmbeddingGradOp::getSbpSignatures(Sigs &sigs) {
   int64_t ri = rankOf(getIndices());
+  bool into = static_cast<bool>(getTable());
   // Positions split alike: each rank sums its positions' rows, a partial
-  // sum of the whole table.
-  for (int64_t d = 0; d < ri; ++d)
-    add(sigs, {S(d), S(d)}, {kP});
-  add(sigs, {kB, S(ri)}, {S(1)}); // the embedding dimension
+  // sum of the whole table (not into a table, which would be added once
+  // per rank).
+  if (!into)
+    for (int64_t d = 0; d < ri; ++d)
+      add(sigs, {S(d), S(d)}, {kP});
+  // The table added to is distributed as the result.
+  auto sig = [&](SbpEntry ids, SbpEntry grad, SbpEntry result) {
+    SmallVector<SbpEntry> ins = {ids, grad};
+    if (into)
+      ins.push_back(result);
+    add(sigs, ins, {result});
+  };
+  sig(kB, S(ri), S(1)); // the embedding dimension
   // Vocabulary parallel (the lookup's rule): each rank scatters the
   // positions whose indices fall in its rows.
-  add(sigs, {kB, kB}, {S(0)});
-  add(sigs, {kB, kB}, {kB});
+  sig(kB, kB, S(0));
+  sig(kB, kB, kB);
 }
 
 void Conv2DOp::getSbpSignatures(Sigs &sigs) {

@@ -177,6 +177,9 @@ def OF_AddOp : OF_BinaryOp<"add", OF_NumericTensor, [Commutative]> {
 }
 def OF_SubOp : OF_BinaryOp<"sub", OF_NumericTensor> {
   let summary = "Elementwise subtraction with broadcasting";
+  // x - s * embedding_grad(ids, dy) (SGD's update of a table) becomes
+  // embedding_grad(ids, -s * dy) into x: the touched rows only.
+  let hasCanonicalizer = 1;
 }
 def OF_MulOp : OF_BinaryOp<"mul", OF_NumericTensor, [Commutative]> {
   let summary = "Elementwise multiplication with broadcasting";
@@ -448,13 +451,21 @@ def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
     indices by its first row and scatters into its rows alone, so no rank
     holds a gradient of the whole table.
 
+    With `into %table` the rows are added to `table` instead of zeros:
+    `result = table + embedding_grad(indices, grad)`, touching only the
+    rows the indices name. Canonicalization writes SGD's update of a table,
+    `w - s * embedding_grad(ids, dy)` for a scalar `s`, so: the sparse
+    update, with no gradient of the whole table.
+
     ```mlir
     %dw = of.embedding_grad %ids, %dy : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
+    %w2 = of.embedding_grad %ids, %sdy into %w : (tensor<4x16xi64>, tensor<4x16x64xf32>, tensor<1000x64xf32>) -> tensor<1000x64xf32>
     ```
   }];
-  let arguments = (ins OF_IndexTensor:$indices, OF_FloatTensor:$grad);
+  let arguments = (ins OF_IndexTensor:$indices, OF_FloatTensor:$grad,
+                       Optional<OF_FloatTensor>:$table);
   let results = (outs OF_FloatTensor:$result);
-  let assemblyFormat = "$indices `,` $grad attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$indices `,` $grad (`into` $table^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 
