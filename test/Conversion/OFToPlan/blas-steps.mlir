@@ -76,3 +76,18 @@ func.func @slice_at_offset(%x: tensor<2x16x32xf32>, %b: tensor<32x64xf32>) -> te
   %y = of.matmul %a, %b : (tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>
   return %y : tensor<16x64xf32>
 }
+
+// A strided slice too (one feature's rows of a [B, F, D] tensor, as DLRM's
+// interaction gradient gives them): a copied-out operand (a copy kernel
+// gathers the rows) and a gemm, not a generated product over the whole
+// [B, F, D] buffer.
+// CHECK-LABEL: ofrt.program "strided_slice"
+// CHECK: ofrt.launch @cpu_kernels "[[COPY:k[0-9]+]]" [@arg1, @[[T:buf[0-9]+]]]
+// CHECK: ofrt.library "blas.gemm" [@arg0, @[[T]], @{{.*}}]
+// CHECK-NOT: ofrt.launch
+func.func @strided_slice(%m: tensor<16x64xf32>, %g: tensor<16x5x32xf32>) -> tensor<64x32xf32> {
+  %s = of.slice %g {starts = array<i64: 0, 3, 0>, limits = array<i64: 16, 4, 32>} : (tensor<16x5x32xf32>) -> tensor<16x1x32xf32>
+  %b = of.reshape %s : (tensor<16x1x32xf32>) -> tensor<16x32xf32>
+  %y = of.matmul %m, %b {transpose_a = true} : (tensor<16x64xf32>, tensor<16x32xf32>) -> tensor<64x32xf32>
+  return %y : tensor<64x32xf32>
+}
