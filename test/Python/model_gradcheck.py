@@ -363,27 +363,25 @@ class _TorchSubject:
 def _float32_step(state, batch, optimizer, loss, layout):
     """PyTorch's float32 step from the float64 `state` (model, optimizer
     state): its optimizer state (in float64) and its parameters' update."""
+    def cast(state_dict, dtype):
+        state_dict = copy.deepcopy(state_dict)
+        for entry in state_dict["state"].values():
+            for k, v in entry.items():
+                if torch.is_tensor(v) and v.is_floating_point():
+                    entry[k] = v.to(dtype)
+        return state_dict
+
     model = copy.deepcopy(state[0]).float()
     before = layout.flat(_numpy(model.named_parameters()))
     opt = _torch_optimizer(model.parameters(), optimizer)
-    saved = copy.deepcopy(state[1])
-    for entry in saved["state"].values():
-        for k, v in entry.items():
-            if torch.is_tensor(v) and v.is_floating_point():
-                entry[k] = v.float()
-    opt.load_state_dict(saved)
+    opt.load_state_dict(cast(state[1], torch.float32))
     xs = [torch.from_numpy(np.asarray(a)) for a in batch[0]]
     xs = [a.float() if a.is_floating_point() else a for a in xs]
     opt.zero_grad()
     _loss(model, xs, torch.from_numpy(np.asarray(batch[1])), loss).backward()
     opt.step()
     update = layout.flat(_numpy(model.named_parameters())) - before
-    after = copy.deepcopy(opt.state_dict())
-    for entry in after["state"].values():
-        for k, v in entry.items():
-            if torch.is_tensor(v) and v.is_floating_point():
-                entry[k] = v.double()
-    return after, update
+    return cast(opt.state_dict(), torch.float64), update
 
 
 def _loss(model, inputs, target, loss):
