@@ -45,8 +45,14 @@ SmallVector<unsigned> LocalizeContext::axesSplitting(Value v, int64_t first,
 }
 
 void LocalizeContext::replace(Operation *op, Value local) {
-  global[local] = global.lookup(op->getResult(0));
-  op->getResult(0).replaceAllUsesWith(local);
+  replace(op, ValueRange{local});
+}
+
+void LocalizeContext::replace(Operation *op, ValueRange locals) {
+  for (auto [result, local] : llvm::zip_equal(op->getResults(), locals)) {
+    global[local] = global.lookup(result);
+    result.replaceAllUsesWith(local);
+  }
   op->erase();
 }
 
@@ -181,6 +187,122 @@ void expandTwoStage(Operation *op, ArrayRef<unsigned> axes, int64_t axis,
   context.replace(op, y);
 }
 
+/// Sync batch norm: a training batch norm (or its gradient) whose batch is
+/// split over the placement axes `axes`. Each rank sums its part of every
+/// channel, the sums are all-reduced, and the rest is elementwise on the
+/// local part: the statistics (and the weight and bias gradients) are the
+/// whole batch's. The op is replaced by the ops that compute it.
+struct SyncBatchNorm {
+  OpBuilder b;
+  Location loc;
+  LocalizeContext &context;
+  ArrayRef<unsigned> axes;
+  RankedTensorType xt, rt, ct; // the local input, [1, C, 1...], [C]
+  Type et;
+  DenseI64ArrayAttr dims; // every dimension but the channels
+  double count;           // elements per channel, all ranks together
+
+  SyncBatchNorm(Operation *op, ArrayRef<unsigned> axes,
+                RankedTensorType inGlobal, LocalizeContext &context)
+      : b(op), loc(op->getLoc()), context(context), axes(axes) {
+    xt = cast<RankedTensorType>(op->getOperand(0).getType());
+    et = xt.getElementType();
+    SmallVector<int64_t> reduced(xt.getRank(), 1), all;
+    reduced[1] = xt.getDimSize(1);
+    count = 1;
+    for (int64_t d = 0; d < xt.getRank(); ++d)
+      if (d != 1) {
+        all.push_back(d);
+        count *= inGlobal.getDimSize(d);
+      }
+    rt = RankedTensorType::get(reduced, et);
+    ct = RankedTensorType::get({xt.getDimSize(1)}, et);
+    dims = b.getDenseI64ArrayAttr(all);
+  }
+  /// The whole batch's per-channel sum of `v`, [1, C, 1...].
+  Value sum(Value v) {
+    Value local = ReduceSumOp::create(b, loc, rt, v, dims, b.getBoolAttr(true));
+    return context.allReduceOver(b, loc, local, rt, axes, /*max=*/false);
+  }
+  Value mean(Value v) {
+    return MulOp::create(b, loc, rt, sum(v), k(1 / count));
+  }
+  Value k(double value) { return scalar(b, loc, et, value); }
+  Value channels(Value perChannel) { // [C] -> [1, C, 1...]
+    return ReshapeOp::create(b, loc, rt, perChannel);
+  }
+  Value flat(Value v) { return ReshapeOp::create(b, loc, ct, v); }
+  /// The batch's statistics: the mean and biased variance per channel,
+  /// x - mean, and 1 / sqrt(variance + epsilon).
+  struct Statistics {
+    Value mean, var, centred, rstd;
+  };
+  Statistics normalise(Value x, double epsilon) {
+    Statistics st;
+    st.mean = mean(x);
+    st.centred = SubOp::create(b, loc, xt, x, st.mean);
+    st.var = mean(MulOp::create(b, loc, xt, st.centred, st.centred));
+    st.rstd = RsqrtOp::create(b, loc, rt,
+                              AddOp::create(b, loc, rt, st.var, k(epsilon)));
+    return st;
+  }
+};
+
+LogicalResult localizeBatchNorm(BatchNormOp bn, LocalizeContext &context) {
+  RankedTensorType inGlobal = context.globalType(bn.getInput());
+  SmallVector<unsigned> axes = context.axesSplitting(bn.getInput(), 0, 0);
+  if (!bn.getTraining() || axes.empty())
+    return success();
+  SyncBatchNorm s(bn, axes, inGlobal, context);
+  OpBuilder &b = s.b;
+  Location loc = s.loc;
+  SyncBatchNorm::Statistics st =
+      s.normalise(bn.getInput(), bn.getEpsilon().convertToDouble());
+  Value y = MulOp::create(b, loc, s.xt, st.centred, st.rstd);
+  y = MulOp::create(b, loc, s.xt, y, s.channels(bn.getWeight()));
+  y = AddOp::create(b, loc, s.xt, y, s.channels(bn.getBias()));
+  // Running statistics as the op's lowering: the variance unbiased.
+  double momentum = bn.getMomentum().convertToDouble();
+  double unbias = s.count > 1 ? s.count / (s.count - 1) : 1.0;
+  auto update = [&](Value old, Value batch, double scale) {
+    Value kept = MulOp::create(b, loc, s.ct, old, s.k(1 - momentum));
+    Value added =
+        MulOp::create(b, loc, s.ct, s.flat(batch), s.k(momentum * scale));
+    return AddOp::create(b, loc, s.ct, kept, added).getResult();
+  };
+  context.replace(bn, ValueRange{y, update(bn.getRunningMean(), st.mean, 1.0),
+                                 update(bn.getRunningVar(), st.var, unbias)});
+  return success();
+}
+
+LogicalResult localizeBatchNormGrad(BatchNormGradOp g,
+                                    LocalizeContext &context) {
+  RankedTensorType inGlobal = context.globalType(g.getInput());
+  SmallVector<unsigned> axes = context.axesSplitting(g.getInput(), 0, 0);
+  if (axes.empty())
+    return success();
+  SyncBatchNorm s(g, axes, inGlobal, context);
+  OpBuilder &b = s.b;
+  Location loc = s.loc;
+  SyncBatchNorm::Statistics st =
+      s.normalise(g.getInput(), g.getEpsilon().convertToDouble());
+  Value dy = g.getGrad();
+  Value xhat = MulOp::create(b, loc, s.xt, st.centred, st.rstd);
+  Value db = s.sum(dy);
+  Value dw = s.sum(MulOp::create(b, loc, s.xt, dy, xhat));
+  // dx = w r (dy - db / n - xhat dw / n)
+  Value inner = SubOp::create(
+      b, loc, s.xt,
+      SubOp::create(b, loc, s.xt, dy,
+                    MulOp::create(b, loc, s.rt, db, s.k(1 / s.count))),
+      MulOp::create(b, loc, s.xt, xhat,
+                    MulOp::create(b, loc, s.rt, dw, s.k(1 / s.count))));
+  Value scale = MulOp::create(b, loc, s.rt, s.channels(g.getWeight()), st.rstd);
+  Value dx = MulOp::create(b, loc, s.xt, inner, scale);
+  context.replace(g, ValueRange{dx, s.flat(dw), s.flat(db)});
+  return success();
+}
+
 /// Vocabulary-parallel embedding: the table's rows are split, so each rank
 /// shifts the indices by its offset, looks up the ones inside its rows and
 /// gives zeros for the others; the results add up to the lookup (P).
@@ -302,6 +424,13 @@ LogicalResult LayerNormOp::localize(LocalizeContext &context) {
 LogicalResult RmsNormOp::localize(LocalizeContext &context) {
   return localizeNormalisation(*this, static_cast<int64_t>(getAxis()), true,
                                context);
+}
+
+LogicalResult BatchNormOp::localize(LocalizeContext &context) {
+  return localizeBatchNorm(*this, context);
+}
+LogicalResult BatchNormGradOp::localize(LocalizeContext &context) {
+  return localizeBatchNormGrad(*this, context);
 }
 
 LogicalResult EmbeddingOp::localize(LocalizeContext &context) {

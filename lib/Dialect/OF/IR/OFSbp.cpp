@@ -533,19 +533,36 @@ void AvgPool2DOp::getSbpSignatures(Sigs &sigs) {
 }
 
 void BatchNormOp::getSbpSignatures(Sigs &sigs) {
-  // Channels are independent; a batch split needs the batch statistics of
-  // every rank in training (sync batch norm), so only inference has it.
+  // Channels are independent. A batch split: in inference each rank
+  // normalises its rows; in training the per-channel sums are all-reduced
+  // (sync batch norm, localize), so the statistics are the whole batch's.
   add(sigs, {S(1), S(0), S(0), S(0), S(0)}, {S(1), S(0), S(0)});
-  if (!getTraining())
-    add(sigs, {S(0), kB, kB, kB, kB}, {S(0), kB, kB});
+  add(sigs, {S(0), kB, kB, kB, kB}, {S(0), kB, kB});
   addUniform(*this, sigs, kB);
 }
+/// The per-channel sums a batch-split training batch norm all-reduces:
+/// the mean's and the variance's (forward), the bias's and the weight's
+/// gradient (backward).
+static int64_t syncBatchNormElements(Value input, const SbpSignature &sig) {
+  const SbpEntry &e = sig.operands[0];
+  return e.isSplit() && e.dim == 0
+             ? 2 * cast<ShapedType>(input.getType()).getDimSize(1)
+             : 0;
+}
+int64_t BatchNormOp::getSbpInternalAllReduce(const SbpSignature &sig) {
+  return getTraining() ? syncBatchNormElements(getInput(), sig) : 0;
+}
 
-// The gradient of a training batch norm: channels are independent, the
-// batch statistics need the whole batch (as the forward's).
+// The gradient of a training batch norm: channels are independent; a
+// batch split all-reduces the per-channel sums (sync batch norm, as the
+// forward's), so the weight and bias gradients are whole on every rank.
 void BatchNormGradOp::getSbpSignatures(Sigs &sigs) {
   add(sigs, {S(1), S(1), S(0)}, {S(1), S(0), S(0)});
+  add(sigs, {S(0), S(0), kB}, {S(0), kB, kB});
   addUniform(*this, sigs, kB);
+}
+int64_t BatchNormGradOp::getSbpInternalAllReduce(const SbpSignature &sig) {
+  return syncBatchNormElements(getInput(), sig);
 }
 
 // The mask hashes the global element index: a shard gets its offsets from

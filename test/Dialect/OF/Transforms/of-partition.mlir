@@ -200,3 +200,36 @@ func.func @dropout_rows(%x: tensor<6x4xf32, #of.sbp<@p, [S(0)]>>, %seed: tensor<
   %y = of.dropout %x, %seed {p = 0.5 : f64} : (tensor<6x4xf32, #of.sbp<@p, [S(0)]>>, tensor<i64, #of.sbp<@p, [B]>>) -> tensor<6x4xf32, #of.sbp<@p, [S(0)]>>
   return %y : tensor<6x4xf32, #of.sbp<@p, [S(0)]>>
 }
+
+// -----
+
+// Sync batch norm: a training batch norm of a batch split over the ranks
+// sums each channel on its rows, all-reduces the sums (the mean's, then the
+// variance's) and normalises its rows with the whole batch's statistics;
+// its gradient all-reduces the bias's and the weight's sums, so both come
+// out whole (B) on every rank.
+of.placement @p {device = "cpu", shape = [2]}
+// CHECK-LABEL: func.func @sync_batch_norm(
+// CHECK-SAME: %arg0: tensor<4x3x2x2xf32>
+// CHECK: %[[S:.*]] = of.reduce_sum %arg0 {axes = array<i64: 0, 2, 3>, keepdims = true} : (tensor<4x3x2x2xf32>) -> tensor<1x3x1x1xf32>
+// CHECK: of.all_reduce %[[S]]
+// CHECK: of.reduce_sum {{.*}} {axes = array<i64: 0, 2, 3>, keepdims = true}
+// CHECK: of.all_reduce
+// CHECK: of.rsqrt
+// CHECK-NOT: of.batch_norm
+// CHECK-NOT: of.all_gather
+// CHECK: return
+func.func @sync_batch_norm(%x: tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, %g: tensor<3xf32, #of.sbp<@p, [B]>>, %b: tensor<3xf32, #of.sbp<@p, [B]>>, %rm: tensor<3xf32, #of.sbp<@p, [B]>>, %rv: tensor<3xf32, #of.sbp<@p, [B]>>) -> (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>) {
+  %y, %m, %v = of.batch_norm %x, %g, %b, %rm, %rv {training = true} : (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>) -> (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>)
+  return %y, %m, %v : tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>
+}
+
+// CHECK-LABEL: func.func @sync_batch_norm_grad(
+// CHECK: of.reduce_sum %arg0 {axes = array<i64: 0, 2, 3>, keepdims = true}
+// CHECK-COUNT-4: of.all_reduce
+// CHECK-NOT: of.batch_norm_grad
+// CHECK: return {{.*}} : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+func.func @sync_batch_norm_grad(%x: tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, %dy: tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, %g: tensor<3xf32, #of.sbp<@p, [B]>>) -> (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>) {
+  %dx, %dg, %db = of.batch_norm_grad %x, %dy, %g : (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>) -> (tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>)
+  return %dx, %dg, %db : tensor<8x3x2x2xf32, #of.sbp<@p, [S(0)]>>, tensor<3xf32, #of.sbp<@p, [B]>>, tensor<3xf32, #of.sbp<@p, [B]>>
+}

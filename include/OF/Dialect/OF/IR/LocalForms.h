@@ -45,6 +45,8 @@ public:
   /// Replaces the single result of `op` by `local`, which takes the
   /// result's global type, and erases `op`.
   void replace(Operation *op, Value local);
+  /// The same for every result of `op`, by `locals` in order.
+  void replace(Operation *op, ValueRange locals);
 
   /// `v` (of local type `type`) all-reduced (summed, or max with `max`)
   /// over each placement axis in `axes`.

@@ -601,7 +601,7 @@ def OF_Pool2DGradOp : OF_Op<"pool2d_grad", [Pure,
 }
 
 def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
-    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let summary = "Batch normalisation over dimension 1, with running statistics";
   let description = [{
     `input : [N, C, ...]`; `weight`, `bias`, `running_mean`, `running_var`
@@ -609,7 +609,10 @@ def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
     statistics and returns running statistics updated with `momentum`
     (`new = (1 - momentum) * old + momentum * batch`, the variance unbiased,
     as PyTorch); with `training = false` it normalises with the running
-    statistics and returns them unchanged.
+    statistics and returns them unchanged. Its batch split over ranks
+    (`S(0)`) in training, each rank sums its part of every channel and the
+    sums are all-reduced (sync batch norm): the statistics are the whole
+    batch's, as on one device.
 
     ```mlir
     %y, %m, %v = of.batch_norm %x, %g, %b, %rm, %rv {training = true}
@@ -632,7 +635,7 @@ def OF_BatchNormOp : OF_Op<"batch_norm", [Pure, OF_InferShapes,
 }
 
 def OF_BatchNormGradOp : OF_Op<"batch_norm_grad", [Pure, OF_InferShapes,
-    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+    DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
   let summary = "Gradients of a training `of.batch_norm` with respect to its input, weight and bias";
   let description = [{
     Given the input `input : [N, C, ...]` of a training `of.batch_norm`,
