@@ -293,11 +293,14 @@ SmallVector<Value> aliasesOf(Value root) {
 static bool updateCopyInPlace(Block &body, func::ReturnOp ret, Value result,
                               BlockArgument arg,
                               function_ref<bool(Operation &)> canFail) {
-  memref::CopyOp copy;
+  SmallVector<memref::CopyOp> copies;
   for (Operation *user : result.getUsers())
     if (auto c = dyn_cast<memref::CopyOp>(user); c && c.getTarget() == result)
-      copy = copy ? memref::CopyOp() : c;
-  if (!copy || copy.getSource() != arg || copy->getBlock() != &body)
+      copies.push_back(c);
+  if (copies.size() != 1)
+    return false;
+  memref::CopyOp copy = copies.front();
+  if (copy.getSource() != arg || copy->getBlock() != &body)
     return false;
   for (Value alias : aliasesOf(result))
     for (Operation *user : alias.getUsers()) {

@@ -196,15 +196,27 @@ struct SyncBatchNorm {
   OpBuilder b;
   Location loc;
   LocalizeContext &context;
-  ArrayRef<unsigned> axes;
+  SmallVector<unsigned> axes;
   RankedTensorType xt, rt, ct; // the local input, [1, C, 1...], [C]
   Type et;
   DenseI64ArrayAttr dims; // every dimension but the channels
   double count;           // elements per channel, all ranks together
 
-  SyncBatchNorm(Operation *op, ArrayRef<unsigned> axes,
+  /// The form for `op` (a training batch norm or its gradient), or none
+  /// when its batch is not split.
+  static std::optional<SyncBatchNorm> of(Operation *op,
+                                         LocalizeContext &context) {
+    Value input = op->getOperand(0);
+    SmallVector<unsigned> axes = context.axesSplitting(input, 0, 0);
+    if (axes.empty())
+      return std::nullopt;
+    return SyncBatchNorm(op, std::move(axes), context.globalType(input),
+                         context);
+  }
+
+  SyncBatchNorm(Operation *op, SmallVector<unsigned> axes,
                 RankedTensorType inGlobal, LocalizeContext &context)
-      : b(op), loc(op->getLoc()), context(context), axes(axes) {
+      : b(op), loc(op->getLoc()), context(context), axes(std::move(axes)) {
     xt = cast<RankedTensorType>(op->getOperand(0).getType());
     et = xt.getElementType();
     SmallVector<int64_t> reduced(xt.getRank(), 1), all;
@@ -249,11 +261,10 @@ struct SyncBatchNorm {
 };
 
 LogicalResult localizeBatchNorm(BatchNormOp bn, LocalizeContext &context) {
-  RankedTensorType inGlobal = context.globalType(bn.getInput());
-  SmallVector<unsigned> axes = context.axesSplitting(bn.getInput(), 0, 0);
-  if (!bn.getTraining() || axes.empty())
+  std::optional<SyncBatchNorm> sync = SyncBatchNorm::of(bn, context);
+  if (!bn.getTraining() || !sync)
     return success();
-  SyncBatchNorm s(bn, axes, inGlobal, context);
+  SyncBatchNorm &s = *sync;
   OpBuilder &b = s.b;
   Location loc = s.loc;
   SyncBatchNorm::Statistics st =
@@ -277,11 +288,10 @@ LogicalResult localizeBatchNorm(BatchNormOp bn, LocalizeContext &context) {
 
 LogicalResult localizeBatchNormGrad(BatchNormGradOp g,
                                     LocalizeContext &context) {
-  RankedTensorType inGlobal = context.globalType(g.getInput());
-  SmallVector<unsigned> axes = context.axesSplitting(g.getInput(), 0, 0);
-  if (axes.empty())
+  std::optional<SyncBatchNorm> sync = SyncBatchNorm::of(g, context);
+  if (!sync)
     return success();
-  SyncBatchNorm s(g, axes, inGlobal, context);
+  SyncBatchNorm &s = *sync;
   OpBuilder &b = s.b;
   Location loc = s.loc;
   SyncBatchNorm::Statistics st =

@@ -625,9 +625,7 @@ struct FoldReshapeOfReshape : public OpRewritePattern<ReshapeOp> {
     return success();
   }
 };
-} // namespace
 
-namespace {
 /// x - s * embedding_grad(ids, dy), s a scalar (SGD's update of a table):
 /// embedding_grad(ids, -s * dy) into x, which changes the rows the ids
 /// name and materialises no gradient of the whole table.
