@@ -97,6 +97,18 @@ double of::defaultSbpFlops(Operation *op) {
     return 2.0 * numElements(conv.getType()) * w.getDimSize(1) *
            w.getDimSize(2) * w.getDimSize(3);
   }
+  // The convolution's gradients do its multiply-adds again: every element
+  // of the result's gradient meets one filter's C / groups x KH x KW taps.
+  if (auto dx = dyn_cast<Conv2DGradInputOp>(op)) {
+    auto w = cast<RankedTensorType>(dx.getWeight().getType());
+    return 2.0 * numElements(dx.getGrad().getType()) * w.getDimSize(1) *
+           w.getDimSize(2) * w.getDimSize(3);
+  }
+  if (auto dw = dyn_cast<Conv2DGradFilterOp>(op)) {
+    auto w = cast<RankedTensorType>(dw.getType());
+    return 2.0 * numElements(dw.getGrad().getType()) * w.getDimSize(1) *
+           w.getDimSize(2) * w.getDimSize(3);
+  }
   double elements = 0;
   for (Value v : op->getOperands())
     elements = std::max<double>(elements, numElements(v.getType()));

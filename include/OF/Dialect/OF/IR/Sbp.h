@@ -67,8 +67,8 @@ bool isValidSbp(llvm::ArrayRef<SbpEntry> sbp, int64_t rank, size_t gridRank,
                 std::string &why);
 
 /// Floating-point work of an op on its global shapes (the default of
-/// SbpOpInterface::getSbpFlops): 2MNK for matmul, the MACs of conv2d, the
-/// result (or input, for reductions) elements otherwise.
+/// SbpOpInterface::getSbpFlops): 2MNK for matmul, the MACs of conv2d and its
+/// gradients, the result (or input, for reductions) elements otherwise.
 double defaultSbpFlops(Operation *op);
 
 /// `nd` with its partial axes (P, P(max)) as B: what a value settled on its
