@@ -73,6 +73,8 @@ def parse(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init", help="initial weights: a state_dict file (of.save, or a "
                                        ".npz of arrays named by state_dict keys)")
+    parser.add_argument("--dump-dir", help="of.compile's dump_dir: the IR after each pass "
+                                           "and the plan")
     parser.add_argument("--out", default="bert-out", help="folder for the checkpoint")
     parser.add_argument("--no-checkpoint", action="store_true")
     parser.add_argument("--log", help="write the per-step losses and times as JSON")
@@ -179,7 +181,7 @@ def main(argv=None):
     scheduler = fw.optim.lr_scheduler.LambdaLR(opt, linear_warmup_decay(options))
     net = model
     if not options.eager:
-        model = fw.compile(model)
+        model = fw.compile(model, dump_dir=options.dump_dir)
     model.train()
 
     import of  # the progress line (rank 0 only)

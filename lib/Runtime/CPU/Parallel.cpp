@@ -16,14 +16,31 @@
 #include <cstdlib>
 #include <mutex>
 #include <sched.h>
+#include <string>
 
 namespace of::rt {
+
+namespace {
+/// The CPUs this process may run on.
+int availableCpus() {
+  cpu_set_t cpus;
+  if (::sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+    return std::max(CPU_COUNT(&cpus), 1);
+  return 1;
+}
+} // namespace
 
 void prepareOpenMp() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (localRanks() > 1)
-      ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+    int ranks = localRanks();
+    if (ranks <= 1)
+      return;
+    ::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0);
+    // oneDNN and OpenBLAS size their teams by omp_get_max_threads(): left
+    // at every CPU, each rank's team oversubscribes the machine.
+    std::string share = std::to_string(std::max(availableCpus() / ranks, 1));
+    ::setenv("OMP_NUM_THREADS", share.c_str(), /*overwrite=*/0);
   });
 }
 
@@ -66,16 +83,18 @@ const Gomp &gomp() {
       g.parallel = nullptr;
       return;
     }
-    if (const char *set = std::getenv("OMP_NUM_THREADS"); set && *set) {
+    if (const char *set = std::getenv("OMP_NUM_THREADS"); set && *set)
       g.threads = maxThreads();
-    } else {
-      cpu_set_t cpus;
-      int available = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                          ? CPU_COUNT(&cpus)
-                          : maxThreads();
-      g.threads = available / localRanks();
-    }
+    else
+      g.threads = availableCpus() / localRanks();
     g.threads = std::max(g.threads, 1);
+    // Where libgomp was loaded before prepareOpenMp (a Python process that
+    // imported another OpenMP user first), its default team is every CPU:
+    // this thread's regions, oneDNN's and OpenBLAS's included, take the
+    // share instead.
+    if (auto setThreads = reinterpret_cast<void (*)(int)>(
+            ::dlsym(library, "omp_set_num_threads")))
+      setThreads(g.threads);
   });
   return g;
 }
