@@ -189,11 +189,12 @@ from . import backends, distributed, distributions  # noqa: E402,F401
 # docs/python.md "Math functions"), and the torch.* names of Tensor methods
 # and nn.functional functions.
 from ._torch_functions import (acos, addmm, all, allclose, any, asin, atan, atan2,  # noqa: E402,F401,A004
-                               baddbmm, bincount, cdist, ceil, cosh, cross, cumsum, diag, dot,
-                               einsum, exp2, expm1, eye, floor, floor_divide, fmod, isclose,
+                               baddbmm, bincount, cdist, ceil, cosh, cross, cumprod, cumsum, diag, dot,
+                               einsum, empty_like, exp2, expm1, eye, floor, floor_divide, fmod,
+                               full_like, index_add, index_copy, index_fill, isclose,
                                isfinite, isnan, linspace, log1p, log2, log10, logsumexp,
                                meshgrid, norm, outer, prod, reciprocal, remainder,
-                               repeat_interleave, round, scatter, scatter_add, select, sinh,
+                               repeat_interleave, round, scatter, scatter_add, scatter_reduce, select, sinh,
                                split_with_sizes, std, tan, tensordot, unique, var)
 
 

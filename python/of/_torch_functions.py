@@ -17,6 +17,8 @@ import numpy as np
 
 from . import _dtype as dt
 from ._compat import unsupported
+from ._ops import _inplace_method
+from ._ops import masked_fill as _masked_fill
 from ._ops import (_along, _binary, _compare, _constant, _eager_only, _empty, _gather_rows,
                    _leaf, _norm_dim, _numel, _traced, _wrap_dim, abs, add, amax, amin, bmm,
                    broadcast_to, cast, cat, cos, div, exp, getitem, index_select, log, matmul,
@@ -308,6 +310,25 @@ def cumsum(input, dim, *, dtype=None):  # noqa: A002
         zeros_shape[d] = shift
         zeros = broadcast_to(_zero_like(x), tuple(zeros_shape))
         x = add(x, cat([zeros, narrow(x, d, 0, n - shift)], d))
+        shift *= 2
+    return x
+
+
+def cumprod(input, dim, *, dtype=None):  # noqa: A002
+    """Inclusive prefix products along `dim`: log2(n) steps of x times x
+    shifted by 1, 2, 4, ... (a block of ones before a narrow), so a zero
+    gets the gradient of the products it is in, without a division."""
+    x = _sum_dtype(input, dtype)
+    if x.ndim == 0:
+        return x
+    d = _wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    shift = 1
+    while shift < n:
+        ones_shape = list(x.shape)
+        ones_shape[d] = shift
+        ones = broadcast_to(_zero_like(x) + 1, tuple(ones_shape))
+        x = mul(x, cat([ones, narrow(x, d, 0, n - shift)], d))
         shift *= 2
     return x
 
@@ -748,6 +769,92 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     return _scatter("scatter_add", input, dim, index, src, True)
 
 
+def _index_positions(api, input, dim, index, rows):
+    """index (1-D, int64) broadcast along `dim` to an index tensor of
+    input's shape with `rows` at dim, as scatter takes it."""
+    if index.ndim > 1:
+        raise IndexError(f"{api}(): Index is supposed to be a vector")
+    if index.dtype is not dt.int64:
+        raise RuntimeError(f"{api}(): Expected dtype int64 for index")
+    d = _wrap_dim(dim, input.ndim, scalar_ok=True)
+    shape = list(input.shape) or [1]
+    shape[d] = rows
+    along = [1] * len(shape)
+    along[d] = -1
+    return d, broadcast_to(reshape(index, tuple(along)), tuple(shape))
+
+
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    """input with alpha * source's slices added at `index` along dim
+    (repeated indices add up)."""
+    d, idx = _index_positions("index_add", input, dim, index, index.numel())
+    expected = [index.numel() if i == d else n for i, n in enumerate(input.shape)]
+    if list(source.shape) != expected:
+        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {list(input.shape)} at dimension "
+                           f"{d} and source slice shape: {list(source.shape)} at dimension "
+                           f"{d}.")
+    src = mul(source, alpha) if alpha != 1 else source
+    return _scatter("index_add", input, d, idx, src, True)
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    """input with source's slices written at `index` along dim."""
+    d, idx = _index_positions("index_copy", input, dim, index, index.numel())
+    return _scatter("index_copy", input, d, idx, source, False)
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    """input with its slices at `index` along dim set to value."""
+    d, idx = _index_positions("index_fill", input, dim, index, index.numel())
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = value.item()
+    return _scatter("index_fill", input, d, idx, value, False)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    dtype = dtype or input.dtype
+    return _leaf(Tensor(np.full(tuple(input.shape), fill_value, dtype.np), dtype=dtype,
+                        device=device or input.device), requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """A tensor like input (of's are zero-filled)."""
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """input with src's elements reduced into the positions `index` names
+    along dim: 'sum' and 'mean' (the count includes input's element unless
+    include_self=False; an untouched position keeps its value). 'prod',
+    'amax' and 'amin' raise NotImplementedError."""
+    if reduce not in ("sum", "mean", "prod", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if reduce in ("prod", "amax", "amin"):
+        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported yet: "
+                                  "of reduces with 'sum' and 'mean'")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
+                        f"{type(src).__name__}")
+    base = input
+    if not include_self:  # the written positions start from zero
+        base = _scatter("scatter_reduce", input, dim, index, 0, False)
+    total = _scatter("scatter_reduce", base, dim, index, src, True)
+    if reduce == "sum":
+        return total
+    ones = broadcast_to(_zero_like(src) + 1, tuple(src.shape))
+    start = broadcast_to(_zero_like(input) + (1 if include_self else 0), tuple(input.shape))
+    count = _scatter("scatter_reduce", start, dim, index, ones, True)
+    count = where(_compare("eq", count, 0), _zero_like(count) + 1, count)
+    if not input.dtype.is_floating_point:
+        return floor_divide(total, count)
+    return div(total, count)
+
+
 def select(input, dim, index):  # noqa: A002
     """input[..., index, ...] at dimension `dim`, which it removes."""
     d = _wrap_dim(dim, input.ndim)
@@ -989,10 +1096,29 @@ def _install():
                repeat_interleave, cross, unique, bincount):
         setattr(T, fn.__name__, fn)
     T.dot = lambda self, tensor: dot(self, tensor)
+    for fn in (index_add, index_fill, scatter_reduce):
+        setattr(T, fn.__name__, fn)
+
+    # PyTorch's methods name index_copy's source tensor2, and index_copy_'s tensor
+    def index_copy_method(self, dim, index, tensor2):
+        return index_copy(self, dim, index, tensor2)
+
+    def index_copy_inplace(self, dim, index, tensor):
+        return index_copy(self, dim, index, tensor)
+    T.index_copy = index_copy_method
+    T.index_copy_ = _inplace_method("index_copy_", index_copy_inplace)
+    for name, fn in [("index_add_", index_add),
+                     ("index_fill_", index_fill), ("scatter_", scatter),
+                     ("scatter_add_", scatter_add), ("masked_fill_", _masked_fill)]:
+        setattr(T, name, _inplace_method(name, fn))
 
     # the methods whose keyword-only arguments are positional
     def cumsum_method(self, dim, dtype=None):
         return cumsum(self, dim, dtype=dtype)
+
+    def cumprod_method(self, dim, dtype=None):
+        return cumprod(self, dim, dtype=dtype)
+    T.cumprod = cumprod_method
 
     def norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
         return norm(self, p, dim, keepdim, dtype=dtype)

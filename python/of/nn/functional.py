@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .. import _ops, _random
+from .. import _torch_functions as _tf
 from .._compat import inplace as _inplace
 from .._compat import legacy_reduction, softmax_dim, unsupported
 from .._program import tracing
@@ -45,6 +46,165 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     negative_slope, as PyTorch's)."""
     out = _ops.where(_ops.gt(input, 0), input, _ops.mul(input, negative_slope))
     return _inplace("leaky_relu", input, out) if inplace else out
+
+
+# -- the activations PyTorch composes elementwise: each is a where over of ops
+# whose branches give PyTorch's gradient at the kinks (its *_backward kernels'
+# conditions), so eager backward and compiled steps agree with it there too.
+
+def _float_activation(api, input):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f'"{api}" not implemented for \'{input.dtype}\'')
+    return input
+
+
+def _elu(api, input, alpha, scale, input_scale, inplace):
+    """scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)), the
+    negative branch taken at 0 (PyTorch's elu_backward)."""
+    x = _float_activation(api, input)
+    negative = _ops.mul(_tf.expm1(_ops.mul(_ops.minimum(x, 0.0), input_scale)), alpha * scale)
+    out = _ops.where(_ops.gt(x, 0), _ops.mul(x, scale) if scale != 1 else x, negative)
+    return _inplace(api, input, out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _elu("elu", input, alpha, 1.0, 1.0, inplace)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _elu("selu", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _elu("celu", input, alpha, 1.0, 1.0 / alpha, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x where beta x > threshold (the
+    exponential's argument is capped there, so its unused branch stays
+    finite and gives no NaN gradient)."""
+    x = _float_activation("softplus", input)
+    bx = _ops.mul(x, beta) if beta != 1 else x
+    smooth = _tf.log1p(_ops.exp(_ops.minimum(bx, float(threshold))))
+    if beta != 1:
+        smooth = _ops.div(smooth, beta)
+    return _ops.where(_ops.gt(bx, threshold), x, smooth)
+
+
+def mish(input, inplace=False):
+    out = _ops.mul(input, _ops.tanh(softplus(input)))
+    return _inplace("mish", input, out) if inplace else out
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """clamp(x, min_val, max_val) whose gradient is 0 at the bounds
+    (PyTorch's hardtanh_backward)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    x = input
+    out = _ops.where(_ops.le(x, min_val), min_val, _ops.where(_ops.ge(x, max_val), max_val, x))
+    return _inplace("hardtanh", input, out) if inplace else out
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    x = _float_activation("hardsigmoid", input)
+    middle = _ops.add(_ops.div(x, 6.0), 0.5)
+    out = _ops.where(_ops.le(x, -3.0), 0.0, _ops.where(_ops.ge(x, 3.0), 1.0, middle))
+    return _inplace("hardsigmoid", input, out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6; its gradient x / 3 + 1/2 inside (-3, 3), 0 at
+    -3 and 1 at 3 (PyTorch's)."""
+    x = _float_activation("hardswish", input)
+    middle = _ops.div(_ops.mul(x, _ops.add(x, 3.0)), 6.0)
+    out = _ops.where(_ops.le(x, -3.0), 0.0, _ops.where(_ops.ge(x, 3.0), x, middle))
+    return _inplace("hardswish", input, out) if inplace else out
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)): x - log1p(exp(x)) below 0, -log1p(exp(-x)) from 0
+    (the gradient 1 - sigmoid(x), 1/2 at 0), each exponential's argument
+    capped at 0 so neither branch overflows."""
+    x = _float_activation("log_sigmoid_forward", input)
+    below = _ops.sub(x, _tf.log1p(_ops.exp(_ops.minimum(x, 0.0))))
+    above = _ops.neg(_tf.log1p(_ops.exp(_ops.neg(_ops.maximum(x, 0.0)))))
+    return _ops.where(_ops.lt(x, 0.0), below, above)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b) for the halves a, b of `dim`."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim if -input.ndim <= dim < input.ndim else dim
+    if not 0 <= d < input.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-input.ndim}, {input.ndim - 1}], but got {dim})")
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = _ops.split(input, n // 2, d)
+    return _ops.mul(a, _ops.sigmoid(b))
+
+
+def softsign(input):
+    return _ops.div(input, _ops.add(_ops.abs(input), 1.0))
+
+
+def tanhshrink(input):
+    return _ops.sub(input, _ops.tanh(input))
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    x = input
+    return _ops.where(_ops.gt(x, lambd), _ops.sub(x, lambd),
+                      _ops.where(_ops.lt(x, -lambd), _ops.add(x, lambd), 0.0))
+
+
+def hardshrink(input, lambd=0.5):
+    x = input
+    return _ops.where(_ops.gt(_ops.abs(x), lambd), x, 0.0)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value."""
+    out = _ops.where(_ops.gt(input, threshold), input, value)
+    return _inplace("threshold", input, out) if inplace else out
+
+
+def prelu(input, weight):
+    """x where x > 0, else weight * x; weight has one element or one per
+    channel (dimension 1)."""
+    if weight.ndim > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    w = weight
+    count = weight.numel() if hasattr(weight, "numel") else int(np.prod(weight.shape))
+    if count != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if count != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {count} and channel size = {channels}.")
+        w = _ops.reshape(weight, (channels,) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        w = _ops.reshape(weight, ())
+    return _ops.where(_ops.gt(input, 0), input, _ops.mul(input, w))
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return _ops.softmax(_ops.neg(input), softmax_dim("softmin", input.ndim, dim), dtype=dtype)
 
 
 def sigmoid(input):
@@ -986,6 +1146,93 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 _LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
 
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
+           log_target=False):
+    """target * (log(target) - input) (0 where target is 0), or with
+    log_target exp(target) * (target - input); 'batchmean' divides the sum
+    by the batch size."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if log_target:
+        pointwise = _ops.mul(_ops.exp(target), _ops.sub(target, input))
+    else:
+        positive = _ops.gt(target, 0)
+        safe = _ops.where(positive, target, 1.0)
+        xlogx = _ops.where(positive, _ops.mul(target, _ops.log(safe)), 0.0)
+        pointwise = _ops.sub(xlogx, _ops.mul(target, input))
+    if reduction == "batchmean":
+        total = _ops.sum(pointwise)
+        return _ops.div(total, input.shape[0]) if input.ndim else total
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and "
+                      "the support size.'batchmean' divides only by the batch size, and "
+                      "aligns with the KL div math definition.'mean' will be changed to "
+                      "behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    return _reduce(pointwise, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {list(input1.shape)}, input2: "
+                           f"{list(input2.shape)}, target: {list(target.shape)} ")
+    loss = _ops.maximum(_ops.add(_ops.mul(_ops.neg(target), _ops.sub(input1, input2)),
+                                 margin), 0.0)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """margin - x clamped at 0 where the target is not 1, plus x where it is
+    not -1 (PyTorch's formula, also for other target values)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    clamped = _ops.maximum(_ops.sub(margin, input), 0.0)
+    loss = _ops.add(_ops.where(_ops.ne(target, 1), clamped, 0.0),
+                    _ops.where(_ops.ne(target, -1), input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_tf.log1p(_ops.exp(_ops.mul(_ops.neg(input), target))), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where the target is 1, max(0, cos - margin) where it
+    is -1; cos with 1e-12 added to each squared magnitude (PyTorch's)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
+        raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of the same "
+                           f"dimension, got {input1.ndim}D and {input2.ndim}D")
+    d = input1.ndim - 1
+    dot = _ops.sum(_ops.mul(input1, input2), d)
+    m1 = _ops.add(_ops.sum(_ops.mul(input1, input1), d), 1e-12)
+    m2 = _ops.add(_ops.sum(_ops.mul(input2, input2), d), 1e-12)
+    cos = _ops.div(dot, _ops.sqrt(_ops.mul(m1, m2)))
+    loss = _ops.add(_ops.where(_ops.eq(target, 1), _ops.sub(1.0, cos), 0.0),
+                    _ops.where(_ops.eq(target, -1),
+                               _ops.maximum(_ops.sub(cos, margin), 0.0), 0.0))
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _ops.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = _ops.maximum(_ops.add(_ops.sub(d_pos, d_neg), margin), 0.0)
+    return _reduce(loss, reduction)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resamples the spatial dimensions of [N, C, d...] to `size` (or the
@@ -1168,6 +1415,185 @@ def adaptive_avg_pool2d(input, output_size):
         x = _ops.reshape(input, (1,) + tuple(input.shape))
         return _ops.reshape(avg_pool2d(x, kernel, kernel), (input.shape[0], oh, ow))
     return avg_pool2d(input, kernel, kernel)
+
+
+def _unbatched_pool(api, input, spatial):
+    """(input with a batch axis, whether one was added) for a pooling of
+    `spatial` dimensions, which takes (N, C, *) or (C, *)."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{api}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
+                           f"got {list(input.shape)}")
+    if input.ndim == spatial + 1:
+        return _ops.reshape(input, (1,) + tuple(input.shape)), True
+    return input, False
+
+
+def _pool1d(api, pool2d, input, *args):
+    """A 1-d pooling as the 2-d one over (N, C, 1, L)."""
+    x, added = _unbatched_pool(api, input, 1)
+    n, c, length = x.shape
+    y = pool2d(_ops.reshape(x, (n, c, 1, length)), *args)
+    y = _ops.reshape(y, (n, c, y.shape[-1]))
+    return _ops.reshape(y, tuple(y.shape[1:])) if added else y
+
+
+def _single(name, value):
+    value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(value) != 1:
+        raise ValueError(f"{name} must be an int or a 1-tuple, got {value}")
+    return value[0]
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    max_pool2d_arguments(dilation, ceil_mode, return_indices)
+    k = _single("kernel_size", kernel_size)
+    st = k if stride is None or stride == () or stride == [] else _single("stride", stride)
+    pad = _single("padding", padding)
+    return _pool1d("max_pool1d", lambda x: max_pool2d(x, (1, k), (1, st), (0, pad)), input)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    avg_pool2d_arguments(ceil_mode, None)
+    k = _single("kernel_size", kernel_size)
+    st = k if stride is None or stride == () or stride == [] else _single("stride", stride)
+    pad = _single("padding", padding)
+    return _pool1d("avg_pool1d", lambda x: avg_pool2d(x, (1, k), (1, st), (0, pad),
+                                                      count_include_pad=count_include_pad),
+                   input)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    size = _single("output_size", output_size)
+    return _pool1d("adaptive_avg_pool1d", lambda x: adaptive_avg_pool2d(x, (1, size)), input)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """max_pool2d with kernel and stride H/oh x W/ow, where the output size
+    divides the input size (PyTorch's windows are then exactly these)."""
+    unsupported("adaptive_max_pool2d", return_indices=(return_indices, False))
+    x, added = _unbatched_pool("adaptive_max_pool2d", input, 2)
+    h, w = x.shape[-2:]
+    oh, ow = _pair_or_none("adaptive_max_pool2d", output_size)
+    oh, ow = (h if oh is None else oh), (w if ow is None else ow)
+    if oh <= 0 or ow <= 0 or h % oh or w % ow:
+        raise NotImplementedError(
+            f"torch.nn.functional.adaptive_max_pool2d with output size {(oh, ow)} for an "
+            f"input of size {(h, w)} is not supported by of: only output sizes that divide "
+            "the input size (as max_pool2d)")
+    y = max_pool2d(x, (h // oh, w // ow), (h // oh, w // ow))
+    return _ops.reshape(y, tuple(y.shape[1:])) if added else y
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    unsupported("adaptive_max_pool1d", return_indices=(return_indices, False))
+    size = _single("output_size", output_size)
+    return _pool1d("adaptive_max_pool1d", lambda x: adaptive_max_pool2d(x, (1, size)), input)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r): channel c r^2 + i r + j goes to
+    row h r + i, column w r + j."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c}"
+                           f" is not divisible by {r * r}")
+    k = len(lead)
+    x = _ops.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
+    x = _ops.permute(x, tuple(range(k)) + tuple(k + d for d in (0, 3, 1, 4, 2)))
+    return _ops.reshape(x, tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """The inverse of pixel_shuffle: (*, C, H r, W r) -> (*, C r^2, H, W)."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                           f"but got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but input.size(-2)={h} and input.size(-1)={w} "
+                           f"are not divisible by {r}")
+    k = len(lead)
+    x = _ops.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
+    x = _ops.permute(x, tuple(range(k)) + tuple(k + d for d in (0, 2, 4, 1, 3)))
+    return _ops.reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Each sample's channel normalised over its own spatial elements
+    (biased variance): group_norm with one group per channel."""
+    unsupported("instance_norm", running_mean=(running_mean, None),
+                running_var=(running_var, None), use_input_stats=(use_input_stats, True))
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or more input (got {input.ndim}D input)")
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p over dim, eps)."""
+    unsupported("normalize", out=(out, None))
+    norm = _tf.norm(input, p, dim, keepdim=True)
+    return _ops.div(input, _ops.maximum(norm, eps))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over dim, the
+    operands broadcast (PyTorch's formula since 1.12)."""
+    shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
+    a, b = _ops.broadcast_to(x1, shape), _ops.broadcast_to(x2, shape)
+    na = _ops.maximum(_tf.norm(a, 2, dim, keepdim=True), eps)
+    nb = _ops.maximum(_tf.norm(b, 2, dim, keepdim=True), eps)
+    return _ops.sum(_ops.mul(_ops.div(a, na), _ops.div(b, nb)), dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dimension."""
+    last = max(x1.ndim, x2.ndim) - 1
+    return _tf.norm(_ops.add(_ops.sub(x1, x2), eps), p, max(last, 0), keepdim=keepdim)
+
+
+def _channel_dropout(api, input, p, training, inplace, spatial):
+    """Zeroes whole channels: one mask element per (sample, channel) of an
+    (N, C, *spatial) input, or per channel of a (C, *spatial) one."""
+    dropout_probability(p)
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{api}: Expected {spatial + 1}D or {spatial + 2}D input, but "
+                           f"received a {input.ndim}D input")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = _ops.mul(input, 0.0)
+    else:
+        lead = input.ndim - spatial
+        ones = Tensor(np.ones(tuple(input.shape[:lead]) + (1,) * spatial,
+                              input.dtype.np), dtype=input.dtype)
+        out = _ops.mul(input, _dropout(ones, p))
+    return _inplace(api, input, out) if inplace else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -71,3 +71,62 @@ def xavier_uniform_(tensor, gain=1.0):
     fan_in, fan_out = _fans(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return tensor.uniform_(-bound, bound)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    if generator is not None:
+        raise NotImplementedError("torch.nn.init.xavier_normal_(generator=...) is not "
+                                  "supported by of: seed with of.manual_seed")
+    fan_in, fan_out = _fans(tensor)
+    return tensor.normal_(0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) values redrawn until they lie in [a, b] (the
+    truncated normal exactly; PyTorch uses the inverse CDF)."""
+    import numpy as np
+
+    from .. import _random
+    if generator is not None:
+        raise NotImplementedError("torch.nn.init.trunc_normal_(generator=...) is not "
+                                  "supported by of: seed with of.manual_seed")
+    if not a < b:
+        raise ValueError(f"trunc_normal_: a ({a}) must be less than b ({b})")
+    shape = tuple(tensor.shape)
+    out = np.asarray(_random.normal(shape, mean, std), np.float64).reshape(-1)
+    bad = (out < a) | (out > b)
+    for _ in range(10000):
+        if not bad.any():
+            break
+        out[bad] = np.asarray(_random.normal((int(bad.sum()),), mean, std)).reshape(-1)
+        bad = (out < a) | (out > b)
+    else:
+        raise ValueError(f"trunc_normal_: [{a}, {b}] holds too little of Normal({mean}, {std}) "
+                         "to sample from")
+    return tensor._inplace(out.reshape(shape))
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal one,
+    the signs of R's diagonal moved into Q (PyTorch's construction); a
+    tensor of more than 2 dimensions is flattened to (size(0), rest)."""
+    import numpy as np
+
+    from .. import _random
+    if generator is not None:
+        raise NotImplementedError("torch.nn.init.orthogonal_(generator=...) is not supported "
+                                  "by of: seed with of.manual_seed")
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = np.asarray(_random.normal((rows, cols), 0.0, 1.0), np.float64)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return tensor._inplace(gain * q.reshape(tuple(tensor.shape)))

@@ -37,6 +37,14 @@ class Module:
         if name in self._buffers and (value is None or isinstance(value, Tensor)):
             self._buffers[name] = value
             return
+        # A parameter or child replaced keeps its place (state_dict order,
+        # Sequential's order), as in PyTorch.
+        if isinstance(value, Parameter) and name in self._parameters:
+            self._parameters[name] = value
+            return
+        if isinstance(value, Module) and name in self._modules:
+            self._modules[name] = value
+            return
         for d in (self._parameters, self._buffers, self._modules):
             d.pop(name, None)
         if isinstance(value, Parameter):
@@ -553,8 +561,8 @@ class Dropout(Module):
         return F.dropout(x, self.p, self.training, self.inplace)
 
 
-class BatchNorm2d(Module):
-    """Batch normalisation over NCHW channels. In training mode the batch
+class _BatchNorm(Module):
+    """Batch normalisation over the channels (dimension 1). In training mode the batch
     statistics normalise and the running statistics are updated after each
     call, eagerly or in a compiled program (which returns them as updates
     of its state, kept by the runtime)."""
@@ -562,10 +570,10 @@ class BatchNorm2d(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        unsupported("BatchNorm2d", bias=(bias, True), affine=(affine, True),
+        unsupported(type(self).__name__, bias=(bias, True), affine=(affine, True),
                     track_running_stats=(track_running_stats, True))
         if momentum is None:
-            raise NotImplementedError("BatchNorm2d(momentum=None) (a cumulative moving "
+            raise NotImplementedError(f"{type(self).__name__}(momentum=None) (a cumulative moving "
                                       "average) is not supported yet: give a momentum")
         self.eps, self.momentum = eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -577,6 +585,8 @@ class BatchNorm2d(Module):
         _place(self, device, dtype)
 
     def forward(self, x):
+        if x.ndim not in self._ranks:
+            raise ValueError(f"expected {self._expected} input (got {x.ndim}D input)")
         y, mean, var = _ops.batch_norm(x, self.running_mean, self.running_var, self.weight,
                                        self.bias, self.training, self.momentum, self.eps)
         if self.training:
@@ -589,6 +599,98 @@ class BatchNorm2d(Module):
                 y._program.updates += [(self.running_mean, mean), (self.running_var, var),
                                        (count, count + 1)]
         return y
+
+
+class BatchNorm1d(_BatchNorm):
+    """Over (N, C) or (N, C, L) inputs."""
+    _ranks, _expected = (2, 3), "2D or 3D"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Over (N, C, H, W) inputs."""
+    _ranks, _expected = (4,), "4D"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over (N, C, D, H, W) inputs."""
+    _ranks, _expected = (5,), "5D"
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation whose statistics are the whole global batch's.
+    An of batch norm of a batch split over ranks (S(0)) already computes
+    them so (its per-channel sums are all-reduced: the sync batch norm
+    signature of of.batch_norm), so this is _BatchNorm for any input of 2
+    or more dimensions, and convert_sync_batchnorm only changes classes."""
+    _ranks, _expected = tuple(range(2, 9)), "at least 2D"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None, *,
+                 bias=True):
+        unsupported("SyncBatchNorm", process_group=(process_group, None))
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """`module` with every batch norm in it a SyncBatchNorm holding the
+        same parameters and buffers."""
+        unsupported("SyncBatchNorm.convert_sync_batchnorm",
+                    process_group=(process_group, None))
+        if isinstance(module, _BatchNorm) and not isinstance(module, cls):
+            converted = cls.__new__(cls)
+            converted.__dict__.update(module.__dict__)
+            return converted
+        for name, child in list(module._modules.items()):
+            converted = cls.convert_sync_batchnorm(child)
+            if converted is not child:
+                setattr(module, name, converted)
+        return module
+
+
+class _InstanceNorm(Module):
+    """F.instance_norm over (N, C, *) or unbatched (C, *) inputs, with an
+    optional per-channel affine (off by default, as PyTorch's); running
+    statistics (track_running_stats=True) are not supported."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        unsupported(type(self).__name__, track_running_stats=(track_running_stats, False))
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(np.ones(num_features, np.float32))
+            self.bias = Parameter(np.zeros(num_features, np.float32)) if bias else None
+        else:
+            self.weight = self.bias = None
+        _place(self, device, dtype)
+
+    def forward(self, x):
+        spatial = self._spatial
+        if x.ndim not in (spatial + 1, spatial + 2):
+            raise ValueError(f"expected {spatial + 1}D or {spatial + 2}D input (got "
+                             f"{x.ndim}D input)")
+        unbatched = x.ndim == spatial + 1
+        if unbatched:
+            x = x.unsqueeze(0)
+        if x.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim=1 to match num_features "
+                             f"({self.num_features}), but got: {x.shape[1]}.")
+        y = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3
 
 
 class MaxPool2d(Module):
@@ -652,6 +754,250 @@ class LeakyReLU(Module):
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
                                                            else "")
+
+
+ReLU6 = _activation("ReLU6", F.relu6, True)
+SELU = _activation("SELU", F.selu, True)
+Mish = _activation("Mish", F.mish, True)
+Hardswish = _activation("Hardswish", F.hardswish, True)
+Hardsigmoid = _activation("Hardsigmoid", F.hardsigmoid, True)
+LogSigmoid = _activation("LogSigmoid", F.logsigmoid, False)
+Softsign = _activation("Softsign", F.softsign, False)
+Tanhshrink = _activation("Tanhshrink", F.tanhshrink, False)
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):  # noqa: A002
+        return F.softplus(input, self.beta, self.threshold)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and rename to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return F.hardshrink(input, self.lambd)
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.glu(input, self.dim)
+
+
+class PReLU(Module):
+    """x where x > 0, else a * x with a learnt slope `a` (one, or one per
+    channel), initialised to `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(np.full(num_parameters, init, np.float32))
+        _place(self, device, dtype)
+
+    def forward(self, input):  # noqa: A002
+        return F.prelu(input, self.weight)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.softmin(input, self.dim)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.log_softmax(input, self.dim)
+
+
+class MaxPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+        F.max_pool2d_arguments(dilation, ceil_mode, return_indices)
+
+    def forward(self, input):  # noqa: A002
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        F.avg_pool2d_arguments(ceil_mode, None)
+
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding,
+                            count_include_pad=self.count_include_pad)
+
+
+class AdaptiveAvgPool1d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        unsupported("AdaptiveMaxPool1d", return_indices=(return_indices, False))
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_max_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        unsupported("AdaptiveMaxPool2d", return_indices=(return_indices, False))
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_max_pool2d(input, self.output_size)
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+
+def _channel_dropout_module(name, fn):
+    class ChannelDropout(Module):
+        def __init__(self, p=0.5, inplace=False):
+            super().__init__()
+            F.dropout_probability(p)
+            self.p, self.inplace = p, inplace
+
+        def forward(self, input):  # noqa: A002
+            return fn(input, self.p, self.training, self.inplace)
+    ChannelDropout.__name__ = ChannelDropout.__qualname__ = name
+    return ChannelDropout
+
+
+Dropout1d = _channel_dropout_module("Dropout1d", F.dropout1d)
+Dropout2d = _channel_dropout_module("Dropout2d", F.dropout2d)
+Dropout3d = _channel_dropout_module("Dropout3d", F.dropout3d)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):  # noqa: A002
+        d = self.dim % input.ndim
+        shape = tuple(input.shape)
+        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
 
 
 class _PadNd(Module):
@@ -909,6 +1255,61 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):  # noqa: A002
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                 reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
 def _cell_step(mode, xg, state, w):
@@ -1301,6 +1702,12 @@ class _IndexedModules(Module):
     def __getitem__(self, i):
         return list(self._modules.values())[i]
 
+    def __setitem__(self, i, module):
+        keys = list(self._modules)
+        if not -len(keys) <= i < len(keys):
+            raise IndexError(f"index {i} is out of range")
+        setattr(self, keys[i], module)
+
     def __len__(self):
         return len(self._modules)
 
@@ -1370,14 +1777,24 @@ class ModuleDict(Module):
 
 __all__ = ["Module", "Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
            "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
-           "BatchNorm2d", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
-           "UpsamplingNearest2d", "UpsamplingBilinear2d", "ReLU",
+           "Dropout1d", "Dropout2d", "Dropout3d",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "GroupNorm", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+           "PixelUnshuffle", "ReLU",
            "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d",
            "ZeroPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
            "CircularPad2d", "CircularPad3d",
-           "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Flatten", "Identity",
+           "SiLU", "Sigmoid", "Tanh", "GELU", "Softmax", "Softmin", "LogSoftmax", "Flatten",
+           "Unflatten", "Identity",
+           "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid", "Softsign",
+           "Tanhshrink", "ELU", "CELU", "Softplus", "Hardtanh", "Threshold", "Softshrink",
+           "Hardshrink", "GLU", "PReLU", "CosineSimilarity", "PairwiseDistance",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
-           "L1Loss", "SmoothL1Loss", "HuberLoss", "LeakyReLU",
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "MarginRankingLoss",
+           "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+           "LeakyReLU",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Sequential", "ModuleList", "ModuleDict", "init"]

@@ -1,0 +1,517 @@
+"""The activations, normalisations, poolings, shuffles, channel dropouts,
+losses, distances, index updates and initialisers of of.nn that PyTorch
+programs use beside the big modules (ELU/SELU/CELU, Softplus, Mish,
+Hardswish/Hardsigmoid/Hardtanh/ReLU6, LogSigmoid, GLU, PReLU, the shrinks,
+BatchNorm1d/3d, SyncBatchNorm, InstanceNorm1d/2d/3d, the 1-d and adaptive
+max poolings, PixelShuffle, Dropout1d/2d/3d, KLDiv/MarginRanking/
+HingeEmbedding/SoftMargin/CosineEmbedding/TripletMargin losses, normalize,
+cosine_similarity, pairwise_distance, index_add/index_copy/index_fill and
+the in-place scatter methods, xavier_normal_/trunc_normal_/orthogonal_),
+each against PyTorch: values and eager gradients in float64 (the kinks
+included: PyTorch's gradient there is its *_backward kernel's choice),
+modules from the same weights, a compiled training step, and PyTorch's
+errors."""
+
+import numpy as np
+import pytest
+
+import of
+import of.nn as onn
+import of.nn.functional as OF
+
+from test_torch_functions import compare
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(27)
+
+
+def F(fw):
+    return fw.nn.functional
+
+
+# points where the activations below change branch, and values around them
+KINKS = np.array([-25.0, -4.0, -3.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 3.0, 4.0, 25.0])
+
+
+def with_kinks(rng, n=40):
+    return np.concatenate([KINKS, 3 * rng.standard_normal(n)])
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("elu", {}), ("elu", {"alpha": 0.4}), ("selu", {}), ("celu", {"alpha": 2.0}),
+    ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 3.0}), ("mish", {}),
+    ("hardtanh", {}), ("hardtanh", {"min_val": -3.0, "max_val": 0.5}), ("relu6", {}),
+    ("hardsigmoid", {}), ("hardswish", {}), ("logsigmoid", {}), ("softsign", {}),
+    ("tanhshrink", {}), ("softshrink", {}), ("softshrink", {"lambd": 1.0}),
+    ("hardshrink", {}), ("threshold", {"threshold": 0.5, "value": -2.0}),
+])
+def test_activation_values_and_gradients(rng, name, kwargs):
+    x = with_kinks(rng)
+    # PyTorch's hardsigmoid_backward multiplies by 1.0f / 6.0f, a float32
+    # constant, in float64 too
+    tol = 1e-7 if name == "hardsigmoid" else 1e-12
+    compare(lambda m, t: getattr(F(m), name)(t, **kwargs), x, tol=tol)
+
+
+def test_glu_prelu_softmin(rng):
+    compare(lambda m, t: F(m).glu(t), rng.standard_normal((3, 8)))
+    compare(lambda m, t: F(m).glu(t, 0), rng.standard_normal((4, 5, 2)))
+    x = np.concatenate([KINKS[:12].reshape(2, 3, 2), rng.standard_normal((2, 3, 2))])
+    compare(lambda m, t, w: F(m).prelu(t, w), x, np.array([0.1, -0.3, 0.5]))
+    compare(lambda m, t, w: F(m).prelu(t, w), x, np.array([0.25]))
+    compare(lambda m, t: F(m).softmin(t, 1), rng.standard_normal((3, 5)))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        OF.glu(of.zeros(3, 5))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
+        OF.prelu(of.zeros(2, 3), of.ones(2))
+
+
+@pytest.mark.parametrize("module,args", [
+    ("ELU", (0.7,)), ("SELU", ()), ("CELU", (1.5,)), ("Softplus", (1.5, 10.0)), ("Mish", ()),
+    ("Hardswish", ()), ("Hardsigmoid", ()), ("Hardtanh", (-2.0, 2.0)), ("ReLU6", ()),
+    ("LogSigmoid", ()), ("Softsign", ()), ("Tanhshrink", ()), ("Softshrink", (0.3,)),
+    ("Hardshrink", (0.3,)), ("Threshold", (0.1, 20.0)), ("GLU", ()), ("Softmin", (1,)),
+    ("LogSoftmax", (1,)),
+])
+def test_activation_modules(rng, module, args):
+    x = rng.standard_normal((4, 6)) * 3
+    compare(lambda m, t: getattr(m.nn, module)(*args)(t), x,
+            tol=1e-7 if module == "Hardsigmoid" else 1e-12)
+
+
+def test_inplace_activations_write_their_input(rng):
+    x = with_kinks(rng)
+    for module in ("ReLU6", "Hardswish", "ELU", "SELU", "Mish", "Hardsigmoid"):
+        ours, theirs = of.tensor(x), torch.tensor(x)
+        getattr(onn, module)(inplace=True)(ours)
+        getattr(torch.nn, module)(inplace=True)(theirs)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-15,
+                                   err_msg=module)
+
+
+def test_prelu_module_learns_its_slope(rng):
+    x = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    om, tm = onn.PReLU(3), torch.nn.PReLU(3)
+    assert [tuple(p.shape) for p in om.parameters()] == [(3,)]
+    for fw, m in ((of, om), (torch, tm)):
+        t = fw.tensor(x)
+        (m(t) * fw.tensor(np.arange(60.0, dtype=np.float32).reshape(5, 3, 4))).sum().backward()
+    np.testing.assert_allclose(om.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-5)
+
+
+# -- normalisation ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("module,shape", [
+    ("BatchNorm1d", (6, 3)), ("BatchNorm1d", (4, 3, 5)), ("BatchNorm3d", (2, 3, 2, 3, 2)),
+    ("SyncBatchNorm", (4, 3, 2, 2)),
+])
+def test_batch_norms_match_pytorch(rng, module, shape):
+    x = rng.standard_normal(shape) * 2 + 1
+    om, tm = getattr(onn, module)(3, momentum=0.3), getattr(torch.nn, module)(3, momentum=0.3)
+    tm.double()
+    for p, q in ((om.weight, tm.weight), (om.bias, tm.bias)):
+        value = rng.standard_normal(3)
+        p.data = of.tensor(value.astype(np.float32))
+        q.data = torch.tensor(value)
+    w = rng.standard_normal(shape)
+    results = []
+    for fw, m in ((of, om), (torch, tm)):
+        t = fw.tensor(x.astype(np.float32) if fw is of else x, requires_grad=True)
+        y = m(t)
+        (y * fw.tensor(w.astype(np.float32) if fw is of else w)).sum().backward()
+        results.append((y, t.grad, m.weight.grad, m.bias.grad, m.running_mean, m.running_var))
+    for ours, theirs in zip(*results):
+        theirs = theirs.detach().numpy()
+        np.testing.assert_allclose(ours.numpy(), theirs, rtol=1e-4,
+                                   atol=1e-5 * np.abs(theirs).max())
+    assert int(om.num_batches_tracked.item()) == 1
+    om.eval(), tm.eval()
+    np.testing.assert_allclose(om(of.tensor(x.astype(np.float32))).numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_input_ranks():
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        onn.BatchNorm1d(3)(of.zeros(2, 3, 4, 4))
+    with pytest.raises(ValueError, match=r"expected 5D input \(got 4D input\)"):
+        onn.BatchNorm3d(3)(of.zeros(2, 3, 4, 4))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        onn.BatchNorm2d(3)(of.zeros(2, 3, 4))
+
+
+def test_convert_sync_batchnorm_keeps_the_parameters():
+    model = onn.Sequential(onn.Conv2d(3, 4, 3), onn.BatchNorm2d(4), onn.ReLU())
+    weight = model[1].weight
+    converted = onn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert isinstance(converted[1], onn.SyncBatchNorm)
+    assert converted[1].weight is weight
+    assert [type(m).__name__ for m in converted] == ["Conv2d", "SyncBatchNorm", "ReLU"]
+    converted[2] = onn.Identity()  # Sequential's __setitem__ keeps the order
+    assert [type(m).__name__ for m in converted] == ["Conv2d", "SyncBatchNorm", "Identity"]
+    assert list(converted.state_dict()) == list(
+        torch.nn.SyncBatchNorm.convert_sync_batchnorm(
+            torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                torch.nn.ReLU())).state_dict())
+
+
+@pytest.mark.parametrize("module,shape,affine", [
+    ("InstanceNorm1d", (3, 4, 7), False), ("InstanceNorm1d", (4, 7), True),
+    ("InstanceNorm2d", (2, 4, 3, 5), True), ("InstanceNorm3d", (2, 4, 2, 3, 2), False),
+])
+def test_instance_norms_match_pytorch(rng, module, shape, affine):
+    x = rng.standard_normal(shape) * 3 - 1
+
+    def fn(m, t):
+        mod = getattr(m.nn, module)(4, affine=affine).double()
+        if affine:  # not PyTorch's ones and zeros
+            mod.weight.data = m.tensor(np.linspace(0.5, 2.0, 4))
+            mod.bias.data = m.tensor(np.linspace(-1.0, 1.0, 4))
+        return mod(t)
+    compare(fn, x, tol=1e-10)
+    compare(lambda m, t: F(m).instance_norm(t, eps=1e-3), rng.standard_normal((2, 3, 6)),
+            tol=1e-10)
+
+
+def test_instance_norm_refuses_running_statistics():
+    with pytest.raises(NotImplementedError, match="track_running_stats"):
+        onn.InstanceNorm2d(3, track_running_stats=True)
+
+
+# -- pooling and shuffles --------------------------------------------------------------
+
+def test_one_dimensional_and_adaptive_poolings(rng):
+    x = rng.standard_normal((2, 3, 12))
+    compare(lambda m, t: F(m).max_pool1d(t, 3), x)
+    compare(lambda m, t: F(m).max_pool1d(t, 3, 2, 1), x)
+    compare(lambda m, t: F(m).avg_pool1d(t, 4, 2, 1), x)
+    compare(lambda m, t: F(m).avg_pool1d(t, 4, 2, 1, count_include_pad=False), x)
+    compare(lambda m, t: F(m).adaptive_avg_pool1d(t, 4), x)
+    compare(lambda m, t: F(m).adaptive_max_pool1d(t, 3), x)
+    compare(lambda m, t: m.nn.MaxPool1d(2)(t), x[0])  # unbatched
+    compare(lambda m, t: m.nn.AvgPool1d(3)(t), x)
+    compare(lambda m, t: m.nn.AdaptiveAvgPool1d(6)(t), x)
+    y = rng.standard_normal((2, 3, 8, 6))
+    compare(lambda m, t: F(m).adaptive_max_pool2d(t, (4, 3)), y)
+    compare(lambda m, t: m.nn.AdaptiveMaxPool2d((None, 2))(t), y)
+    compare(lambda m, t: m.nn.AdaptiveMaxPool2d(2)(t), y[0])
+    with pytest.raises(NotImplementedError, match="divide the input size"):
+        OF.adaptive_max_pool2d(of.zeros(1, 1, 5, 5), 2)
+
+
+def test_pixel_shuffle_and_unshuffle(rng):
+    x = rng.standard_normal((2, 8, 3, 5))
+    compare(lambda m, t: F(m).pixel_shuffle(t, 2), x)
+    compare(lambda m, t: m.nn.PixelShuffle(2)(t), x[0])
+    compare(lambda m, t: F(m).pixel_unshuffle(t, 3), rng.standard_normal((1, 2, 6, 9)))
+    compare(lambda m, t: m.nn.PixelUnshuffle(2)(m.nn.PixelShuffle(2)(t)), x)
+    with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
+        OF.pixel_shuffle(of.zeros(1, 6, 2, 2), 2)
+
+
+def test_channel_dropout_zeroes_whole_channels():
+    of.manual_seed(3)
+    x = of.ones(64, 8, 3, 3)
+    y = OF.dropout2d(x, 0.25).numpy()
+    per_channel = y.reshape(64, 8, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 1 / 0.75).all(-1))
+    dropped = float((per_channel == 0).all(-1).mean())
+    assert 0.15 < dropped < 0.35, dropped
+    assert OF.dropout2d(x, 0.25, training=False) is x
+    y1 = onn.Dropout1d(0.5)(of.ones(32, 4, 5)).numpy()
+    assert np.all((y1 == 0).all(-1) | (y1 == 2).all(-1))
+    y3 = onn.Dropout3d(0.5)(of.ones(4, 2, 2, 2))  # unbatched (C, D, H, W)
+    assert tuple(y3.shape) == (4, 2, 2, 2)
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D input"):
+        OF.dropout2d(of.ones(2, 3), 0.5)
+
+
+# -- losses and distances --------------------------------------------------------------
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_pairwise_losses(rng, reduction):
+    a, b = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    sign = np.where(rng.standard_normal(6) > 0, 1.0, -1.0)
+    compare(lambda m, x, y, t: F(m).margin_ranking_loss(x[:, 0], y[:, 0], t, 0.3,
+                                                        reduction=reduction), a, b, sign,
+            grad=True)
+    compare(lambda m, x, t: F(m).hinge_embedding_loss(x[:, 0], t, 0.7, reduction=reduction),
+            a, sign)
+    # PyTorch's soft_margin_loss has no gradient for its target
+    compare(lambda m, x: F(m).soft_margin_loss(x[:, 0], m.tensor(sign), reduction=reduction),
+            a)
+    compare(lambda m, x, y, t: F(m).cosine_embedding_loss(x, y, t, 0.1, reduction=reduction),
+            a, b, sign)
+    compare(lambda m, x, y, z: F(m).triplet_margin_loss(x, y, z, reduction=reduction), a, b,
+            rng.standard_normal((6, 5)))
+    compare(lambda m, x, y, z: F(m).triplet_margin_loss(x, y, z, 0.5, 1, swap=True,
+                                                        reduction=reduction), a, b,
+            rng.standard_normal((6, 5)))
+
+
+@pytest.mark.parametrize("reduction", ["batchmean", "sum", "none", "mean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(rng, reduction, log_target):
+    logp = np.log(np.abs(rng.standard_normal((4, 5))) + 0.1)
+    target = rng.random((4, 5)) + 0.05
+    if log_target:
+        target = np.log(target)
+    with pytest.warns(UserWarning, match="batchmean") if reduction == "mean" else _nothing():
+        compare(lambda m, x, t: F(m).kl_div(x, t, reduction=reduction, log_target=log_target),
+                logp, target)
+    compare(lambda m, x, t: m.nn.KLDivLoss(reduction="sum", log_target=log_target)(x, t),
+            logp, target)
+    if not log_target:
+        # xlogy's zeros: no loss where the target is 0 (the gradient of the
+        # input only: PyTorch's of the target is NaN there)
+        target[0, :2] = 0.0
+        compare(lambda m, x: F(m).kl_div(x, m.tensor(target), reduction="sum"), logp)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_loss_modules(rng):
+    a, b, c = (rng.standard_normal((5, 4)) for _ in range(3))
+    sign = np.where(rng.standard_normal(5) > 0, 1.0, -1.0)
+    compare(lambda m, x, y, t: m.nn.MarginRankingLoss(0.2)(x[:, 0], y[:, 0], t), a, b, sign)
+    compare(lambda m, x, t: m.nn.HingeEmbeddingLoss(2.0)(x[:, 0], t), a, sign)
+    compare(lambda m, x: m.nn.SoftMarginLoss()(x[:, 0], m.tensor(sign)), a)
+    compare(lambda m, x, y, t: m.nn.CosineEmbeddingLoss(0.3)(x, y, t), a, b, sign)
+    compare(lambda m, x, y, z: m.nn.TripletMarginLoss(margin=2.0, p=3.0)(x, y, z), a, b, c)
+
+
+def test_distances_and_normalize(rng):
+    a, b = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    compare(lambda m, x: F(m).normalize(x), a)
+    compare(lambda m, x: F(m).normalize(x, 1.0, 0), a)
+    compare(lambda m, x, y: F(m).cosine_similarity(x, y), a, b)
+    compare(lambda m, x, y: F(m).cosine_similarity(x, y[:1], dim=-1), a, b)
+    compare(lambda m, x, y: F(m).pairwise_distance(x, y), a, b)
+    compare(lambda m, x, y: F(m).pairwise_distance(x, y, 1.0, keepdim=True), a, b)
+    compare(lambda m, x, y: m.nn.CosineSimilarity(0)(x, y), a, b)
+    compare(lambda m, x, y: m.nn.PairwiseDistance(3.0)(x, y), a, b)
+    np.testing.assert_allclose(OF.normalize(of.zeros(2, 3)).numpy(), np.zeros((2, 3)))
+
+
+# -- index updates, in-place methods, *_like -------------------------------------------
+
+def test_index_add_copy_fill(rng):
+    x = rng.standard_normal((5, 3))
+    idx = np.array([4, 0, 4, 2])
+    src = rng.standard_normal((4, 3))
+    compare(lambda m, t, s: m.index_add(t, 0, m.tensor(idx), s, alpha=2.0), x, src)
+    compare(lambda m, t, s: t.index_add(1, m.tensor(np.array([2, 2])), s), x,
+            rng.standard_normal((5, 2)))
+    uniq = np.array([4, 0, 2])
+    compare(lambda m, t, s: m.index_copy(t, 0, m.tensor(uniq), s[:3]), x, src)
+    compare(lambda m, t: m.index_fill(t, 1, m.tensor(np.array([0, 2])), -1.5), x)
+    compare(lambda m, t: t.index_fill(0, m.tensor(np.array([1])), m.tensor(2.5)), x)
+    with pytest.raises(RuntimeError, match="same slice shapes"):
+        of.index_add(of.zeros(5, 3), 0, of.tensor([0, 1]), of.zeros(3, 3))
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        of.index_fill(of.zeros(5, 3), 0, of.tensor([[0]]), 1.0)
+
+
+def test_inplace_index_and_scatter_methods(rng):
+    x = rng.standard_normal((4, 3))
+    index = np.array([[0, 1, 2], [3, 0, 1]])
+    src = rng.standard_normal((2, 3))
+    mask = x > 0
+    for name, args in [
+        ("index_add_", lambda m: (0, m.tensor(np.array([1, 1])), m.tensor(src))),
+        ("index_copy_", lambda m: (0, m.tensor(np.array([3, 1])), m.tensor(src))),
+        ("index_fill_", lambda m: (1, m.tensor(np.array([2])), 7.0)),
+        ("scatter_", lambda m: (0, m.tensor(index), m.tensor(src))),
+        ("scatter_add_", lambda m: (0, m.tensor(index), m.tensor(src))),
+        ("masked_fill_", lambda m: (m.tensor(mask), -3.0)),
+    ]:
+        ours, theirs = of.tensor(x), torch.tensor(x)
+        assert getattr(ours, name)(*args(of)) is ours
+        getattr(theirs, name)(*args(torch))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
+
+
+def test_full_and_empty_like():
+    x = of.zeros(2, 3, dtype=of.int64)
+    y = of.full_like(x, 4)
+    assert y.dtype == of.int64 and tuple(y.shape) == (2, 3) and (y.numpy() == 4).all()
+    z = of.full_like(x, 0.5, dtype=of.float32, requires_grad=True)
+    assert z.requires_grad and z.dtype == of.float32
+    assert tuple(of.empty_like(x).shape) == (2, 3)
+
+
+# -- initialisers -------------------------------------------------------------------------
+
+def test_initialisers():
+    of.manual_seed(0)
+    w = of.zeros(6, 4, 2)
+    onn.init.orthogonal_(w, gain=2.0)
+    flat = w.numpy().reshape(6, 8)
+    np.testing.assert_allclose(flat @ flat.T, 4 * np.eye(6), atol=1e-5)
+    wide = of.zeros(3, 7)
+    onn.init.orthogonal_(wide)
+    np.testing.assert_allclose(wide.numpy() @ wide.numpy().T, np.eye(3), atol=1e-5)
+    t = of.zeros(20000)
+    onn.init.trunc_normal_(t, mean=1.0, std=2.0, a=0.0, b=3.0)
+    v = t.numpy()
+    assert v.min() >= 0.0 and v.max() <= 3.0
+    # the mean of Normal(1, 2) truncated to [0, 3] is 1 + 2 (phi(-1/2) - phi(1)) /
+    # (Phi(1) - Phi(-1/2)) = 1.4133
+    assert abs(v.mean() - 1.4133) < 0.03, v.mean()
+    x = of.zeros(300, 200)
+    onn.init.xavier_normal_(x, gain=0.5)
+    assert abs(x.numpy().std() - 0.5 * np.sqrt(2 / 500)) < 0.002
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        onn.init.orthogonal_(of.zeros(3))
+
+
+# -- compiled ---------------------------------------------------------------------------
+
+def _net(fw):
+    nn = fw.nn
+    return nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Mish(), nn.Linear(8, 8),
+                         nn.PReLU(8), nn.GLU(), nn.Hardswish(), nn.Linear(4, 3),
+                         nn.LogSoftmax(1))
+
+
+def test_new_modules_in_a_compiled_training_step(rng):
+    tm, om = _net(torch), _net(of)
+    om.load_state_dict({k: of.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    batches = [(rng.standard_normal((10, 6)).astype(np.float32), rng.integers(0, 3, 10))
+               for _ in range(3)]
+    losses = {}
+    for fw, model in ((torch, tm), (of, om)):
+        opt = fw.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        run = of.compile(model) if fw is of else model
+        losses[fw.__name__] = []
+        for x, y in batches:
+            loss = fw.nn.functional.nll_loss(run(fw.tensor(x)), fw.tensor(y))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses[fw.__name__].append(loss.item())
+    np.testing.assert_allclose(losses["of"], losses["torch"], rtol=1e-5)
+    for (name, o), t in zip(om.state_dict().items(), tm.state_dict().values()):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+# -- the rest of the PyTorch names docs/pytorch-coverage.md lists -------------------------
+
+def test_small_tensor_members(rng):
+    x = rng.standard_normal((2, 3, 4))
+    ours, theirs = of.tensor(x), torch.tensor(x)
+    np.testing.assert_array_equal(ours.mT.numpy(), theirs.mT.numpy())
+    assert ours.contiguous().shape == ours.shape and ours.is_xpu is False
+    assert of.is_tensor(ours) and not of.is_tensor(x)
+    for name in ("cos_", "sin_"):
+        o, t = of.tensor(x), torch.tensor(x)
+        assert getattr(o, name)() is o
+        getattr(t, name)()
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12)
+    o = of.tensor(x)
+    assert o.fill_(2.5) is o and (o.numpy() == 2.5).all()
+    o.uniform_(-1.0, 3.0)
+    assert o.numpy().min() >= -1.0 and o.numpy().max() < 3.0 and o.numpy().std() > 0.5
+    y = of.tensor(x, requires_grad=True) * 2
+    assert y.detach_() is y and y.grad_fn is None and not y.requires_grad
+    r = of.rand_like(of.zeros(1000, dtype=of.float64))
+    assert r.dtype == of.float64 and 0.0 <= r.numpy().min() and r.numpy().max() < 1.0
+
+
+def test_initialiser_fills():
+    t = of.zeros(3, 4)
+    assert onn.init.constant_(t, 0.5) is t and (t.numpy() == 0.5).all()
+    assert (onn.init.ones_(t).numpy() == 1.0).all()
+    onn.init.uniform_(t, -2.0, -1.0)
+    assert t.numpy().min() >= -2.0 and t.numpy().max() < -1.0
+
+
+def test_module_containers_and_bases(rng):
+    d = onn.ModuleDict({"a": onn.Linear(2, 3), "b": onn.Tanh()})
+    assert list(d.keys()) == ["a", "b"] and isinstance(d["b"], onn.Tanh)
+    assert [k for k, _ in d.named_parameters()] == ["a.weight", "a.bias"]
+    assert issubclass(onn.LSTM, onn.RNNBase) and issubclass(onn.GRUCell, onn.RNNCellBase)
+    x = rng.standard_normal((2, 12, 5))
+    compare(lambda m, t: m.nn.Unflatten(1, (3, 4))(t), x)
+    compare(lambda m, t: m.nn.Unflatten(-1, (5, 1))(t), x)
+    compare(lambda m, t: m.nn.AdaptiveMaxPool1d(4)(t), rng.standard_normal((2, 3, 8)))
+    compare(lambda m, t: m.nn.functional.group_norm(t, 3), x)
+    of.manual_seed(5)
+    for y in (onn.Dropout2d(0.5)(of.ones(16, 4, 2, 2)), OF.dropout1d(of.ones(16, 4, 3), 0.5),
+              OF.dropout3d(of.ones(16, 4, 2, 1, 2), 0.5)):
+        per_channel = y.numpy().reshape(16, 4, -1)
+        assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))
+
+
+def test_sampler_base_and_custom_function_refusal():
+    class Evens(of.utils.data.Sampler):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(range(0, self.n, 2))
+
+        def __len__(self):
+            return (self.n + 1) // 2
+
+    data = of.utils.data.TensorDataset(of.arange(10))
+    loader = of.utils.data.DataLoader(data, batch_size=2, sampler=Evens(10))
+    assert [b[0].tolist() for b in loader] == [[0, 2], [4, 6], [8]]
+
+    class Square(of.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+    with pytest.raises(NotImplementedError, match="torch.autograd.Function"):
+        Square.apply(of.ones(2))
+
+
+def test_autocast_cache_switches():
+    assert of.is_autocast_cache_enabled() == torch.is_autocast_cache_enabled()
+    of.set_autocast_cache_enabled(False)
+    try:
+        assert not of.is_autocast_cache_enabled()
+    finally:
+        of.set_autocast_cache_enabled(True)
+    assert of.is_autocast_cache_enabled()
+    of.clear_autocast_cache()  # nothing cached: of casts inside the compiled program
+
+
+def test_cumprod(rng):
+    x = rng.standard_normal((3, 7))
+    x[1, 2] = 0.0  # a zero's gradient is the product of the others it meets
+    x[2, [1, 4]] = 0.0
+    compare(lambda m, t: m.cumprod(t, 1), x)
+    compare(lambda m, t: t.cumprod(0), x)
+    compare(lambda m, t: m.cumprod(t, -1, dtype=m.float64), x[0].astype(np.float32),
+            tol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(rng, reduce, include_self):
+    x = rng.standard_normal((4, 5))
+    index = np.array([[0, 1, 0, 3, 3], [0, 0, 2, 3, 1]])
+    compare(lambda m, t, s: m.scatter_reduce(t, 0, m.tensor(index), s, reduce,
+                                             include_self=include_self), x,
+            rng.standard_normal((2, 5)))
+    ints = rng.integers(-9, 9, (4, 5))
+    ours = of.tensor(ints).scatter_reduce(0, of.tensor(index), of.tensor(ints[:2] * 3), reduce,
+                                          include_self=include_self)
+    theirs = torch.tensor(ints).scatter_reduce(0, torch.tensor(index),
+                                               torch.tensor(ints[:2] * 3), reduce,
+                                               include_self=include_self)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(NotImplementedError, match="amax"):
+        of.scatter_reduce(of.zeros(3), 0, of.tensor([0]), of.ones(1), "amax")
