@@ -33,10 +33,12 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FileSystem.h"
@@ -178,6 +180,82 @@ void accumulateInRegisters(func::FuncOp kernel) {
                     (flags ? flags.getValue() : arith::FastMathFlags::none) |
                         arith::FastMathFlags::reassoc));
   }
+}
+
+/// Moves out of each loop of a CPU kernel what every iteration recomputes
+/// identically: the loads of a buffer the kernel never writes at indices
+/// fixed in the loop (a batch norm's per-channel statistics, read again for
+/// each element of the spatial loops), and the pure arithmetic on them (the
+/// per-channel rsqrt and divisions), as upstream LICM moves. LLVM hoists
+/// neither: it cannot tell that the kernel's stores do not alias those
+/// buffers. The plan guarantees it (different kernel arguments are
+/// different buffers, except an input that an elementwise kernel writes
+/// over, which it reads at the index it writes), so a load is left in place
+/// when some store of the kernel writes a memref of its type at its
+/// indices. Loads leave only loops that run at least once (constant bounds),
+/// so none reads where the loop would not have. The ResNet-50 step's batch
+/// norm kernel relu(residual) + (x - mean) * rsqrt(var + eps) * gamma + beta
+/// on [16, 128, 8, 8]: 0.23 -> 0.13 ms (of-run --print-timing on the plan
+/// examples/models/train_resnet50.py --dump-dir writes, this 2-core VM).
+void hoistInvariantReads(func::FuncOp kernel) {
+  llvm::SmallPtrSet<Value, 4> written;
+  SmallVector<memref::StoreOp> stores;
+  bool unknown = false;
+  kernel.walk([&](Operation *op) {
+    if (op == kernel)
+      return;
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(store);
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      unknown |= !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+                 !isMemoryEffectFree(op);
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &e : instances) {
+      if (!isa<MemoryEffects::Write>(e.getEffect()))
+        continue;
+      Value buffer = e.getValue() ? viewedBuffer(e.getValue()) : Value();
+      if (!buffer)
+        unknown = true;
+      else
+        written.insert(buffer);
+    }
+  });
+  if (unknown)
+    return;
+  auto hoistableLoad = [&](memref::LoadOp load) {
+    Value buffer = viewedBuffer(load.getMemRef());
+    if (!buffer || written.contains(buffer))
+      return false;
+    return llvm::none_of(stores, [&](memref::StoreOp store) {
+      return store.getMemRef().getType() == load.getMemRef().getType() &&
+             store.getIndices() == load.getIndices();
+    });
+  };
+  auto runsOnce = [](scf::ForOp loop) {
+    std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+    std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+    return lb && ub && *lb < *ub;
+  };
+  // Innermost loops first, so a load can leave several levels.
+  kernel.walk<WalkOrder::PostOrder>([&](scf::ForOp loop) {
+    bool loadsMayLeave = runsOnce(loop);
+    moveLoopInvariantCode(
+        {&loop.getRegion()},
+        [&](Value value, Region *) {
+          return loop.isDefinedOutsideOfLoop(value);
+        },
+        [&](Operation *op, Region *) {
+          if (auto load = dyn_cast<memref::LoadOp>(op))
+            return loadsMayLeave && hoistableLoad(load);
+          return isMemoryEffectFree(op) && isSpeculatable(op) &&
+                 op->getNumRegions() == 0;
+        },
+        [&](Operation *op, Region *) { op->moveBefore(loop); });
+  });
 }
 
 /// Retypes the i1 buffers of a CPU kernel, once it is loops, as i8: a load
@@ -413,6 +491,7 @@ struct LowerCpuKernelsPass
       for (auto kernel : kernels.getOps<func::FuncOp>()) {
         accumulateInRegisters(kernel);
         storeBoolsAsBytes(kernel);
+        hoistInvariantReads(kernel);
       }
       // Polynomial exp/tanh/erf/log... vectorise where libm calls would not.
       RewritePatternSet math(ctx);

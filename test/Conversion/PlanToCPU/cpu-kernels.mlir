@@ -62,3 +62,44 @@ func.func @rows(%x: tensor<6x40xf32> {of.name = "x"}) -> tensor<6xf32> {
   %s = of.reduce_sum %x {axes = array<i64: 1>} : (tensor<6x40xf32>) -> tensor<6xf32>
   return %s : tensor<6xf32>
 }
+
+// -----
+
+// A batch norm's per-channel values leave the spatial loops: the loads of
+// the statistics and parameters (buffers the kernel only reads) and the
+// rsqrt of the variance are computed once per channel, before the loop
+// over rows; the innermost loop loads only x and stores y.
+// CHECK-LABEL: {{^}}// -{{-+$}}
+// CHECK: llvm.func internal @k0_impl(
+// CHECK: llvm.intr.sqrt
+// CHECK-NEXT: llvm.fdiv
+// CHECK-NEXT: llvm.br ^[[ROWS:bb[0-9]+]](
+// CHECK: ^[[ROWS]](
+// CHECK-NOT: llvm.intr.sqrt
+// CHECK: ^[[INNER:bb[0-9]+]]:
+// CHECK-NOT: llvm.intr.sqrt
+// CHECK: llvm.load
+// CHECK-NOT: llvm.load
+// CHECK: llvm.store
+// CHECK: llvm.return
+func.func @norm(%x: tensor<2x3x4x5xf32> {of.name = "x"}, %w: tensor<3xf32> {of.name = "w"}, %b: tensor<3xf32> {of.name = "b"}, %m: tensor<3xf32> {of.name = "m"}, %v: tensor<3xf32> {of.name = "v"}) -> tensor<2x3x4x5xf32> {
+  %y:3 = of.batch_norm %x, %w, %b, %m, %v : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y#0 : tensor<2x3x4x5xf32>
+}
+
+// -----
+
+// A buffer the kernel writes is read where it is: relu in place, one
+// parameter read and written, keeps its load in the loop.
+// CHECK-LABEL: {{^}}// -{{-+$}}
+// CHECK: llvm.func internal @k{{[0-9]+}}_impl(
+// CHECK: ^[[LOOP:bb[0-9]+]](%{{.*}}: i64):
+// CHECK: llvm.cond_br
+// CHECK: llvm.load
+// CHECK: llvm.store
+// CHECK: llvm.br ^[[LOOP]]
+func.func @in_place(%x: tensor<4x16xf32> {of.name = "x"}, %w: tensor<16x16xf32> {of.name = "w"}) -> tensor<4x16xf32> {
+  %y = of.matmul %x, %w : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+  %r = of.relu %y : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
