@@ -55,6 +55,7 @@ SIZES = {
              ["--tables", "1000", "100", "--embedding-dim", "8", "--bottom", "16",
               "--top", "16", "--batch-size", "8"]),
 }
+AMP_MODELS = ("resnet50", "bert")  # the scripts that take --amp
 UNITS = {"resnet50": "img/s", "bert": "seq/s", "face": "img/s", "dlrm": "samples/s"}
 
 
@@ -110,15 +111,19 @@ def torch_workload(name, args):
     if name == "resnet50":
         model = ns["TrainingModel"](ns["resnet50"](num_classes=options.classes,
                                                    width=options.width),
-                                    options.label_smoothing)
+                                    options.label_smoothing, options.amp)
         data = script.Images(options)
         return (model, lambda s, r, n: [part(a, r, n) for a in data.batch(s)],
                 lambda m, xs: m(*xs)[1])
     if name == "bert":
         model = ns["BertForPreTraining"](script.config(ns, options))
+
+        def bert_loss(m, xs):  # as train_bert.py: the forward under autocast
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=options.amp):
+                return m(*xs)[-1]
         return (model, lambda s, r, n: [part(a, r, n)
                                         for a in script.pretraining_batch(options, s)],
-                lambda m, xs: m(*xs)[-1])
+                bert_loss)
     if name == "face":
         model = script.build(ns, options)
 
@@ -198,43 +203,49 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes, ranks 1 and 2, 2 warm-up steps, 2 rounds of 1 step")
     parser.add_argument("--json", help="write the results as JSON")
+    parser.add_argument("--amp", action="store_true",
+                        help="also bf16 autocast rows for the models whose scripts take --amp "
+                             "(ResNet-50, BERT), PyTorch under torch.autocast('cpu', bf16)")
     options = parser.parse_args(argv)
     if options.quick:
         options.ranks = [r for r in options.ranks if r <= 2]
         options.warmup, options.rounds, options.round_steps = 2, 2, 1
 
     results = {}
-    for name in options.models:
-        args = SIZES[name][1 if options.quick else 0]
+    rows = [(name, name, SIZES[name][1 if options.quick else 0]) for name in options.models]
+    if options.amp:
+        rows += [(name + "+amp", name, SIZES[name][1 if options.quick else 0] + ["--amp"])
+                 for name in options.models if name in AMP_MODELS]
+    for label, name, args in rows:
         for ranks in options.ranks:
             for fw in options.frameworks:
                 rate = (run_of if fw == "of" else run_torch)(name, args, ranks, options)
-                results[(name, fw, ranks)] = rate
-                print(f"{name:9s} {fw:5s} ranks={ranks}: {rate:10.1f} {UNITS[name]}",
+                results[(label, fw, ranks)] = rate
+                print(f"{label:12s} {fw:5s} ranks={ranks}: {rate:10.1f} {UNITS[name]}",
                       flush=True)
 
     print()
-    header = (f"{'model':9s} {'ranks':>5s} {'of':>11s} {'speedup':>8s} {'eff':>5s} "
+    header = (f"{'model':12s} {'ranks':>5s} {'of':>11s} {'speedup':>8s} {'eff':>5s} "
               f"{'torch':>11s} {'speedup':>8s} {'eff':>5s} {'of/torch':>9s}  unit")
     print(header)
     print("-" * len(header))
-    rows = []
-    for name in options.models:
+    table = []
+    for label, name, _ in rows:
         for ranks in options.ranks:
-            row = {"model": name, "ranks": ranks, "unit": UNITS[name]}
+            row = {"model": label, "ranks": ranks, "unit": UNITS[name]}
             cells = []
             for fw in ("of", "torch"):
-                rate = results.get((name, fw, ranks), float("nan"))
-                base = results.get((name, fw, options.ranks[0]), float("nan"))
+                rate = results.get((label, fw, ranks), float("nan"))
+                base = results.get((label, fw, options.ranks[0]), float("nan"))
                 speedup = rate / base * options.ranks[0]
                 row[fw], row[f"{fw}_speedup"] = rate, speedup
                 cells.append(f"{rate:11.1f} {speedup:8.2f} {speedup / ranks:5.2f}")
             ratio = row["of"] / row["torch"]
             row["of_over_torch"] = ratio
-            rows.append(row)
-            print(f"{name:9s} {ranks:5d} {cells[0]} {cells[1]} {ratio:9.2f}  {UNITS[name]}")
+            table.append(row)
+            print(f"{label:12s} {ranks:5d} {cells[0]} {cells[1]} {ratio:9.2f}  {UNITS[name]}")
     if options.json:
-        json.dump(rows, open(options.json, "w"), indent=1)
+        json.dump(table, open(options.json, "w"), indent=1)
     return 0
 
 
