@@ -94,6 +94,11 @@ struct Operand {
   dnnl_memory_t inner = nullptr; // oneDNN's layout, in scratch; or null
   dnnl_primitive_t reorder = nullptr;
   size_t bytes = 0; // of the inner layout
+  /// A widened bf16 operand's f32 copy in the plan's layout: `user` views
+  /// it, so oneDNN's reorder only changes the layout (its bf16 <-> f32
+  /// reorders on CPUs without AVX-512 are the reference ones, 40 ns an
+  /// element).
+  std::vector<float> wide;
 };
 
 /// A primitive (a convolution or a matmul) and its operands.
@@ -519,6 +524,9 @@ struct OneDnnPrimitives::Impl {
       return fail(step.name, ": oneDNN has no ", dtypeName(step.dnnType),
                   " convolution (f32, bf16 and f16 only)");
     bool grouped = g.groups != 1;
+    // A widened step's operands are f32 copies of the plan's bf16 buffers.
+    bool widen = compute != type;
+    dnnl_data_type_t userType = widen ? compute : type;
     dnnl_dims_t x = {g.n, g.c, g.h, g.w}, y = {g.n, g.f, g.oh, g.ow},
                 bias = {g.f};
     dnnl_dims_t w = {g.f, g.c / g.groups, g.kh, g.kw};
@@ -536,10 +544,10 @@ struct OneDnnPrimitives::Impl {
                 dilates = {g.dilationH - 1, g.dilationW - 1},
                 padL = {g.padTop, g.padLeft}, padR = {g.padBottom, g.padRight};
     dnnl_memory_desc_t xUser, wUser, yUser, bUser, bCompute, xAny, wAny, yAny;
-    dnnl->dnnl_memory_desc_init_by_tag(&xUser, 4, x, type, dnnl_nchw);
-    dnnl->dnnl_memory_desc_init_by_tag(&wUser, wRank, w, type, wTag);
-    dnnl->dnnl_memory_desc_init_by_tag(&yUser, 4, y, type, dnnl_nchw);
-    dnnl->dnnl_memory_desc_init_by_tag(&bUser, 1, bias, type, dnnl_x);
+    dnnl->dnnl_memory_desc_init_by_tag(&xUser, 4, x, userType, dnnl_nchw);
+    dnnl->dnnl_memory_desc_init_by_tag(&wUser, wRank, w, userType, wTag);
+    dnnl->dnnl_memory_desc_init_by_tag(&yUser, 4, y, userType, dnnl_nchw);
+    dnnl->dnnl_memory_desc_init_by_tag(&bUser, 1, bias, userType, dnnl_x);
     dnnl->dnnl_memory_desc_init_by_tag(&bCompute, 1, bias, compute, dnnl_x);
     dnnl->dnnl_memory_desc_init_by_tag(&xAny, 4, x, compute,
                                        dnnl_format_tag_any);
@@ -626,6 +634,9 @@ struct OneDnnPrimitives::Impl {
         status =
             addOperand(step, conv, spec.arg, i,
                        /*output=*/i + 1 == specs.size(), *spec.user, layout);
+        if (!status.failed() && widen)
+          conv.operands.back().wide.resize(
+              dnnl->dnnl_memory_desc_get_size(spec.user) / sizeof(float));
       }
     }
     if (!status.failed())
@@ -938,6 +949,11 @@ struct OneDnnPrimitives::Impl {
     for (size_t i = 0; i < conv.operands.size(); ++i) {
       Operand &operand = conv.operands[i];
       void *data = step.args[operand.buffer];
+      if (!operand.wide.empty()) {
+        if (!operand.output)
+          widenBf16(data, operand.wide.data(), operand.wide.size());
+        data = operand.wide.data();
+      }
       if (Status status =
               check(step, dnnl->dnnl_memory_set_data_handle(operand.user, data),
                     "memory binding");
@@ -985,7 +1001,15 @@ struct OneDnnPrimitives::Impl {
             status.failed())
           return status;
       }
-    return check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
+    if (Status status =
+            check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
+        status.failed())
+      return status;
+    for (Operand &operand : conv.operands)
+      if (operand.output && !operand.wide.empty())
+        narrowToBf16(operand.wide.data(), step.args[operand.buffer],
+                     operand.wide.size());
+    return Status::success();
   }
 };
 
