@@ -327,6 +327,32 @@ def g_matmul(rng):
     mm("long_k", (3, 300), (300, 4))
     mm("int32", (4, 5), (5, 3), dtype=np.int32)
     mm("int32_batched", (2, 4, 5), (2, 5, 3), dtype=np.int32)
+
+    # bf16 products (f32 accumulation, one rounding of the result) in the
+    # layouts above: on a CPU without bf16 kernels, oneDNN's f32 matmul of
+    # widened copies, its strided result rounded back element by element.
+    def mm_bf16(name, ashape, bshape, ta=False, tb=False):
+        av, bv = nonzero(rng, ashape), nonzero(rng, bshape)
+        a, b = p.input(f"a_{name}_bf16", av), p.input(f"b_{name}_bf16", bv)
+        A = np.swapaxes(round_bf16(av), -1, -2) if ta else round_bf16(av)
+        B = np.swapaxes(round_bf16(bv), -1, -2) if tb else round_bf16(bv)
+        ref = np.matmul(f64(A), f64(B))
+        attrs = [k for k, on in (("transpose_a = true", ta), ("transpose_b = true", tb)) if on]
+        attr = f" {{{', '.join(attrs)}}}" if attrs else ""
+        at, bt = mlir_type(ashape, "bf16"), mlir_type(bshape, "bf16")
+        rt = mlir_type(ref.shape, "bf16")
+        p.op(f"%{name}_a16 = of.cast {a} : {p.t(a)} to {at}")
+        p.op(f"%{name}_b16 = of.cast {b} : {p.t(b)} to {bt}")
+        p.op(f"%{name}_16 = of.matmul %{name}_a16, %{name}_b16{attr} : ({at}, {bt}) -> {rt}")
+        p.op(f"%{name}_bf16 = of.cast %{name}_16 : {rt} to {mlir_type(ref.shape, F32)}")
+        p.output(f"{name}_bf16", f"%{name}_bf16", mlir_type(ref.shape, F32), ref, BF16)
+
+    mm_bf16("mm2d", (5, 7), (7, 6))
+    mm_bf16("transpose_ab", (7, 5), (6, 7), ta=True, tb=True)
+    mm_bf16("batched3d_2d_tb", (2, 5, 7), (6, 7), tb=True)
+    mm_bf16("batched4d_ta", (2, 3, 7, 5), (2, 3, 7, 6), ta=True)
+    mm_bf16("bcast_batch", (2, 1, 5, 7), (1, 3, 7, 6))
+    mm_bf16("long_k", (3, 300), (300, 4))
     return p
 
 

@@ -99,6 +99,10 @@ struct Operand {
   /// reorders on CPUs without AVX-512 are the reference ones, 40 ns an
   /// element).
   std::vector<float> wide;
+  /// A widened output that is a strided view (a matmul's C): the elements
+  /// written, so only those are rounded back (not the gaps between rows,
+  /// which hold other values). Empty for a dense operand.
+  std::vector<int64_t> dims, strides;
 };
 
 /// A primitive (a convolution or a matmul) and its operands.
@@ -135,6 +139,20 @@ void narrowToBf16(const float *from, void *to, size_t count) {
   auto *bits = static_cast<uint16_t *>(to);
   for (size_t i = 0; i < count; ++i)
     bits[i] = floatToBf16(from[i]);
+}
+
+/// narrowToBf16 of the elements of a strided view: dims[d] elements
+/// strides[d] apart on each dimension, from `offset`.
+void narrowStrided(const float *from, uint16_t *to, const int64_t *dims,
+                   const int64_t *strides, size_t rank, int64_t offset) {
+  if (rank == 1) {
+    for (int64_t i = 0; i < dims[0]; ++i)
+      to[offset + i * strides[0]] = floatToBf16(from[offset + i * strides[0]]);
+    return;
+  }
+  for (int64_t i = 0; i < dims[0]; ++i)
+    narrowStrided(from, to, dims + 1, strides + 1, rank - 1,
+                  offset + i * strides[0]);
 }
 
 /// A batch-normalization step's primitive and a memory per buffer of the
@@ -390,8 +408,8 @@ struct OneDnnPrimitives::Impl {
   }
 
   /// A matmul primitive of the given operand layouts, or failure when
-  /// oneDNN rejects them or has only its reference kernel for them (which
-  /// a bf16 gemm accepts: nothing else runs it).
+  /// oneDNN rejects them or has only its reference kernel for them (a bf16
+  /// one is then tried widened to f32, and OpenBLAS runs what remains).
   Status matmulDesc(const PreparedStep &step, const dnnl_memory_desc_t *mds,
                     dnnl_primitive_desc_t &pd) {
     dnnl_matmul_desc_t desc;
@@ -409,8 +427,7 @@ struct OneDnnPrimitives::Impl {
       return status;
     const char *impl = nullptr;
     dnnl->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (impl && (std::string(impl).rfind("ref", 0) != 0 ||
-                 step.gemmType == DType::BF16))
+    if (impl && std::string(impl).rfind("ref", 0) != 0)
       return Status::success();
     dnnl->dnnl_primitive_desc_destroy(pd);
     pd = nullptr;
@@ -422,7 +439,23 @@ struct OneDnnPrimitives::Impl {
   /// An f32 one fails where oneDNN has only its reference kernel for them
   /// (oneDNN 2.6 on AVX-512 has a JIT kernel for every layout blas.gemm
   /// admits, once broadcast levels have a stride): OpenBLAS then runs it.
+  /// Where oneDNN has no bf16 matmul (CPUs without AVX-512), a bf16 one is
+  /// the f32 matmul of widened copies in the same layouts, its bf16 result
+  /// rounded back (as oneDNN's bf16 kernels round their f32 accumulators);
+  /// before, OpenBLAS ran it one batch after another on single-threaded
+  /// conversions (gemmBf16), which remains the fallback.
   Status createMatmul(const PreparedStep &step, Primitive &matmul) {
+    Status status = createMatmul(step, matmul, /*widen=*/false);
+    if (!status.failed() || step.gemmType != DType::BF16)
+      return status;
+    destroy(matmul);
+    matmul = Primitive();
+    if (createMatmul(step, matmul, /*widen=*/true).failed())
+      return status;
+    return Status::success();
+  }
+
+  Status createMatmul(const PreparedStep &step, Primitive &matmul, bool widen) {
     if (Status status = start(step); status.failed())
       return status;
     const GemmCall &g = step.gemm;
@@ -435,6 +468,12 @@ struct OneDnnPrimitives::Impl {
     dnnl_data_type_t types[3] = {dnnlType(step.gemmType),
                                  dnnlType(step.gemmType),
                                  dnnlType(step.gemmOutType)};
+    bool widened[3] = {false, false, false};
+    for (int i = 0; i < 3 && widen; ++i)
+      if (types[i] == dnnl_bf16) {
+        types[i] = dnnl_f32;
+        widened[i] = true;
+      }
     dnnl_memory_desc_t user[3];
     for (int i = 0; i < 3; ++i)
       if (Status status = check(step,
@@ -449,9 +488,22 @@ struct OneDnnPrimitives::Impl {
     if (status.failed())
       return status;
     int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-    for (unsigned i = 0; i < 3 && !status.failed(); ++i)
+    for (unsigned i = 0; i < 3 && !status.failed(); ++i) {
       status = addOperand(step, matmul, args[i], i, /*output=*/i == 2, user[i],
                           &user[i]);
+      if (status.failed() || !widened[i])
+        continue;
+      // The copy spans the view, gaps included (an input's are read, not
+      // used); an output rounds back the elements of the view only.
+      Operand &operand = matmul.operands.back();
+      operand.wide.resize(dnnl->dnnl_memory_desc_get_size(&user[i]) /
+                          sizeof(float));
+      if (i == 2) {
+        operand.dims.assign(layouts[i].dims, layouts[i].dims + layouts[i].rank);
+        operand.strides.assign(layouts[i].strides,
+                               layouts[i].strides + layouts[i].rank);
+      }
+    }
     if (!status.failed())
       status = check(step, dnnl->dnnl_primitive_create(&matmul.primitive, pd),
                      "matmul creation");
@@ -1005,10 +1057,18 @@ struct OneDnnPrimitives::Impl {
             check(step, dnnl->dnnl_stream_wait(stream), "stream wait");
         status.failed())
       return status;
-    for (Operand &operand : conv.operands)
-      if (operand.output && !operand.wide.empty())
+    for (Operand &operand : conv.operands) {
+      if (!operand.output || operand.wide.empty())
+        continue;
+      if (operand.dims.empty())
         narrowToBf16(operand.wide.data(), step.args[operand.buffer],
                      operand.wide.size());
+      else
+        narrowStrided(operand.wide.data(),
+                      static_cast<uint16_t *>(step.args[operand.buffer]),
+                      operand.dims.data(), operand.strides.data(),
+                      operand.dims.size(), 0);
+    }
     return Status::success();
   }
 };
