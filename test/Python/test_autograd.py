@@ -551,7 +551,8 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
     on a network's, iterations that diverge amplify rounding chaotically).
     float64 agrees to ~1e-13 on one batch, 5e-7 on the second. In float32 the frameworks
     sum dot products, which the recursion divides by, in other orders: on
-    one batch they agree to ~1e-5 (the weights to ~1e-4), but the
+    one batch they agree to ~1e-5 (the weights to 1e-4 to 3e-3, as
+    far as PyTorch's own float32 weights are from its float64 ones), but the
     curvature pairs of a converged
     fit (s and y near rounding size) carried to the next batch make
     PyTorch's own float32 run leave its float64 one by percents, so float32
@@ -563,6 +564,7 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
         batches.append((x, x @ w + 0.3 * rng.standard_normal((16, 3))))
     tm, om = _regression(torch), _regression(of)
     _same_weights(om, tm)
+    tm64 = copy.deepcopy(tm).double()
     if dtype == np.float64:
         tm, om = tm.double(), om.double()
     else:
@@ -573,9 +575,25 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
     # pairs, which amplify rounding there too (one seed: 5e-7 apart after
     # agreeing to 1e-13 on the first batch).
     rtol = 1e-4 if dtype == np.float32 else 1e-5
-    for o, t in zip(om.state_dict().values(), tm.state_dict().values()):
-        # the fit's weights are O(1): absolute (a bias near 0 is poorly determined)
-        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=0, atol=10 * rtol)
+    if dtype == np.float32:  # PyTorch's float64 run from the same weights
+        t64_seen, _, _ = _lbfgs_run(torch, tm64, batches, 2, np.float64, **kwargs)
+    for o, t, t64 in zip(om.state_dict().values(), tm.state_dict().values(),
+                         tm64.state_dict().values()):
+        # the fit's weights are O(1): absolute (a bias near 0 is poorly
+        # determined). In float32 the fit's last steps are rounding-sized, so
+        # the float32 weights are compared with PyTorch's float64 ones: ours
+        # within 2e-3 or four times PyTorch's own float32 error, the largest
+        # over the tensor (seeds where of's float32 weights were 1e-3 to
+        # 2.8e-3 from PyTorch's float32 ones, whose own error was 4.5e-4 to
+        # 1.4e-2: 3266719599189812735, 3193121102489773161,
+        # 7190561667433856045)
+        o, t, t64 = o.numpy(), t.detach().numpy(), t64.detach().numpy()
+        if dtype == np.float32:
+            own = float(np.abs(t - t64).max())
+            ours = float(np.abs(o - t64).max())
+            assert ours <= max(20 * rtol, 4 * own), (ours, own)
+        else:
+            np.testing.assert_allclose(o, t, rtol=0, atol=10 * rtol)
     ostate, tstate = oopt.state_dict()["state"][0], topt.state_dict()["state"][0]
     assert sorted(ostate) == sorted(tstate)
     if dtype == np.float32:
@@ -586,10 +604,21 @@ def test_lbfgs_matches_pytorch(rng, kwargs, dtype):
         # loss's scale: a gemm summing in another order moved one line-search
         # evaluation at 0.0379 (0.75% of the first loss) by 6.9e-6
         # (OF_TEST_SEED=2913325346081989124).
+        # Where PyTorch's own float32 evaluation is further from its float64
+        # one, that error (twice) is allowed too: at the floor the line
+        # search's steps are rounding-sized (OF_TEST_SEED=9142880829764531920:
+        # 0.051533 against PyTorch's 0.051580, its float64 run 0.051561).
+        # the count may differ by one, or by as much as PyTorch's float32 and
+        # float64 counts differ
         n = min(len(o_seen), len(t_seen))
-        assert abs(len(o_seen) - len(t_seen)) <= 1
-        np.testing.assert_allclose(o_seen[:n], t_seen[:n], rtol=rtol,
-                                   atol=0.1 * rtol * abs(t_seen[0]))
+        assert abs(len(o_seen) - len(t_seen)) <= max(1, abs(len(t_seen) - len(t64_seen))), \
+            (len(o_seen), len(t_seen), len(t64_seen))
+        own = np.zeros(n)
+        m = min(n, len(t64_seen))
+        own[:m] = np.abs(np.asarray(t_seen[:m]) - np.asarray(t64_seen[:m]))
+        allowed = np.maximum(rtol * np.abs(t_seen[:n]) + 0.1 * rtol * abs(t_seen[0]), 2 * own)
+        error = np.abs(np.asarray(o_seen[:n]) - np.asarray(t_seen[:n]))
+        assert (error <= allowed).all(), (o_seen, t_seen, t64_seen)
         np.testing.assert_allclose(o_returned, t_returned, rtol=rtol)
         return
     assert len(o_seen) == len(t_seen)
