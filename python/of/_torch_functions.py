@@ -296,9 +296,9 @@ def _along_last(x, d):
     return permute(x, perm), back
 
 
-def cumsum(input, dim, *, dtype=None):  # noqa: A002
-    """Inclusive prefix sums along `dim`: log2(n) steps of x + x shifted by
-    1, 2, 4, ... (each a zero block concatenated with a narrow)."""
+def _prefix_scan(input, dim, dtype, combine, identity):
+    """Inclusive prefix `combine`s along `dim`: log2(n) steps of x combined
+    with x shifted by 1, 2, 4, ... (a block of `identity` before a narrow)."""
     x = _sum_dtype(input, dtype)
     if x.ndim == 0:
         return x
@@ -306,31 +306,23 @@ def cumsum(input, dim, *, dtype=None):  # noqa: A002
     n = x.shape[d]
     shift = 1
     while shift < n:
-        zeros_shape = list(x.shape)
-        zeros_shape[d] = shift
-        zeros = broadcast_to(_zero_like(x), tuple(zeros_shape))
-        x = add(x, cat([zeros, narrow(x, d, 0, n - shift)], d))
+        block_shape = list(x.shape)
+        block_shape[d] = shift
+        block = broadcast_to(_zero_like(x) + identity, tuple(block_shape))
+        x = combine(x, cat([block, narrow(x, d, 0, n - shift)], d))
         shift *= 2
     return x
+
+
+def cumsum(input, dim, *, dtype=None):  # noqa: A002
+    """Inclusive prefix sums along `dim` (_prefix_scan)."""
+    return _prefix_scan(input, dim, dtype, add, 0)
 
 
 def cumprod(input, dim, *, dtype=None):  # noqa: A002
-    """Inclusive prefix products along `dim`: log2(n) steps of x times x
-    shifted by 1, 2, 4, ... (a block of ones before a narrow), so a zero
-    gets the gradient of the products it is in, without a division."""
-    x = _sum_dtype(input, dtype)
-    if x.ndim == 0:
-        return x
-    d = _wrap_dim(dim, x.ndim)
-    n = x.shape[d]
-    shift = 1
-    while shift < n:
-        ones_shape = list(x.shape)
-        ones_shape[d] = shift
-        ones = broadcast_to(_zero_like(x) + 1, tuple(ones_shape))
-        x = mul(x, cat([ones, narrow(x, d, 0, n - shift)], d))
-        shift *= 2
-    return x
+    """Inclusive prefix products along `dim` (_prefix_scan), so a zero gets
+    the gradient of the products it is in, without a division."""
+    return _prefix_scan(input, dim, dtype, mul, 1)
 
 
 def _tree_product(x, d):

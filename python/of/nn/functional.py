@@ -1395,26 +1395,30 @@ def _pair_or_none(name, size):
     return size
 
 
+def _adaptive_window(api, pool, input, output_size):
+    """The kernel (= stride) of the `pool` an adaptive pooling to
+    `output_size` is (None keeps a dimension): H/oh x W/ow where the output
+    size divides the input size; PyTorch's overlapping windows otherwise
+    raise NotImplementedError."""
+    h, w = input.shape[-2:]
+    oh, ow = _pair_or_none(api, output_size)
+    oh, ow = (h if oh is None else oh), (w if ow is None else ow)
+    if oh <= 0 or ow <= 0 or h % oh or w % ow:
+        raise NotImplementedError(
+            f"torch.nn.functional.{api} with output size {(oh, ow)} for an input of size "
+            f"{(h, w)} is not supported by of: only output sizes that divide the input size "
+            f"(as {pool})")
+    return (h // oh, w // ow)
+
+
 def adaptive_avg_pool2d(input, output_size):
     """avg_pool2d with kernel and stride H/oh x W/ow: PyTorch's result where
     the output size divides the input size (None keeps that dimension).
     Other sizes (PyTorch's overlapping windows) raise NotImplementedError."""
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
-                           f"{list(input.shape)}")
-    h, w = input.shape[-2:]
-    oh, ow = _pair_or_none("adaptive_avg_pool2d", output_size)
-    oh, ow = (h if oh is None else oh), (w if ow is None else ow)
-    if oh <= 0 or ow <= 0 or h % oh or w % ow:
-        raise NotImplementedError(
-            f"torch.nn.functional.adaptive_avg_pool2d with output size {(oh, ow)} for an input "
-            f"of size {(h, w)} is not supported by of: only output sizes that divide the "
-            "input size (as avg_pool2d)")
-    kernel = (h // oh, w // ow)
-    if input.ndim == 3:
-        x = _ops.reshape(input, (1,) + tuple(input.shape))
-        return _ops.reshape(avg_pool2d(x, kernel, kernel), (input.shape[0], oh, ow))
-    return avg_pool2d(input, kernel, kernel)
+    x, added = _unbatched_pool("adaptive_avg_pool2d", input, 2)
+    kernel = _adaptive_window("adaptive_avg_pool2d", "avg_pool2d", x, output_size)
+    y = avg_pool2d(x, kernel, kernel)
+    return _ops.reshape(y, tuple(y.shape[1:])) if added else y
 
 
 def _unbatched_pool(api, input, spatial):
@@ -1474,15 +1478,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     divides the input size (PyTorch's windows are then exactly these)."""
     unsupported("adaptive_max_pool2d", return_indices=(return_indices, False))
     x, added = _unbatched_pool("adaptive_max_pool2d", input, 2)
-    h, w = x.shape[-2:]
-    oh, ow = _pair_or_none("adaptive_max_pool2d", output_size)
-    oh, ow = (h if oh is None else oh), (w if ow is None else ow)
-    if oh <= 0 or ow <= 0 or h % oh or w % ow:
-        raise NotImplementedError(
-            f"torch.nn.functional.adaptive_max_pool2d with output size {(oh, ow)} for an "
-            f"input of size {(h, w)} is not supported by of: only output sizes that divide "
-            "the input size (as max_pool2d)")
-    y = max_pool2d(x, (h // oh, w // ow), (h // oh, w // ow))
+    kernel = _adaptive_window("adaptive_max_pool2d", "max_pool2d", x, output_size)
+    y = max_pool2d(x, kernel, kernel)
     return _ops.reshape(y, tuple(y.shape[1:])) if added else y
 
 

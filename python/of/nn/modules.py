@@ -915,24 +915,24 @@ class AdaptiveAvgPool1d(Module):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveMaxPool1d(Module):
+class _AdaptiveMaxPoolNd(Module):
+    """F.adaptive_max_pool{1,2}d (`_pool`) to the module's output size."""
+
     def __init__(self, output_size, return_indices=False):
         super().__init__()
-        unsupported("AdaptiveMaxPool1d", return_indices=(return_indices, False))
+        unsupported(type(self).__name__, return_indices=(return_indices, False))
         self.output_size, self.return_indices = output_size, return_indices
 
     def forward(self, input):  # noqa: A002
-        return F.adaptive_max_pool1d(input, self.output_size)
+        return type(self)._pool(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(Module):
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        unsupported("AdaptiveMaxPool2d", return_indices=(return_indices, False))
-        self.output_size, self.return_indices = output_size, return_indices
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _pool = staticmethod(F.adaptive_max_pool1d)
 
-    def forward(self, input):  # noqa: A002
-        return F.adaptive_max_pool2d(input, self.output_size)
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _pool = staticmethod(F.adaptive_max_pool2d)
 
 
 class PixelShuffle(Module):
