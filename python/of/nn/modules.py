@@ -863,24 +863,6 @@ class PReLU(Module):
         return F.prelu(input, self.weight)
 
 
-class Softmin(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):  # noqa: A002
-        return F.softmin(input, self.dim)
-
-
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):  # noqa: A002
-        return F.log_softmax(input, self.dim)
-
-
 class MaxPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
@@ -1139,13 +1121,27 @@ class GELU(Module):
         return F.gelu(x, self.approximate)
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """A normalisation along the module's `dim` (`_fn`: F.softmax, ...)."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x):
-        return F.softmax(x, self.dim)
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.dim)
+
+
+class Softmax(_AlongDim):
+    _fn = staticmethod(F.softmax)
+
+
+class Softmin(_AlongDim):
+    _fn = staticmethod(F.softmin)
+
+
+class LogSoftmax(_AlongDim):
+    _fn = staticmethod(F.log_softmax)
 
 
 class Flatten(Module):
