@@ -274,3 +274,39 @@ func.func @dense_table_update(%ids: tensor<6xi64>, %dy: tensor<6x4xf32>, %w: ten
   %r2 = of.sub %w, %u2 : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
   return %r, %g, %r2 : tensor<10x4xf32>, tensor<10x4xf32>, tensor<10x4xf32>
 }
+
+// -----
+
+// The gradients of disjoint slices, each padded with zero blocks, summed:
+// one concatenation of the slices' gradients (zero blocks only in the gaps).
+// CHECK-LABEL: func.func @disjoint_slice_grads
+// CHECK-SAME: %[[A:.*]]: tensor<1x4xf32>, %[[B:.*]]: tensor<2x4xf32>, %[[C:.*]]: tensor<1x4xf32>
+// CHECK: %[[Z:.*]] = of.constant dense<0.000000e+00> : tensor<1x4xf32>
+// CHECK: %[[R:.*]] = of.concat %[[A]], %[[Z]], %[[B]], %[[C]] {axis = 0 : i64} : (tensor<1x4xf32>, tensor<1x4xf32>, tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<5x4xf32>
+// CHECK-NOT: of.add
+// CHECK: return %[[R]]
+func.func @disjoint_slice_grads(%a: tensor<1x4xf32>, %b: tensor<2x4xf32>, %c: tensor<1x4xf32>) -> tensor<5x4xf32> {
+  %z1 = of.constant dense<0.0> : tensor<1x4xf32>
+  %z2 = of.constant dense<0.0> : tensor<2x4xf32>
+  %z3 = of.constant dense<0.0> : tensor<3x4xf32>
+  %z4 = of.constant dense<0.0> : tensor<4x4xf32>
+  %ga = of.concat %a, %z4 {axis = 0 : i64} : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<5x4xf32>
+  %gb = of.concat %z2, %b, %z1 {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<5x4xf32>
+  %gc = of.concat %z4, %c {axis = 0 : i64} : (tensor<4x4xf32>, tensor<1x4xf32>) -> tensor<5x4xf32>
+  %s1 = of.add %ga, %gb : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
+  %s2 = of.add %s1, %gc : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
+  return %s2 : tensor<5x4xf32>
+}
+
+// -----
+
+// Overlapping value parts are added as they are.
+// CHECK-LABEL: func.func @overlapping_slice_grads
+// CHECK: of.add
+func.func @overlapping_slice_grads(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> tensor<3x4xf32> {
+  %z = of.constant dense<0.0> : tensor<1x4xf32>
+  %ga = of.concat %a, %z {axis = 0 : i64} : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<3x4xf32>
+  %gb = of.concat %z, %b {axis = 0 : i64} : (tensor<1x4xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %s = of.add %ga, %gb : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %s : tensor<3x4xf32>
+}

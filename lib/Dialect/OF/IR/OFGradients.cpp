@@ -636,6 +636,20 @@ LogicalResult EmbeddingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult EmbeddingGradOp::buildVjp(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        Grads &grads) {
+  Value g = resultGrads[0];
+  if (!g)
+    return noGradients(*this, grads);
+  grads.push_back(Value());
+  grads.push_back(
+      EmbeddingOp::create(b, getLoc(), plainType(getGrad()), getIndices(), g));
+  if (getTable())
+    grads.push_back(g);
+  return success();
+}
+
 LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  Grads &grads) {
   Value g = resultGrads[0];

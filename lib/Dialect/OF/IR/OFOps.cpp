@@ -667,7 +667,96 @@ struct SparseTableUpdate : OpRewritePattern<SubOp> {
     return rewriter.notifyMatchFailure(op, "no scalar times embedding_grad");
   }
 };
+/// add(concat(a0, a1, ...), concat(b0, b1, ...)) along one axis, of the
+/// result's type, where every part is an all-zero constant or a value and
+/// no value part of one overlaps a value part of the other: the
+/// concatenation of the value parts in order, with zero blocks between.
+/// The gradient of a slice is the slice's gradient padded with zero blocks,
+/// so the gradient of a tensor read slice by slice (an RNN's input gates,
+/// one time step each) is otherwise a sum of T padded tensors (O(T^2)
+/// work); chains of such adds become one concatenation.
+struct AddOfDisjointConcats : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  struct Part {
+    int64_t start, size;
+    Value value;
+  };
+
+  static bool isZero(Value v) {
+    auto constant = v.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return false;
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense || !dense.isSplat())
+      return false;
+    if (auto f = dyn_cast<FloatAttr>(dense.getSplatValue<Attribute>()))
+      return f.getValue().isZero();
+    if (auto i = dyn_cast<IntegerAttr>(dense.getSplatValue<Attribute>()))
+      return i.getValue().isZero();
+    return false;
+  }
+
+  /// The value parts of `concat` along its axis (zero constants dropped).
+  static void valueParts(ConcatOp concat, SmallVectorImpl<Part> &parts) {
+    int64_t start = 0;
+    uint64_t axis = concat.getAxis();
+    for (Value input : concat.getInputs()) {
+      int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+      if (!isZero(input))
+        parts.push_back({start, size, input});
+      start += size;
+    }
+  }
+
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    if (getSbp(op.getType()))
+      return rewriter.notifyMatchFailure(op, "distributed already");
+    auto lhs = op.getLhs().getDefiningOp<ConcatOp>();
+    auto rhs = op.getRhs().getDefiningOp<ConcatOp>();
+    if (!lhs || !rhs || lhs.getAxis() != rhs.getAxis() ||
+        lhs.getType() != op.getType() || rhs.getType() != op.getType() ||
+        !lhs->hasOneUse() || !rhs->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not a sum of two concats");
+    SmallVector<Part> parts;
+    valueParts(lhs, parts);
+    valueParts(rhs, parts);
+    llvm::stable_sort(
+        parts, [](const Part &a, const Part &b) { return a.start < b.start; });
+    for (size_t i = 1; i < parts.size(); ++i)
+      if (parts[i].start < parts[i - 1].start + parts[i - 1].size)
+        return rewriter.notifyMatchFailure(op, "value parts overlap");
+    auto type = cast<RankedTensorType>(op.getType());
+    uint64_t axis = lhs.getAxis();
+    auto zeros = [&](int64_t size) -> Value {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[axis] = size;
+      auto blockType = RankedTensorType::get(shape, type.getElementType());
+      Attribute zero = rewriter.getZeroAttr(type.getElementType());
+      return ConstantOp::create(rewriter, op.getLoc(), blockType,
+                                DenseElementsAttr::get(blockType, zero));
+    };
+    SmallVector<Value> inputs;
+    int64_t at = 0;
+    for (const Part &part : parts) {
+      if (part.start > at)
+        inputs.push_back(zeros(part.start - at));
+      inputs.push_back(part.value);
+      at = part.start + part.size;
+    }
+    if (at < type.getDimSize(axis))
+      inputs.push_back(zeros(type.getDimSize(axis) - at));
+    rewriter.replaceOpWithNewOp<ConcatOp>(op, op.getType(), inputs, axis);
+    return success();
+  }
+};
 } // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                        MLIRContext *context) {
+  patterns.add<AddOfDisjointConcats>(context);
+}
 
 void SubOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                         MLIRContext *context) {

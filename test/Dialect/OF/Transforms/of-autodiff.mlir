@@ -87,3 +87,22 @@ func.func @trig(%a: tensor<3xf32> {of.param}, %b: tensor<3xf32> {of.param}) -> t
   %l = of.reduce_sum %p {axes = array<i64: 0>} : (tensor<3xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A scatter-add (of.embedding_grad into a table) is differentiable: the
+// added rows' gradient gathers the result's gradient at their indices, the
+// table's is the result's gradient itself; the indices get none.
+// CHECK-LABEL: func.func @scatter_add_grad(
+// CHECK-SAME: %[[IDS:.*]]: tensor<6xi64>, %[[ROWS:.*]]: tensor<6x4xf32> {of.name = "rows", of.param}, %[[T:.*]]: tensor<10x4xf32> {of.name = "table", of.param}
+// CHECK: %[[S:.*]] = of.embedding_grad %[[IDS]], %[[ROWS]] into %[[T]]
+// CHECK: %[[G:.*]] = of.add
+// CHECK: %[[DROWS:.*]] = of.embedding %[[IDS]], %[[G]] : (tensor<6xi64>, tensor<10x4xf32>) -> tensor<6x4xf32>
+// CHECK: return %{{.*}}, %[[DROWS]], %[[G]]
+func.func @scatter_add(%ids: tensor<6xi64>, %rows: tensor<6x4xf32> {of.param, of.name = "rows"},
+                       %table: tensor<10x4xf32> {of.param, of.name = "table"}) -> tensor<f32> {
+  %s = of.embedding_grad %ids, %rows into %table : (tensor<6xi64>, tensor<6x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %sq = of.mul %s, %s : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %l = of.reduce_sum %sq {axes = array<i64: 0, 1>} : (tensor<10x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -174,6 +174,10 @@ class OF_BinaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
 
 def OF_AddOp : OF_BinaryOp<"add", OF_NumericTensor, [Commutative]> {
   let summary = "Elementwise addition with broadcasting";
+  // The sum of two concatenations whose non-zero parts do not overlap (the
+  // gradients of disjoint slices, e.g. an RNN's time steps) becomes one
+  // concatenation of those parts.
+  let hasCanonicalizer = 1;
 }
 def OF_SubOp : OF_BinaryOp<"sub", OF_NumericTensor> {
   let summary = "Elementwise subtraction with broadcasting";
@@ -435,7 +439,7 @@ def OF_EmbeddingOp : OF_Op<"embedding", [Pure, OF_InferShapes,
   let assemblyFormat = "$indices `,` $weight attr-dict `:` functional-type(operands, results)";
 }
 
-def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
+def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure, OF_Grad,
     DeclareOpInterfaceMethods<OF_SbpOpInterface, ["localize"]>]> {
   let summary = "Gradient of `of.embedding` with respect to its table";
   let description = [{
@@ -456,6 +460,11 @@ def OF_EmbeddingGradOp : OF_Op<"embedding_grad", [Pure,
     rows the indices name. Canonicalization writes SGD's update of a table,
     `w - s * embedding_grad(ids, dy)` for a scalar `s`, so: the sparse
     update, with no gradient of the whole table.
+
+    As a scatter-add (the frontend's `scatter_add` and `index_add` of
+    floating-point values) it is differentiable: the gradient of `grad` is
+    the `of.embedding` of the result's gradient at the same indices, that
+    of `table` the result's gradient itself.
 
     ```mlir
     %dw = of.embedding_grad %ids, %dy : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
