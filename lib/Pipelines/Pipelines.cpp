@@ -224,7 +224,9 @@ void mlir::of::buildPipeline(OpPassManager &pm,
   library.dnnLibrary =
       options.target == ::of::plan::kDeviceCuda ? "cudnn" : "onednn";
   pm.addPass(createSelectLibraryCallsPass(library));
-  pm.addPass(createConvertOFToLinalgPass());
+  ConvertOFToLinalgPassOptions toLinalg;
+  toLinalg.rowScatters = options.target != ::of::plan::kDeviceCuda;
+  pm.addPass(createConvertOFToLinalgPass(toLinalg));
   pm.addPass(createCanonicalizerPass());
   if (options.stopAfter == "linalg")
     return;

@@ -20,9 +20,12 @@ namespace of {
 
 /// Adds the patterns that lower of ops to linalg/tensor/arith/math. The type
 /// converter drops SBP encodings. Ops that a library runs are chosen
-/// before, by --of-select-library-calls.
+/// before, by --of-select-library-calls. `rowScatters`: embedding
+/// gradients loop over positions outermost (for one CPU thread) rather than
+/// over columns (for a GPU's threads).
 void populateOFToLinalgPatterns(const TypeConverter &converter,
-                                RewritePatternSet &patterns);
+                                RewritePatternSet &patterns,
+                                bool rowScatters = false);
 
 #define GEN_PASS_REGISTRATION
 #include "OF/Conversion/Passes.h.inc"

@@ -115,7 +115,18 @@ def ConvertOFToLinalgPass : Pass<"convert-of-to-linalg", "ModuleOp"> {
     attribute (`[operand, lo, hi]`) so that the plan checks their indices
     before the kernel reads the table. Function arguments are marked
     `bufferization.writable = false`: they are the caller's inputs.
+
+    An embedding gradient (a scatter-add of rows) loops over the columns
+    outermost, each column's loop over the positions independent of the
+    others (what a GPU runs in parallel); with `row-scatters` (the CPU
+    pipeline's choice) over the positions outermost and each row's
+    columns inside, so that one thread reads the gradient and writes the
+    table contiguously.
   }];
+  let options = [
+    Option<"rowScatters", "row-scatters", "bool", /*default=*/"false",
+           "scatter embedding gradients row by row (positions outermost)">
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

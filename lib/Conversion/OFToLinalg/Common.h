@@ -223,9 +223,10 @@ void populateMatmulPatterns(const TypeConverter &converter,
 /// Adds the patterns of layer, RMS and batch normalisation.
 void populateNormalizationPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns);
-/// Adds the patterns of embedding lookups and their gradient.
+/// Adds the patterns of embedding lookups and their gradient (scattered row
+/// by row with `rowScatters`, else column by column).
 void populateEmbeddingPatterns(const TypeConverter &converter,
-                               RewritePatternSet &patterns);
+                               RewritePatternSet &patterns, bool rowScatters);
 /// Adds the patterns of convolutions and their gradients.
 void populateConvolutionPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns);

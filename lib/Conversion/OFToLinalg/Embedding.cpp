@@ -71,14 +71,21 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 };
 
 /// result[v, :] = (table[v, :] or 0) + sum of grad[p, :] over the positions
-/// p whose index is v:
-/// for each column, a loop over the positions that adds grad[p, c] into the
-/// row its index names (a scatter, which linalg cannot express), skipping
-/// indices outside [0, vocab) as the op specifies. Columns outermost: each
-/// column's iterations touch that column alone, so a GPU runs the columns
-/// in parallel (--of-lower-cuda-kernels proves it from the accesses).
+/// p whose index is v: a loop over the positions that adds grad[p, c] into
+/// the row its index names (a scatter, which linalg cannot express),
+/// skipping indices outside [0, vocab) as the op specifies.
+/// Columns outermost by default: each column's iterations touch that column
+/// alone, so a GPU runs the columns in parallel (--of-lower-cuda-kernels
+/// proves it from the accesses). With `rowScatters` (the CPU's order) the
+/// positions are outermost and each row's columns inside: the gradient is
+/// read and the table written contiguously (a [64 x 32768] gradient into 32
+/// rows, the backward of a gather along a tensor's last axis: 5.4 -> 0.6 ms
+/// per run, of-run --print-timing).
 struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  EmbeddingGradLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        bool rowScatters)
+      : OpConversionPattern(converter, ctx), rowScatters(rowScatters) {}
+
   LogicalResult
   matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -112,56 +119,82 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     Value numPositions =
         arith::ConstantIndexOp::create(rewriter, loc, positions);
     Value numCols = arith::ConstantIndexOp::create(rewriter, loc, dim);
+    Value numRows = arith::ConstantIndexOp::create(rewriter, loc, vocab);
     // Into a table: its rows are the start (bufferization copies it when
     // it is not writable), and only the named rows change.
     Value init = adaptor.getTable()
                      ? adaptor.getTable()
                      : filledTensor(rewriter, loc, type,
                                     scalarConstant(rewriter, loc, et, 0));
+    // table[ids[p], c] += grad[p, c] where ids[p] is in range.
+    auto addOne = [&](OpBuilder &b, Location l, Value p, Value c, Value row,
+                      Value table) {
+      Value g = tensor::ExtractOp::create(b, l, grad, ValueRange{p, c});
+      Value old = tensor::ExtractOp::create(b, l, table, ValueRange{row, c});
+      Value sum = arith::AddFOp::create(b, l, old, g);
+      return tensor::InsertOp::create(b, l, sum, table, ValueRange{row, c})
+          .getResult();
+    };
+    auto rowOf = [&](OpBuilder &b, Location l, Value p) {
+      Value row =
+          indexCast(b, l, tensor::ExtractOp::create(b, l, ids, ValueRange{p}));
+      Value inRange = arith::AndIOp::create(
+          b, l,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, row, zero),
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, row, numRows));
+      return std::make_pair(row, inRange);
+    };
+    // `body(b, l, table)` under the guard of `inRange`, else the table.
+    auto guarded = [](OpBuilder &b, Location l, Value inRange, Value table,
+                      function_ref<Value(OpBuilder &, Location)> body) {
+      return scf::IfOp::create(
+                 b, l, inRange,
+                 [&](OpBuilder &tb, Location tl) {
+                   scf::YieldOp::create(tb, tl, body(tb, tl));
+                 },
+                 [&](OpBuilder &eb, Location el) {
+                   scf::YieldOp::create(eb, el, table);
+                 })
+          .getResult(0);
+    };
+    // Two loops, positions and columns, in the chosen order; the index is
+    // read and tested in the inner body, so that a one-iteration loop
+    // folding away leaves no load or scf.if outside the other (the CPU
+    // kernels' hoisting takes the read of the read-only indices out of the
+    // column loop).
+    Value outerBound = rowScatters ? numPositions : numCols;
+    Value innerBound = rowScatters ? numCols : numPositions;
     auto outer = scf::ForOp::create(
-        rewriter, loc, zero, numCols, one, ValueRange{init},
-        [&](OpBuilder &b, Location l, Value c, ValueRange acc) {
+        rewriter, loc, zero, outerBound, one, ValueRange{init},
+        [&](OpBuilder &b, Location l, Value i, ValueRange acc) {
           auto inner = scf::ForOp::create(
-              b, l, zero, numPositions, one, ValueRange{acc[0]},
-              [&](OpBuilder &ib, Location il, Value p, ValueRange table) {
-                Value row = indexCast(
-                    ib, il,
-                    tensor::ExtractOp::create(ib, il, ids, ValueRange{p}));
-                Value inRange = arith::AndIOp::create(
-                    ib, il,
-                    arith::CmpIOp::create(ib, il, arith::CmpIPredicate::sge,
-                                          row, zero),
-                    arith::CmpIOp::create(
-                        ib, il, arith::CmpIPredicate::slt, row,
-                        arith::ConstantIndexOp::create(ib, il, vocab)));
-                auto guard = scf::IfOp::create(
-                    ib, il, inRange,
-                    [&](OpBuilder &tb, Location tl) {
-                      Value g = tensor::ExtractOp::create(tb, tl, grad,
-                                                          ValueRange{p, c});
-                      Value old = tensor::ExtractOp::create(tb, tl, table[0],
-                                                            ValueRange{row, c});
-                      Value sum = arith::AddFOp::create(tb, tl, old, g);
-                      Value updated = tensor::InsertOp::create(
-                          tb, tl, sum, table[0], ValueRange{row, c});
-                      scf::YieldOp::create(tb, tl, updated);
-                    },
-                    [&](OpBuilder &eb, Location el) {
-                      scf::YieldOp::create(eb, el, table[0]);
-                    });
-                scf::YieldOp::create(ib, il, guard.getResult(0));
+              b, l, zero, innerBound, one, ValueRange{acc[0]},
+              [&](OpBuilder &ib, Location il, Value j, ValueRange table) {
+                Value p = rowScatters ? i : j, c = rowScatters ? j : i;
+                auto [row, inRange] = rowOf(ib, il, p);
+                scf::YieldOp::create(ib, il,
+                                     guarded(ib, il, inRange, table[0],
+                                             [&](OpBuilder &tb, Location tl) {
+                                               return addOne(tb, tl, p, c, row,
+                                                             table[0]);
+                                             }));
               });
           scf::YieldOp::create(b, l, inner.getResult(0));
         });
     rewriter.replaceOp(op, outer.getResult(0));
     return success();
   }
+
+private:
+  bool rowScatters;
 };
 
 } // namespace
 
 void mlir::of::linalg_lowering::populateEmbeddingPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<EmbeddingLowering, EmbeddingGradLowering>(converter,
-                                                         patterns.getContext());
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    bool rowScatters) {
+  patterns.add<EmbeddingLowering>(converter, patterns.getContext());
+  patterns.add<EmbeddingGradLowering>(converter, patterns.getContext(),
+                                      rowScatters);
 }

@@ -72,7 +72,7 @@ struct ConvertOFToLinalgPass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateOFToLinalgPatterns(converter, patterns);
+    populateOFToLinalgPatterns(converter, patterns, rowScatters);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -99,14 +99,15 @@ struct ConvertOFToLinalgPass
 } // namespace
 
 void mlir::of::populateOFToLinalgPatterns(const TypeConverter &converter,
-                                          RewritePatternSet &patterns) {
+                                          RewritePatternSet &patterns,
+                                          bool rowScatters) {
   using namespace linalg_lowering;
   populateElementwisePatterns(converter, patterns);
   populateDataMovementPatterns(converter, patterns);
   populateReductionsPatterns(converter, patterns);
   populateMatmulPatterns(converter, patterns);
   populateNormalizationPatterns(converter, patterns);
-  populateEmbeddingPatterns(converter, patterns);
+  populateEmbeddingPatterns(converter, patterns, rowScatters);
   populateConvolutionPatterns(converter, patterns);
   populatePoolingPatterns(converter, patterns);
 }

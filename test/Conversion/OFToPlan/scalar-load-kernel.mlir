@@ -15,3 +15,20 @@ func.func @main(%i: tensor<1xi64> {of.name = "i"}, %dy: tensor<1x1xf32> {of.name
   %g = of.embedding_grad %i, %dy : (tensor<1xi64>, tensor<1x1xf32>) -> tensor<5x1xf32>
   return %g : tensor<5x1xf32>
 }
+
+// A one-row gradient of a wider table (the CPU scatters row by row): the
+// one-position loop folds away and the loop over the row's columns, with
+// the index load and bounds test inside it, is one kernel; no load is left
+// outside to become a kernel of its own (which would write nothing).
+// CHECK: func.func @[[K2:k[0-9]+]](%{{.*}}: memref<1x40xf32>
+// CHECK: scf.for
+// CHECK: memref.load %{{.*}} : memref<1xi64>
+// CHECK: scf.if
+// CHECK-NOT: func.func @k{{[0-9]+}}(%arg0: memref<1xi64>)
+// CHECK: ofrt.program "wide"
+// CHECK-NOT: ofrt.launch @cpu_kernels "{{k[0-9]+}}" [@arg0]
+// CHECK: ofrt.launch @cpu_kernels "[[K2]]"
+func.func @wide(%i: tensor<1xi64> {of.name = "i"}, %dy: tensor<1x40xf32> {of.name = "dy"}) -> tensor<3x40xf32> {
+  %g = of.embedding_grad %i, %dy : (tensor<1xi64>, tensor<1x40xf32>) -> tensor<3x40xf32>
+  return %g : tensor<3x40xf32>
+}
