@@ -21,12 +21,13 @@ from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
                      half, int, int8, int32, int64, long)
 from ._ops import (abs, add, addcdiv, addcmul, amax, amin, arange, argmax,  # noqa: F401,A004
-                   argmin, argsort, bmm, cat, chunk, clamp, clamp_max, clamp_min, clip, cos,
-                   exp, flip, from_numpy, full, gather, index_select, is_floating_point, lerp,
-                   log, masked_select, matmul, maximum, mean, minimum, multinomial, narrow,
-                   nonzero, ones, ones_like, rand, randint, randn, randperm, return_types,
-                   roll, rsqrt, sigmoid, sign, sin, sort, sqrt, square, stack, sum, t,
-                   take_along_dim, tanh, tensor, tile, topk, tril, triu, zeros, zeros_like)
+                   argmin, argsort, bernoulli, bmm, cat, chunk, clamp, clamp_max, clamp_min,
+                   clip, cos, empty, exp, flip, from_numpy, full, gather, index_select,
+                   is_floating_point, lerp, log, masked_select, matmul, maximum, mean,
+                   minimum, multinomial, narrow, nonzero, ones, ones_like, rand, randint, randn,
+                   randperm, return_types, roll, rsqrt, sigmoid, sign, sin, sort, sqrt, square,
+                   stack, sum, t, take_along_dim, tanh, tensor, tile, topk, tril, triu, zeros,
+                   zeros_like)
 from ._random import manual_seed
 from ._tensor import Parameter, Size, Tensor
 from .serialization import load, save

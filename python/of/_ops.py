@@ -773,6 +773,14 @@ def embedding(indices, weight):
                   [indices, weight])
 
 
+def add_rows(table, indices, rows):
+    """A floating-point `table` [n, d] with rows[i] added to row
+    indices[i] (repeated indices add up; indices in [0, n)): one
+    of.embedding_grad into the table, differentiable in rows and table."""
+    return apply1(OpSpec("of.embedding_grad {0}, {1} into {2}", "",
+                         [(tuple(table.shape), table.dtype)]), [indices, rows, table])
+
+
 def cross_entropy_per_example(logits, labels):
     return apply1(OpSpec("of.cross_entropy {0}, {1}", "", [(tuple(labels.shape), logits.dtype)]),
                   [logits, labels])
@@ -1974,6 +1982,44 @@ def _multinomial_row(p, num_samples, replacement):
     return np.concatenate([first, rest])
 
 
+def bernoulli(input, p=None):  # noqa: A002
+    """1 with probability `p` (a number), or each element's value of
+    `input` (probabilities in [0, 1]), else 0, in input's dtype, from of's
+    generator. A number p in a compiled function draws from the step's
+    dropout seed; probabilities from a tensor only eagerly."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f'"bernoulli_tensor_cpu_self_" not implemented for '
+                           f"'{_SCALAR_NAMES[input.dtype]}'")
+    if p is not None:
+        p = float(p)
+        if not 0.0 <= p <= 1.0:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        if p in (0.0, 1.0):
+            return add(zeros_like(input), p)
+        from .nn import functional as F
+        # kept with probability p, as 1 / p
+        return mul(F._dropout(ones_like(input), 1.0 - p), p)
+    if input._program is not None:
+        _eager_only("torch.bernoulli", "the draws need the probabilities' values",
+                    "pass a number p, or draw eagerly and pass the result in")
+    probs = np.asarray(input._value(), np.float64)
+    if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    draws = _random.uniform(probs.shape) < probs
+    return _constant(draws.astype(input.dtype.np), input.dtype, input)
+
+
+def _tensor_bernoulli_(self, p=0.5):
+    """Fills self with draws: 1 with probability p (a number, or a tensor
+    of probabilities broadcast to self's shape)."""
+    if isinstance(p, Tensor):
+        draws = bernoulli(broadcast_to(p.to(self.dtype) if p.dtype != self.dtype else p,
+                                       tuple(self.shape)))
+    else:
+        draws = bernoulli(self, p)
+    return self._inplace(draws._value())
+
+
 def _tensor_multinomial(self, num_samples, replacement=False):
     return multinomial(self, num_samples, replacement)
 
@@ -2007,6 +2053,7 @@ def _install():
     T.max, T.min, T.amin, T.argmax, T.argmin = tensor_max, tensor_min, amin, argmax, argmin
     T.index_select, T.gather, T.take_along_dim = index_select, gather, take_along_dim
     T.masked_select, T.nonzero, T.multinomial = masked_select, nonzero, _tensor_multinomial
+    T.bernoulli, T.bernoulli_ = bernoulli, _tensor_bernoulli_
     T.topk, T.sort, T.argsort = topk, sort, _tensor_argsort
     T.reshape = reshape
     T.view = reshape
@@ -2251,6 +2298,12 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     dtype = dtype or dt.float32
     return _leaf(Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype, device=device),
                  requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """torch.empty: a tensor of the shape whose values the caller writes
+    (of's are zero-filled)."""
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):

@@ -19,6 +19,7 @@ from . import _dtype as dt
 from ._compat import unsupported
 from ._ops import _inplace_method
 from ._ops import masked_fill as _masked_fill
+from ._ops import add_rows as _add_rows
 from ._ops import (_along, _binary, _compare, _constant, _eager_only, _empty, _gather_rows,
                    _leaf, _norm_dim, _numel, _traced, _wrap_dim, abs, add, amax, amin, bmm,
                    broadcast_to, cast, cat, cos, div, exp, getitem, index_select, log, matmul,
@@ -690,6 +691,13 @@ def _scatter(api, input, dim, index, src, accumulate):
     x = reshape(input, (n, 1))
     if m == 0:
         return input
+    if accumulate and input.dtype.is_floating_point:  # one scatter-add of the rows
+        if known:
+            flat = _constant(flat.numpy() % builtins.max(n, 1), dt.int64, input)
+        else:
+            size = _constant(np.array(n), dt.int64, input)
+            flat = where(_compare("lt", flat, 0), add(flat, size), flat)
+        return reshape(_add_rows(x, flat, s), tuple(input.shape))
     if known:
         positions = flat.numpy() % builtins.max(n, 1)
         written = np.zeros(n, np.bool_)

@@ -420,6 +420,41 @@ def test_compiled_gradients_against_torch(rng):
     assert rel_err(model.w, tw.detach() - 0.5 * tw.grad) < 1e-13
 
 
+def test_compiled_scatter_add_gradients_with_traced_indices(rng):
+    """scatter_add and index_add whose indices are inputs of the compiled
+    step (one scatter of rows, not a comparison of every position with
+    every write): the gradients of the source and of the base against
+    PyTorch, repeated indices included."""
+    base0, src0 = f64(rng, 4, 6), f64(rng, 4, 9)
+    index = rng.integers(0, 6, (4, 9))
+    rows = np.array([2, 0, 2, 3])
+
+    def loss(fw, base, src, idx, ridx):
+        out = fw.scatter_add(base, 1, idx, src)
+        out = out.index_add(0, ridx, out * 0.5)
+        return (out * out).sum()
+
+    class Model(of.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.base = of.nn.Parameter(of.tensor(base0))
+            self.src = of.nn.Parameter(of.tensor(src0))
+
+        def forward(self, idx, ridx):
+            return loss(of, self.base, self.src, idx, ridx)
+
+    model = Model()
+    run = of.compile(model)
+    value = run(of.tensor(index), of.tensor(rows))
+    value.backward()
+    tb, ts = (torch.tensor(a, requires_grad=True) for a in (base0, src0))
+    expected = loss(torch, tb, ts, torch.tensor(index), torch.tensor(rows))
+    expected.backward()
+    assert rel_err(value, expected.detach()) < 1e-13
+    assert rel_err(model.base.grad, tb.grad) < 1e-13
+    assert rel_err(model.src.grad, ts.grad) < 1e-13
+
+
 def test_data_dependent_sizes_are_eager_only():
     def f(x):
         return of.unique(x)

@@ -575,10 +575,52 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _ops.squeeze(y, 0) if unbatched else y
 
 
+def _conv3d(x, weight, bias, stride, padding, dilation, groups):
+    """A 3-D convolution of a batched input as 2-D ones: for each depth
+    tap k of the kernel, the input's depth slices that tap reads (a strided
+    slice of the depth axis, folded into the batch) convolved with
+    weight[:, :, k], the taps' results added."""
+    n, c, d, h, w = x.shape
+    if padding[0]:
+        x = _zeros_beside(x, 2, padding[0], padding[0])
+        d += 2 * padding[0]
+    kd, sd, dd = weight.shape[2], stride[0], dilation[0]
+    out_d = (d - dd * (kd - 1) - 1) // sd + 1
+    if out_d <= 0:
+        raise RuntimeError(f"Calculated padded input size per channel: ({d} x {h} x {w}). "
+                           f"Kernel size: ({kd} x {weight.shape[3]} x {weight.shape[4]}). "
+                           "Kernel size can't be greater than actual input size")
+    depth_major = _ops.permute(x, [0, 2, 1, 3, 4])
+    total = None
+    for k in range(kd):
+        taps = depth_major[:, k * dd:k * dd + sd * (out_d - 1) + 1:sd]
+        y = _ops.conv2d(_ops.reshape(taps, (n * out_d, c, h, w)), weight[:, :, k], None,
+                        stride[1:], padding[1:], dilation[1:], groups)
+        total = y if total is None else _ops.add(total, y)
+    o, oh, ow = total.shape[1:]
+    y = _ops.permute(_ops.reshape(total, (n, out_d, o, oh, ow)), [0, 2, 1, 3, 4])
+    return _ops.add(y, _ops.reshape(bias, (1, o, 1, 1, 1))) if bias is not None else y
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    _conv_weight("conv3d", weight, 3)
+    x, unbatched = _unbatched("conv3d", input, 3)
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have "
+                           f"{weight.shape[1] * groups} channels, but got {x.shape[1]} "
+                           "channels instead")
+    stride, dilation = _ntuple(stride, 3), _ntuple(dilation, 3)
+    pads = _conv_padding(padding, tuple(weight.shape[2:]), stride, dilation)
+    x, padding = _conv_pads(x, pads)
+    y = _conv3d(x, weight, bias, stride, padding, dilation, groups)
+    return _ops.squeeze(y, 0) if unbatched else y
+
+
 def _conv_transpose(api, spatial, input, weight, bias, stride, padding, output_padding,
                     groups, dilation):
     """The transpose of a convolution (its gradient with respect to its
-    input) as a conv2d: the input with stride - 1 zeros between its
+    input) as a convolution: the input with stride - 1 zeros between its
     elements and dilation * (kernel - 1) - padding zeros around it
     (output_padding more after, a negative count cutting), convolved at
     stride 1 with the kernel flipped and its input and output channels
@@ -607,19 +649,24 @@ def _conv_transpose(api, spatial, input, weight, bias, stride, padding, output_p
         x, weight = _ops.unsqueeze(x, 2), _ops.unsqueeze(weight, 2)
         stride, padding = (1,) + stride, (0,) + padding
         output_padding, dilation, kernel = (0,) + output_padding, (1,) + dilation, (1,) + kernel
-    n, c, h, w = x.shape
-    if stride != (1, 1):  # stride - 1 zeros after each element
-        x = _ops.reshape(x, (n, c, h, 1, w, 1))
-        x = _zeros_beside(_zeros_beside(x, 3, 0, stride[0] - 1), 5, 0, stride[1] - 1)
-        x = _ops.reshape(x, (n, c, h * stride[0], w * stride[1]))
+    dims = len(kernel)
+    n, c, sizes = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    if any(st != 1 for st in stride):  # stride - 1 zeros after each element
+        x = _ops.reshape(x, (n, c) + sum(((s, 1) for s in sizes), ()))
+        for i, st in enumerate(stride):
+            x = _zeros_beside(x, 3 + 2 * i, 0, st - 1)
+        x = _ops.reshape(x, (n, c) + tuple(s * st for s, st in zip(sizes, stride)))
     pads = [(dl * (k - 1) - p, dl * (k - 1) - p + op - (st - 1))
             for k, st, p, op, dl in zip(kernel, stride, padding, output_padding, dilation)]
     x, symmetric = _conv_pads(x, pads)
     flipped = _ops.reshape(weight, (groups, cin // groups, cout_g) + kernel)
-    flipped = _ops.reshape(_ops.permute(flipped, [0, 2, 1, 3, 4]),
+    flipped = _ops.reshape(_ops.permute(flipped, [0, 2, 1] + list(range(3, 3 + dims))),
                            (groups * cout_g, cin // groups) + kernel)
-    flipped = _ops.flip(flipped, [d for d in (2, 3) if flipped.shape[d] > 1])
-    y = _ops.conv2d(x, flipped, bias, 1, symmetric, dilation, groups)
+    flipped = _ops.flip(flipped, [2 + i for i in range(dims) if kernel[i] > 1])
+    if dims == 3:
+        y = _conv3d(x, flipped, bias, (1, 1, 1), symmetric, dilation, groups)
+    else:
+        y = _ops.conv2d(x, flipped, bias, 1, symmetric, dilation, groups)
     if spatial == 1:
         y = _ops.squeeze(y, 2)
     return _ops.squeeze(y, 0) if unbatched else y
@@ -635,6 +682,93 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      groups=1, dilation=1):
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def _patch_kernel(kernel_size, dtype, device):
+    """The identity kernel [kh * kw, 1, kh, kw] whose convolution copies
+    each window's elements into channels (unfold), and whose transposed
+    convolution adds them back into place (fold)."""
+    kh, kw = kernel_size
+    eye = np.eye(kh * kw, dtype=dtype.np).reshape(kh * kw, 1, kh, kw)
+    return Tensor(eye, dtype=dtype, device=device)
+
+
+def _patch_arguments(api, kernel_size, dilation, padding, stride):
+    args = [_ntuple(v, 2) for v in (kernel_size, dilation, padding, stride)]
+    for name, v, least in zip(("kernel_size", "dilation", "padding", "stride"), args,
+                              (1, 1, 0, 1)):
+        if len(v) != 2 or any(e < least for e in v):
+            raise RuntimeError(f"{api}: expected {name} to be 2 numbers of at least {least}, "
+                               f"got {list(v)}")
+    return args
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.unfold (im2col): [N, C, H, W] -> [N, C * kh * kw,
+    L], each column one window's elements channel by channel; one
+    convolution of every channel (as a batch of one-channel images) with
+    the identity kernel."""
+    kernel, dilation, padding, stride = _patch_arguments("unfold", kernel_size, dilation,
+                                                         padding, stride)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.ndim}D)")
+    x, unbatched = _unbatched("unfold", input, 2)
+    n, c, h, w = x.shape
+    out = [(s + 2 * p - d * (k - 1) - 1) // st + 1
+           for s, p, d, k, st in zip((h, w), padding, dilation, kernel, stride)]
+    if min(out) < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size "
+                           f"{list(kernel)}, dilation {list(dilation)}, padding "
+                           f"{list(padding)}, calculated shape of the array of sliding blocks "
+                           f"as ({out[0]}, {out[1]}), but its components must be at least one.")
+    cols = _ops.conv2d(_ops.reshape(x, (n * c, 1, h, w)),
+                       _patch_kernel(kernel, x.dtype, x.device), None, stride, padding,
+                       dilation, 1)
+    y = _ops.reshape(cols, (n, c * kernel[0] * kernel[1], out[0] * out[1]))
+    return _ops.squeeze(y, 0) if unbatched else y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.fold (col2im), unfold's adjoint: the columns'
+    elements added into an [N, C, *output_size] image (overlapping windows
+    sum); the transposed convolution of unfold's identity kernel."""
+    kernel, dilation, padding, stride = _patch_arguments("fold", kernel_size, dilation,
+                                                         padding, stride)
+    size = _ntuple(output_size, 2)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors "
+                           f"are supported (got {input.ndim}D)")
+    x = input if input.ndim == 3 else _ops.unsqueeze(input, 0)
+    n, rows, length = x.shape
+    taps = kernel[0] * kernel[1]
+    if rows % taps:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={rows} and "
+                           f"kernel_size={tuple(kernel)}")
+    blocks = [(s + 2 * p - d * (k - 1) - 1) // st + 1
+              for s, p, d, k, st in zip(size, padding, dilation, kernel, stride)]
+    if min(blocks) < 1 or blocks[0] * blocks[1] != length:
+        raise RuntimeError(f"Given output_size={tuple(size)}, kernel_size={tuple(kernel)}, "
+                           f"dilation={tuple(dilation)}, padding={tuple(padding)}, "
+                           f"stride={tuple(stride)}, expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {blocks[0]} * "
+                           f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={length}.")
+    c = rows // taps
+    cols = _ops.reshape(x, (n * c, taps) + tuple(blocks))
+    extra = [s + 2 * p - ((b - 1) * st + d * (k - 1) + 1)
+             for s, p, b, st, d, k in zip(size, padding, blocks, stride, dilation, kernel)]
+    y = _conv_transpose("fold", 2, cols, _patch_kernel(kernel, x.dtype, x.device), None,
+                        stride, padding, extra, 1, dilation)
+    y = _ops.reshape(y, (n, c) + size)
+    return _ops.squeeze(y, 0) if input.ndim == 2 else y
 
 
 def max_pool2d_arguments(dilation, ceil_mode, return_indices):
@@ -1368,9 +1502,37 @@ def _nearest_source(n, m, scale, exact, shortcuts):
     return np.minimum(np.floor(at * s).astype(np.int64), n - 1)
 
 
+def _phase_resample(x, axis, n, s):
+    """Linear upsampling of `axis` by the integer factor s (align_corners
+    False): output k * s + r reads x at k + d_r, d_r = (r + 1/2) / s - 1/2,
+    so each phase r is one weighted sum of x and x shifted by one (the
+    edge element repeated, which is PyTorch's clamping of the source
+    index); the phases are interleaved. Elementwise and copies only, where
+    the general path gathers (and its gradient scatters)."""
+    if n == 1:
+        prev = following = x
+    else:
+        prev = _ops.cat([_ops.narrow(x, axis, 0, 1), _ops.narrow(x, axis, 0, n - 1)], axis)
+        following = _ops.cat([_ops.narrow(x, axis, 1, n - 1), _ops.narrow(x, axis, n - 1, 1)],
+                             axis)
+    phases = []
+    for r in range(s):
+        d = (r + 0.5) / s - 0.5
+        if d >= 0:
+            phases.append(_ops.add(_ops.mul(x, 1.0 - d), _ops.mul(following, d)))
+        else:
+            phases.append(_ops.add(_ops.mul(prev, -d), _ops.mul(x, 1.0 + d)))
+    shape = list(x.shape)
+    shape[axis] = n * s
+    return _ops.reshape(_ops.stack(phases, axis + 1), tuple(shape))
+
+
 def _linear_resample(x, axis, n, m, scale, align_corners):
     """Linear interpolation of `axis` from n to m elements with PyTorch's
     source positions (area_pixel_compute_source_index) and weights."""
+    if not align_corners and m > n and m % n == 0 and \
+            _source_scale(n, m, scale) == n / m:
+        return _phase_resample(x, axis, n, m // n)
     i = np.arange(m, dtype=np.float64)
     if align_corners:
         src = i * ((n - 1) / (m - 1) if m > 1 else 0.0)
@@ -1591,6 +1753,40 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout("dropout3d", input, p, training, inplace, 3)
+
+
+_ALPHA_PRIME = 1.7580993408473766  # SELU's scale * alpha, the negative saturation
+
+
+def _alpha_dropout(api, input, p, training, inplace, feature):
+    """PyTorch's alpha dropout: dropped elements (whole channels when
+    `feature`) set to SELU's negative saturation, then an affine map that
+    keeps a zero-mean unit-variance input so; `keep` is 1 with probability
+    1 - p."""
+    dropout_probability(p)
+    if not training or p == 0.0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1.0:
+        out = _ops.mul(input, 0.0)
+    else:
+        shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else \
+            tuple(input.shape)
+        ones = Tensor(np.ones(shape, input.dtype.np), dtype=input.dtype, device=input.device)
+        keep = _ops.mul(_dropout(ones, p), 1.0 - p)
+        a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+        shift = _ops.add(_ops.mul(keep, _ALPHA_PRIME * a), -_ALPHA_PRIME * a * (1 - p))
+        out = _ops.add(_ops.mul(input, _ops.mul(keep, a)), shift)
+    return _inplace(api, input, out) if inplace else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

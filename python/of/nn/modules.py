@@ -408,6 +408,18 @@ class Conv1d(_ConvNd):
                         self.dilation, self.groups)
 
 
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__("Conv3d", 3, in_channels, out_channels, kernel_size, stride, padding,
+                         dilation, False, 0, groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):  # noqa: A002
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
 class _ConvTransposeNd(_ConvNd):
     def _output_padding(self, input, output_size):  # noqa: A002
         """PyTorch's output_padding for a requested output_size (the last
@@ -459,6 +471,20 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):  # noqa: A002
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__("ConvTranspose3d", 3, in_channels, out_channels, kernel_size, stride,
+                         padding, dilation, True, output_padding, groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
 
@@ -935,8 +961,37 @@ class PixelUnshuffle(Module):
         return F.pixel_unshuffle(input, self.downscale_factor)
 
 
-def _channel_dropout_module(name, fn):
-    class ChannelDropout(Module):
+class Unfold(Module):
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input):  # noqa: A002
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):  # noqa: A002
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+def _dropout_module(name, fn):
+    class DropoutModule(Module):
         def __init__(self, p=0.5, inplace=False):
             super().__init__()
             F.dropout_probability(p)
@@ -944,13 +999,15 @@ def _channel_dropout_module(name, fn):
 
         def forward(self, input):  # noqa: A002
             return fn(input, self.p, self.training, self.inplace)
-    ChannelDropout.__name__ = ChannelDropout.__qualname__ = name
-    return ChannelDropout
+    DropoutModule.__name__ = DropoutModule.__qualname__ = name
+    return DropoutModule
 
 
-Dropout1d = _channel_dropout_module("Dropout1d", F.dropout1d)
-Dropout2d = _channel_dropout_module("Dropout2d", F.dropout2d)
-Dropout3d = _channel_dropout_module("Dropout3d", F.dropout3d)
+Dropout1d = _dropout_module("Dropout1d", F.dropout1d)
+Dropout2d = _dropout_module("Dropout2d", F.dropout2d)
+Dropout3d = _dropout_module("Dropout3d", F.dropout3d)
+AlphaDropout = _dropout_module("AlphaDropout", F.alpha_dropout)
+FeatureAlphaDropout = _dropout_module("FeatureAlphaDropout", F.feature_alpha_dropout)
 
 
 class CosineSimilarity(Module):
@@ -1771,7 +1828,8 @@ class ModuleDict(Module):
         return self._modules.items()
 
 
-__all__ = ["Module", "Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+__all__ = ["Module", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "Unfold", "Fold", "AlphaDropout", "FeatureAlphaDropout",
            "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
            "Dropout1d", "Dropout2d", "Dropout3d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d",
