@@ -1552,9 +1552,10 @@ def tensor_min(input, dim=None, keepdim=False, *, other=None):  # noqa: A002
 def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
     """The k largest (smallest) elements along `dim` (the last by default)
     and their indices, in order (also for sorted=False, whose order PyTorch
-    leaves open): k rounds of picking the first extreme element not picked
-    yet, so it costs k times an argmax; ties give the lower index first.
-    NaN counts as larger than every number, as in PyTorch."""
+    leaves open); ties give the lower index first, NaN counts as larger
+    than every number, as in PyTorch. Floating point: one of.topk (a pass
+    over each row keeping the k best); integers: k rounds of picking the
+    first extreme element not picked yet (k times an argmax)."""
     if input.dtype is dt.bool:
         raise NotImplementedError("topk does not support bool dtypes (in PyTorch neither); "
                                   "convert with .long() first")
@@ -1569,6 +1570,16 @@ def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
     if _numel(out_shape) == 0:
         return return_types.topk(_empty(out_shape, input.dtype, input),
                                  _empty(out_shape, dt.int64, input))
+    if input.dtype.is_floating_point:  # of.topk along the last dimension
+        last = input.ndim - 1
+        x = transpose(input, d, last) if d != last else input
+        shape = tuple(x.shape[:-1]) + (k,)
+        values, indices = apply(OpSpec("of.topk {0}", f"k = {k} : i64, largest = "
+                                       f"{'true' if largest else 'false'}",
+                                       [(shape, x.dtype), (shape, dt.int64)]), [x])
+        if d != last:
+            values, indices = transpose(values, d, last), transpose(indices, d, last)
+        return return_types.topk(values, indices)
     positions = _along(size, d, input.ndim, input)
     taken, picked = None, []
     for _ in range(k):

@@ -149,12 +149,150 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
+/// of.topk over [rows, n] (the input's leading dimensions collapsed): each
+/// row's elements in order, each compared with the worst of the k kept
+/// (one comparison for most elements) and, when better, inserted by one
+/// pass over the k slots that carries the displaced element down. A slot
+/// whose index is -1 is empty (every element beats it). Ties go to the
+/// lower position (torch.topk leaves their order open); NaN beats every number
+/// when selecting the largest and loses to every number when selecting the
+/// smallest (torch.topk's order). Rows are independent (the outer loop).
+struct TopKLowering : OpConversionPattern<TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType valuesType = localType(op.getValues().getType());
+    RankedTensorType indicesType = localType(op.getIndices().getType());
+    auto inputType = localType(adaptor.getInput().getType());
+    Type et = inputType.getElementType();
+    int64_t n = inputType.getShape().back(), k = op.getK();
+    int64_t rows = n ? inputType.getNumElements() / n : 0;
+    if (k == 0 || rows == 0) {
+      rewriter.replaceOp(op, {emptyTensor(rewriter, loc, valuesType),
+                              emptyTensor(rewriter, loc, indicesType)});
+      return success();
+    }
+    Value input = reshape(rewriter, loc, adaptor.getInput(),
+                          RankedTensorType::get({rows, n}, et));
+    Type i64 = rewriter.getI64Type();
+    auto slotsType = RankedTensorType::get({rows, k}, et);
+    auto slotIndicesType = RankedTensorType::get({rows, k}, i64);
+    Value values = filledTensor(rewriter, loc, slotsType,
+                                scalarConstant(rewriter, loc, et, 0));
+    Value empty = arith::ConstantOp::create(rewriter, loc, i64,
+                                            rewriter.getI64IntegerAttr(-1));
+    Value indices = filledTensor(rewriter, loc, slotIndicesType, empty);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value last = arith::ConstantIndexOp::create(rewriter, loc, k - 1);
+    bool largest = op.getLargest();
+    // Whether element a (at position aIndex) comes before the slot holding
+    // the element at slotIndex: the slot is vacant, a is larger (smaller),
+    // or they tie and a's position is lower (a displaced element carried
+    // past a later equal one).
+    auto beats = [&](OpBuilder &b, Location l, Value a, Value aIndex,
+                     Value slot, Value slotIndex) -> Value {
+      Value vacant = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                           slotIndex, empty);
+      Value order = arith::CmpFOp::create(
+          b, l, largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
+          a, slot);
+      Value aNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, a, a);
+      Value slotNaN =
+          arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, slot, slot);
+      Value yes = arith::ConstantIntOp::create(b, l, 1, 1);
+      // largest: a is NaN and the slot is not; smallest: the other way.
+      Value nan =
+          largest
+              ? arith::AndIOp::create(b, l, aNaN,
+                                      arith::XOrIOp::create(b, l, slotNaN, yes))
+              : arith::AndIOp::create(b, l, slotNaN,
+                                      arith::XOrIOp::create(b, l, aNaN, yes));
+      Value tie = arith::OrIOp::create(
+          b, l, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a, slot),
+          arith::AndIOp::create(b, l, aNaN, slotNaN));
+      Value earlier = arith::AndIOp::create(
+          b, l, tie,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, aIndex,
+                                slotIndex));
+      return arith::OrIOp::create(b, l,
+                                  arith::OrIOp::create(b, l, vacant, earlier),
+                                  arith::OrIOp::create(b, l, order, nan));
+    };
+    Value numRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
+    Value numCols = arith::ConstantIndexOp::create(rewriter, loc, n);
+    Value numSlots = arith::ConstantIndexOp::create(rewriter, loc, k);
+    auto perRow = scf::ForOp::create(
+        rewriter, loc, zero, numRows, one, ValueRange{values, indices},
+        [&](OpBuilder &b, Location l, Value r, ValueRange rowAcc) {
+          auto perElement = scf::ForOp::create(
+              b, l, zero, numCols, one, rowAcc,
+              [&](OpBuilder &eb, Location el, Value j, ValueRange acc) {
+                Value x =
+                    tensor::ExtractOp::create(eb, el, input, ValueRange{r, j});
+                Value worst = tensor::ExtractOp::create(eb, el, acc[0],
+                                                        ValueRange{r, last});
+                Value worstIndex = tensor::ExtractOp::create(
+                    eb, el, acc[1], ValueRange{r, last});
+                Value position = arith::IndexCastOp::create(eb, el, i64, j);
+                auto insert = scf::IfOp::create(
+                    eb, el, beats(eb, el, x, position, worst, worstIndex),
+                    [&](OpBuilder &tb, Location tl) {
+                      auto pass = scf::ForOp::create(
+                          tb, tl, zero, numSlots, one,
+                          ValueRange{acc[0], acc[1], x, position},
+                          [&](OpBuilder &sb, Location sl, Value m,
+                              ValueRange carry) {
+                            Value slot = tensor::ExtractOp::create(
+                                sb, sl, carry[0], ValueRange{r, m});
+                            Value slotIndex = tensor::ExtractOp::create(
+                                sb, sl, carry[1], ValueRange{r, m});
+                            Value swap = beats(sb, sl, carry[2], carry[3], slot,
+                                               slotIndex);
+                            auto pick = [&](Value ifSwap, Value otherwise) {
+                              return arith::SelectOp::create(sb, sl, swap,
+                                                             ifSwap, otherwise)
+                                  .getResult();
+                            };
+                            Value newValues = tensor::InsertOp::create(
+                                sb, sl, pick(carry[2], slot), carry[0],
+                                ValueRange{r, m});
+                            Value newIndices = tensor::InsertOp::create(
+                                sb, sl, pick(carry[3], slotIndex), carry[1],
+                                ValueRange{r, m});
+                            scf::YieldOp::create(
+                                sb, sl,
+                                ValueRange{newValues, newIndices,
+                                           pick(slot, carry[2]),
+                                           pick(slotIndex, carry[3])});
+                          });
+                      scf::YieldOp::create(
+                          tb, tl,
+                          ValueRange{pass.getResult(0), pass.getResult(1)});
+                    },
+                    [&](OpBuilder &fb, Location fl) {
+                      scf::YieldOp::create(fb, fl, acc);
+                    });
+                scf::YieldOp::create(eb, el, insert.getResults());
+              });
+          scf::YieldOp::create(b, l, perElement.getResults());
+        });
+    rewriter.replaceOp(
+        op, {reshape(rewriter, loc, perRow.getResult(0), valuesType),
+             reshape(rewriter, loc, perRow.getResult(1), indicesType)});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::of::linalg_lowering::populateReductionsPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
-               ReduceLowering<ReduceMaxOp>, SoftmaxLowering<SoftmaxOp>,
-               SoftmaxLowering<LogSoftmaxOp>, CrossEntropyLowering>(
-      converter, patterns.getContext());
+  patterns
+      .add<ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
+           ReduceLowering<ReduceMaxOp>, SoftmaxLowering<SoftmaxOp>,
+           SoftmaxLowering<LogSoftmaxOp>, CrossEntropyLowering, TopKLowering>(
+          converter, patterns.getContext());
 }

@@ -837,3 +837,11 @@ func.func @f(%x: tensor<2x8x36xf32>, %c: tensor<8xf32>) {
   %0:3 = of.library_call "dnn.batch_norm_grad"(%x, %x, %c, %c, %c) into %c, %c, %c {params = array<i64: 2, 8, 36, 4532020583610935537>} : (tensor<2x8x36xf32>, tensor<2x8x36xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) into tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @topk_k(%x: tensor<2x5xf32>) {
+  // expected-error@+1 {{k = 6 must be in [0, 5] (the last dimension)}}
+  %v, %i = of.topk %x {k = 6 : i64} : (tensor<2x5xf32>) -> (tensor<2x6xf32>, tensor<2x6xi64>)
+  return
+}

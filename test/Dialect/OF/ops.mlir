@@ -185,6 +185,8 @@ func.func @embedding_and_loss(%ids: tensor<4x16xi64>, %table: tensor<1000x64xf32
   %3 = of.embedding_grad %ids, %0 : (tensor<4x16xi64>, tensor<4x16x64xf32>) -> tensor<1000x64xf32>
   // CHECK: of.embedding_grad %{{.*}}, %{{.*}} into %{{.*}} : (tensor<4x16xi64>, tensor<4x16x64xf32>, tensor<1000x64xf32>) -> tensor<1000x64xf32>
   %4 = of.embedding_grad %ids, %0 into %table : (tensor<4x16xi64>, tensor<4x16x64xf32>, tensor<1000x64xf32>) -> tensor<1000x64xf32>
+  // CHECK: of.topk %{{.*}} {k = 5 : i64, largest = false} : (tensor<8x10xf32>) -> (tensor<8x5xf32>, tensor<8x5xi64>)
+  %5:2 = of.topk %logits {k = 5 : i64, largest = false} : (tensor<8x10xf32>) -> (tensor<8x5xf32>, tensor<8x5xi64>)
   return
 }
 

@@ -636,6 +636,40 @@ LogicalResult EmbeddingOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+/// The gradient of the selected values added at their positions: each
+/// row's indices offset by the row's start in the flattened input, one
+/// scatter of one-element rows into a zero [rows * n, 1] table.
+LogicalResult TopKOp::buildVjp(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               Grads &grads) {
+  Value g = resultGrads[0];
+  if (!g)
+    return noGradients(*this, grads);
+  Location loc = getLoc();
+  RankedTensorType in = plainType(getInput());
+  int64_t n = in.getShape().back(), k = getK();
+  int64_t rows = n ? in.getNumElements() / n : 0;
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> starts;
+  for (int64_t r = 0; r < rows; ++r)
+    starts.push_back(r * n);
+  auto startsType = RankedTensorType::get({rows, 1}, i64);
+  Value offsets = ConstantOp::create(
+      b, loc, startsType, DenseElementsAttr::get(startsType, ArrayRef(starts)));
+  Value indices = ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows, k}, i64), getIndices());
+  Value flat = ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows * k}, i64),
+      AddOp::create(b, loc, RankedTensorType::get({rows, k}, i64), indices,
+                    offsets));
+  Value column = ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows * k, 1}, in.getElementType()), g);
+  Value scattered = EmbeddingGradOp::create(
+      b, loc, RankedTensorType::get({rows * n, 1}, in.getElementType()), flat,
+      column, /*table=*/Value());
+  grads.push_back(ReshapeOp::create(b, loc, in, scattered));
+  return success();
+}
+
 LogicalResult EmbeddingGradOp::buildVjp(OpBuilder &b,
                                         ArrayRef<Value> resultGrads,
                                         Grads &grads) {

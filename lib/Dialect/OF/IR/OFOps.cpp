@@ -1239,6 +1239,25 @@ LogicalResult Pool2DGradOp::verify() {
   return success();
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = asTensor(adaptor.getInput());
+  if (!input || input.getRank() < 1)
+    return emitOptionalError(loc, "input must be a tensor of rank >= 1");
+  int64_t n = input.getShape().back(), k = adaptor.getK();
+  if (k < 0 || k > n)
+    return emitOptionalError(loc, "k = ", k, " must be in [0, ", n,
+                             "] (the last dimension)");
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = k;
+  inferred.push_back(plainTensor(shape, input.getElementType()));
+  inferred.push_back(
+      plainTensor(shape, IntegerType::get(input.getContext(), 64)));
+  return success();
+}
+
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -544,6 +544,14 @@ void AvgPool2DOp::getSbpSignatures(Sigs &sigs) {
   poolSignatures(*this, sigs, kP);
 }
 
+void TopKOp::getSbpSignatures(Sigs &sigs) {
+  // Rows are independent; the selected axis stays whole.
+  int64_t rank = rankOf(getInput());
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    add(sigs, {S(d)}, {S(d), S(d)});
+  addUniform(*this, sigs, kB);
+}
+
 void BatchNormOp::getSbpSignatures(Sigs &sigs) {
   // Channels are independent. A batch split: in inference each rank
   // normalises its rows; in training the per-channel sums are all-reduced

@@ -27,6 +27,8 @@ func.func @ops(%a: tensor<4x8xf32>, %row: tensor<8xf32>, %w: tensor<8x16xf32>,
   %8 = of.reduce_max %a {axes = array<i64: 0>, keepdims = true} : (tensor<4x8xf32>) -> tensor<1x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0) -> S(0)] [B -> B] [S(1) -> S(1) (two-stage)]}}
   %9 = of.softmax %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // expected-remark@+1 {{sbp signatures: [S(0) -> S(0), S(0)] [B -> B, B]}}
+  %topk:2 = of.topk %a {k = 3 : i64} : (tensor<4x8xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
   // expected-remark@+1 {{sbp signatures: [S(0), B, B -> S(0)] [B, B, B -> B] [S(1), S(0), S(0) -> S(1) (two-stage)]}}
   %10 = of.layer_norm %a weight %row bias %row : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   // expected-remark@+1 {{sbp signatures: [S(0), B -> S(0)] [B, S(1) -> S(1)] [B, B -> B] [B, S(0) -> P]}}

@@ -382,6 +382,27 @@ def OF_LogSoftmaxOp : OF_SoftmaxLikeOp<"log_softmax"> {
   let summary = "Log-softmax along `axis` (negative counts from the end)";
 }
 
+def OF_TopKOp : OF_Op<"topk", [Pure, OF_InferShapes, OF_Grad,
+    DeclareOpInterfaceMethods<OF_SbpOpInterface>]> {
+  let summary = "The k largest (or smallest) elements of each last-axis row";
+  let description = [{
+    `values[..., j]` is the j-th largest element of `input[..., :]` (the
+    j-th smallest with `largest = false`) and `indices[..., j]` its
+    position: in order, ties by the lower position first, NaN larger than
+    every number (so first when largest, last when smallest), as
+    `torch.topk`. `0 <= k <=` the last dimension. The gradient of `values`
+    is added at the positions `indices` names (a scatter of rows).
+
+    ```mlir
+    %v, %i = of.topk %x {k = 3 : i64} : (tensor<4x10xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
+    ```
+  }];
+  let arguments = (ins OF_FloatTensor:$input, I64Attr:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs OF_FloatTensor:$values, TensorOf<[I64]>:$indices);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def OF_LayerNormOp : OF_Op<"layer_norm", [Pure, OF_InferShapes,
     AttrSizedOperandSegments,
     OF_Grad, DeclareOpInterfaceMethods<OF_SbpOpInterface, ["getSbpInternalAllReduce", "localize"]>]> {
