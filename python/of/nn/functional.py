@@ -394,21 +394,35 @@ def _traced_bags(input, weight, offsets, mode, weights, include_last_offset, pad
                          _ops.narrow(offsets, 0, 0, count - 1))
         bad = _ops.add(bad, _ops.sum(_ops.cast(_ops.lt(steps, 0), dt.int64)))
     ids = _ops.where(_ops.gt(bad, 0), -1, _ops.cast(input, dt.int64))
-    keep = _ops.eq(_ops.unsqueeze(bag, 0),
-                   Tensor(np.arange(bags).reshape(-1, 1), dtype=dt.int64, device=input.device))
-    if padding_idx is not None:
-        keep = _ops.where(keep, _ops.unsqueeze(_ops.ne(ids, pad), 0), False)
     rows = _ops.embedding(ids, weight)
-    if mode == "max":
+    if mode == "max":  # a [bags, n] mask of each bag's entries
+        keep = _ops.eq(_ops.unsqueeze(bag, 0), Tensor(np.arange(bags).reshape(-1, 1),
+                                                      dtype=dt.int64, device=input.device))
+        if padding_idx is not None:
+            keep = _ops.where(keep, _ops.unsqueeze(_ops.ne(ids, pad), 0), False)
         return _bag_reduce(_ops.unsqueeze(rows, 0), keep, None, mode)
-    scale = _ops.cast(keep, weight.dtype)
+    if bags == 0:
+        return Tensor(np.zeros((0, weight.shape[1]), weight.dtype.np), dtype=weight.dtype,
+                      device=weight.device)
+    # sum and mean: the rows added into their bags (one scatter-add, whose
+    # gradient gathers), positions after the last bag (include_last_offset)
+    # and padding entries weighted 0 in the last bag
+    counted = _ops.lt(bag, bags)
+    if padding_idx is not None:
+        counted = _ops.where(counted, _ops.ne(ids, pad), False)
+    scale = _ops.cast(counted, weight.dtype)
     if weights is not None:
-        scale = _ops.mul(scale, _ops.unsqueeze(_ops.cast(weights, weight.dtype), 0))
-    total = _ops.matmul(scale, rows)
+        scale = _ops.mul(scale, _ops.cast(weights, weight.dtype))
+    into = _ops.minimum(bag, bags - 1)
+    zeros = Tensor(np.zeros((bags, weight.shape[1]), weight.dtype.np), dtype=weight.dtype,
+                   device=weight.device)
+    total = _ops.add_rows(zeros, into, _ops.mul(rows, _ops.unsqueeze(scale, 1)))
     if mode == "sum":
         return total
-    return _ops.div(total, _ops.maximum(_ops.sum(_ops.cast(keep, weight.dtype), 1,
-                                                 keepdim=True), 1.0))
+    no_counts = Tensor(np.zeros((bags, 1), weight.dtype.np), dtype=weight.dtype,
+                       device=weight.device)
+    count = _ops.add_rows(no_counts, into, _ops.unsqueeze(_ops.cast(counted, weight.dtype), 1))
+    return _ops.div(total, _ops.maximum(count, 1.0))
 
 
 def _ntuple(value, n):
