@@ -151,8 +151,8 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 
 /// of.topk over [rows, n] (the input's leading dimensions collapsed): each
 /// row's elements in order, each compared with the worst of the k kept
-/// (one comparison for most elements) and, when better, inserted by one
-/// pass over the k slots that carries the displaced element down. A slot
+/// (one comparison for most elements) and, when better, inserted: the
+/// slots it beats, from the last up, move down one. A slot
 /// whose index is -1 is empty (every element beats it). Ties go to the
 /// lower position (torch.topk leaves their order open); NaN beats every number
 /// when selecting the largest and loses to every number when selecting the
@@ -190,8 +190,7 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
     bool largest = op.getLargest();
     // Whether element a (at position aIndex) comes before the slot holding
     // the element at slotIndex: the slot is vacant, a is larger (smaller),
-    // or they tie and a's position is lower (a displaced element carried
-    // past a later equal one).
+    // or they tie and a's position is lower.
     auto beats = [&](OpBuilder &b, Location l, Value a, Value aIndex,
                      Value slot, Value slotIndex) -> Value {
       Value vacant = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
@@ -240,37 +239,53 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                 auto insert = scf::IfOp::create(
                     eb, el, beats(eb, el, x, position, worst, worstIndex),
                     [&](OpBuilder &tb, Location tl) {
-                      auto pass = scf::ForOp::create(
-                          tb, tl, zero, numSlots, one,
-                          ValueRange{acc[0], acc[1], x, position},
-                          [&](OpBuilder &sb, Location sl, Value m,
-                              ValueRange carry) {
-                            Value slot = tensor::ExtractOp::create(
-                                sb, sl, carry[0], ValueRange{r, m});
-                            Value slotIndex = tensor::ExtractOp::create(
-                                sb, sl, carry[1], ValueRange{r, m});
-                            Value swap = beats(sb, sl, carry[2], carry[3], slot,
-                                               slotIndex);
-                            auto pick = [&](Value ifSwap, Value otherwise) {
-                              return arith::SelectOp::create(sb, sl, swap,
-                                                             ifSwap, otherwise)
-                                  .getResult();
-                            };
-                            Value newValues = tensor::InsertOp::create(
-                                sb, sl, pick(carry[2], slot), carry[0],
-                                ValueRange{r, m});
-                            Value newIndices = tensor::InsertOp::create(
-                                sb, sl, pick(carry[3], slotIndex), carry[1],
-                                ValueRange{r, m});
-                            scf::YieldOp::create(
-                                sb, sl,
-                                ValueRange{newValues, newIndices,
-                                           pick(slot, carry[2]),
-                                           pick(slotIndex, carry[3])});
-                          });
-                      scf::YieldOp::create(
+                      // From the last slot up, each slot the element beats
+                      // moves down one; the element takes the last freed.
+                      Type indexType = tb.getIndexType();
+                      auto shift = scf::WhileOp::create(
                           tb, tl,
-                          ValueRange{pass.getResult(0), pass.getResult(1)});
+                          TypeRange{acc[0].getType(), acc[1].getType(),
+                                    indexType},
+                          ValueRange{acc[0], acc[1], last},
+                          [&](OpBuilder &cb, Location cl, ValueRange state) {
+                            Value pos = state[2];
+                            Value more = arith::CmpIOp::create(
+                                cb, cl, arith::CmpIPredicate::sgt, pos, zero);
+                            Value above = arith::SelectOp::create(
+                                cb, cl, more,
+                                arith::SubIOp::create(cb, cl, pos, one), zero);
+                            Value slot = tensor::ExtractOp::create(
+                                cb, cl, state[0], ValueRange{r, above});
+                            Value slotIndex = tensor::ExtractOp::create(
+                                cb, cl, state[1], ValueRange{r, above});
+                            Value move = arith::AndIOp::create(
+                                cb, cl, more,
+                                beats(cb, cl, x, position, slot, slotIndex));
+                            scf::ConditionOp::create(cb, cl, move, state);
+                          },
+                          [&](OpBuilder &sb, Location sl, ValueRange state) {
+                            Value pos = state[2];
+                            Value above =
+                                arith::SubIOp::create(sb, sl, pos, one);
+                            Value slot = tensor::ExtractOp::create(
+                                sb, sl, state[0], ValueRange{r, above});
+                            Value slotIndex = tensor::ExtractOp::create(
+                                sb, sl, state[1], ValueRange{r, above});
+                            Value values = tensor::InsertOp::create(
+                                sb, sl, slot, state[0], ValueRange{r, pos});
+                            Value indices = tensor::InsertOp::create(
+                                sb, sl, slotIndex, state[1],
+                                ValueRange{r, pos});
+                            scf::YieldOp::create(
+                                sb, sl, ValueRange{values, indices, above});
+                          });
+                      Value pos = shift.getResult(2);
+                      Value values = tensor::InsertOp::create(
+                          tb, tl, x, shift.getResult(0), ValueRange{r, pos});
+                      Value indices = tensor::InsertOp::create(
+                          tb, tl, position, shift.getResult(1),
+                          ValueRange{r, pos});
+                      scf::YieldOp::create(tb, tl, ValueRange{values, indices});
                     },
                     [&](OpBuilder &fb, Location fl) {
                       scf::YieldOp::create(fb, fl, acc);

@@ -1,6 +1,7 @@
 // of.topk: per row, each element compared with the worst of the k kept
-// (slot k - 1) and, when it beats it, one insertion pass over the k slots;
-// a slot index of -1 marks a vacant slot. Run against PyTorch's topk (NaN,
+// (slot k - 1) and, when it beats it, inserted: the slots it beats move
+// down one, from the last up (an scf.while); a slot index of -1 marks a
+// vacant slot. Run against PyTorch's topk (NaN,
 // infinities, ties, both directions) by test/Python/test_indexing.py.
 // RUN: of-opt %s --convert-of-to-linalg | FileCheck %s
 // CHECK-LABEL: func.func @topk
@@ -13,8 +14,9 @@
 // CHECK: tensor.extract %{{.*}}[%[[R]], %[[LAST]]] : tensor<6x3xf32>
 // CHECK: arith.cmpf ogt
 // CHECK: scf.if
-// CHECK: scf.for
-// CHECK: arith.select
+// CHECK: scf.while
+// CHECK: scf.condition
+// CHECK: tensor.insert
 // CHECK: tensor.expand_shape {{.*}} into tensor<2x3x3xf32>
 func.func @topk(%x: tensor<2x3x10xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>) {
   %v, %i = of.topk %x {k = 3 : i64} : (tensor<2x3x10xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
