@@ -29,8 +29,8 @@ import numpy as np
 from . import _dtype as dt
 from ._compat import unsupported
 from ._compile import compile_program, pipeline_for
-from ._grad_mode import check_inplace_leaf, is_grad_enabled
-from ._program import OpSpec, Program, _type, _write_op
+from ._grad_mode import check_inplace_leaf, is_grad_enabled, no_grad
+from ._program import OpSpec, Program, _type, _write_op, tracing
 from ._session import Runner
 from ._tensor import Tensor, output_tensor
 
@@ -143,19 +143,25 @@ _SECOND_BACKWARD = (
 
 
 def _nodes(roots):
-    """The nodes the roots depend on, in the order they ran."""
+    """The nodes the roots depend on, in the order they ran, and whether a
+    custom Function's node is among them (where the walk stops: its results
+    are the program's leaves, see _segmented)."""
     seen, stack = {}, [t._grad_fn[0] for t in roots if t._grad_fn is not None]
+    custom = False
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         if node.freed:
             raise RuntimeError(_SECOND_BACKWARD)
+        if isinstance(node, FunctionNode):
+            custom = True
+            continue
         seen[id(node)] = node
         for ref in node.inputs:
             if ref[0] == "n":
                 stack.append(ref[1])
-    return sorted(seen.values(), key=lambda n: n.seq)
+    return sorted(seen.values(), key=lambda n: n.seq), custom
 
 
 _runners = {}
@@ -198,14 +204,16 @@ def _size_text(shape):
     return "torch.Size([" + ", ".join(str(d) for d in shape) + "])"
 
 
-def gradients(roots, grads, wrt=None, retain_graph=False):
+def gradients(roots, grads, wrt=None, retain_graph=False, _boundary=False):
     """The gradients of sum(root * grad) over the roots (a root without a
     grad: itself, of one element) with respect to `wrt` (tensors; None:
     every leaf that requires gradients), as [(tensor, gradient)] with one
     entry per tensor in `wrt` order (None for one nothing depends on).
     The gradient of a recorded result (not a leaf) is that of a zero added
     to it where it was computed. Frees the recorded graph unless
-    `retain_graph`."""
+    `retain_graph`. With `_boundary` (a pass of _segmented), the results of
+    custom Functions are leaves: their gradients come back with their
+    proxies."""
     for t in roots:  # results of compiled forwards not run yet run now
         if t._pending is not None:
             t._value()
@@ -217,7 +225,9 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
                 probes[(id(t._grad_fn[0]), t._grad_fn[1])] = t
             elif not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-    nodes = _nodes(roots)
+    nodes, custom = _nodes(roots)
+    if custom and not _boundary:
+        return _segmented(roots, grads, wrt, retain_graph)
     # results whose gradient is asked for (retain_grad, hooks): observed like
     # differentiated results, through a zero added where they are computed
     observed = {}
@@ -251,7 +261,10 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
     for node in nodes:
         operands = []
         for ref in node.inputs:
-            if ref[0] == "n":
+            if ref[0] == "n" and isinstance(ref[1], FunctionNode):
+                proxy = ref[1].proxies[ref[2]]
+                operands.append(leaf("l", proxy, proxy._value()))
+            elif ref[0] == "n":
                 operands.append(ssa[(id(ref[1]), ref[2])])
             elif ref[0] == "k":
                 operands.append(program.constant(ref[2], ref[1]._dtype))
@@ -266,6 +279,9 @@ def gradients(roots, grads, wrt=None, retain_graph=False):
             ssa[(id(node), i)] = r
 
     def root_ref(t):
+        if t._grad_fn is not None and isinstance(t._grad_fn[0], FunctionNode):
+            proxy = t._grad_fn[0].proxies[t._grad_fn[1]]
+            return leaf("l", proxy, proxy._value())
         if t._grad_fn is not None:
             return ssa[(id(t._grad_fn[0]), t._grad_fn[1])]
         return leaf("l", t, t._value())
@@ -428,19 +444,246 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+class FunctionCtx:
+    """The `ctx` of a custom Function: what forward saves for backward."""
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors = ()
+        self.non_differentiable = set()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tuple(tensors)
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors):
+        raise NotImplementedError("ctx.mark_dirty (a custom Function that changes its inputs "
+                                  "in place) is not supported: return new tensors")
+
+
+def _sum(a, b):
+    """a + b of two gradients (None: nothing yet)."""
+    if a is None:
+        return b
+    return Tensor(a._value() + b._value(), dtype=b._dtype, device=b._local_device)
+
+
+class FunctionNode:
+    """The recorded call of a custom Function (the `grad_fn` of its
+    floating-point results): its backward is the user's Python, so a
+    backward through it is differentiated in segments (_segmented)."""
+
+    def __init__(self, function, ctx, args, outputs, outs):
+        self.seq = next(_sequence)
+        self.function, self.ctx, self.args = function, ctx, args
+        # every result of forward (backward takes a gradient for each), and
+        # which of them are `outputs`, the differentiable ones
+        self.outs = [(tuple(o.shape), o._dtype, o._local_device) if isinstance(o, Tensor)
+                     else None for o in outs]
+        self.positions = [next(i for i, o in enumerate(outs) if o is r) for r in outputs]
+        # per result: a leaf holding its value, which the programs of the
+        # ops that use it read; their gradient with respect to it is the
+        # result's gradient
+        self.proxies = []
+        for i, o in enumerate(outputs):
+            proxy = Tensor(o._value(), dtype=o._dtype, device=o._local_device)
+            proxy._requires_grad = True
+            proxy._proxy_of = (self, i)
+            self.proxies.append(proxy)
+        self.freed = False
+        self.observers = None
+
+    def name(self):
+        return f"{self.function.__name__}Backward"
+
+    @property
+    def next_functions(self):
+        return tuple((a._grad_fn[0], a._grad_fn[1]) if isinstance(a, Tensor) and
+                     a._grad_fn is not None else (None, 0) for a in self.args)
+
+    def __repr__(self):
+        return f"<torch.autograd.function.{self.name()} object at {id(self):#x}>"
+
+    def run_backward(self, grads):
+        """The user's backward on the results' gradients (zeros for a result
+        nothing used, unless the ctx asked otherwise): one gradient or None
+        per forward argument."""
+        if self.freed:
+            raise RuntimeError(_SECOND_BACKWARD)
+        every = [None] * len(self.outs)
+        for position, g in zip(self.positions, grads):
+            every[position] = g
+        if self.ctx.materialize_grads:  # zeros for the others, as PyTorch's
+            every = [g if g is not None or out is None else
+                     Tensor(np.zeros(out[0], out[1].np), dtype=out[1], device=out[2])
+                     for g, out in zip(every, self.outs)]
+        with no_grad():
+            out = self.function.backward(self.ctx, *every)
+        out = out if isinstance(out, tuple) else (out,)
+        if len(out) != len(self.args):
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                               f"gradients (expected {len(self.args)}, got {len(out)})")
+        checked = []
+        for i, (a, g) in enumerate(zip(self.args, out)):
+            if g is not None and isinstance(a, Tensor):
+                if not isinstance(g, Tensor):
+                    raise TypeError(f"function {self.name()} returned a gradient of type "
+                                    f"{type(g).__name__} at index {i}, not a Tensor or None")
+                g = _sum_to(g, tuple(a.shape), self.name(), i)
+            checked.append(g)
+        return checked
+
+
+def _sum_to(g, shape, name, i):
+    """A custom backward's gradient summed down to its input's shape, where
+    the input's shape broadcasts to it (PyTorch's validate_outputs)."""
+    have = tuple(g.shape)
+    if have == shape:
+        return g
+    lead = len(have) - len(shape)
+    if lead < 0 or any(s not in (1, h) for s, h in zip(shape, have[lead:])):
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
+                           f"{list(have)} but expected shape compatible with {list(shape)}")
+    value = g._value().sum(axis=tuple(range(lead)))
+    value = value.sum(axis=tuple(d for d, s in enumerate(shape) if s == 1 and value.shape[d] != 1),
+                      keepdims=True).reshape(shape)
+    return Tensor(np.ascontiguousarray(value), dtype=g._dtype, device=g._local_device)
+
+
+def _segmented(roots, grads, wrt, retain_graph):
+    """`gradients` through custom Functions. A compiled pass differentiates
+    the recorded ops from the roots to the leaves and to the custom
+    Functions' results; then the custom Function that ran last among those
+    waiting gets its results' gradients (complete: only what ran after it
+    uses them), runs its backward, and its arguments' gradients are the
+    roots of the next pass; until none waits. Leaves' gradients add up
+    over the passes."""
+    if wrt is not None and any(t._grad_fn is not None for t in wrt):
+        raise NotImplementedError("torch.autograd.grad with respect to a non-leaf tensor "
+                                  "through a custom autograd.Function: ask for the leaves")
+    waiting = {}  # id(FunctionNode) -> (node, [gradient per result])
+    found = {}    # id(tensor) -> (tensor, gradient)
+    # the passes keep the graph (a value before a custom Function may be
+    # used after it too, and reached again); freed at the end
+    touched = {}
+
+    def run(pass_roots, pass_grads):
+        touched.update((id(n), n) for n in _nodes(pass_roots)[0])
+        collect(gradients(pass_roots, pass_grads, None, True, _boundary=True))
+
+    def deliver(node, i, g):
+        entry = waiting.setdefault(id(node), (node, [None] * len(node.proxies)))
+        entry[1][i] = _sum(entry[1][i], g)
+
+    def collect(pairs):
+        for t, g in pairs:
+            if g is None:
+                continue
+            owner = getattr(t, "_proxy_of", None)
+            if owner is not None:
+                deliver(owner[0], owner[1], g)
+            else:
+                found[id(t)] = (t, _sum(found.get(id(t), (t, None))[1], g))
+
+    run(roots, grads)
+    while waiting:
+        node, outs = waiting.pop(max(waiting, key=lambda k: waiting[k][0].seq))
+        arg_grads = node.run_backward(outs)
+        if not retain_graph:
+            node.freed = True
+        next_roots, next_grads = [], []
+        for a, g in zip(node.args, arg_grads):
+            if g is None or not isinstance(a, Tensor) or \
+                    (a._grad_fn is None and not a._requires_grad):
+                continue
+            if a._grad_fn is None:  # a leaf
+                collect([(a, g)])
+            elif isinstance(a._grad_fn[0], FunctionNode):  # another custom result
+                deliver(a._grad_fn[0], a._grad_fn[1], g)
+            else:
+                next_roots.append(a)
+                next_grads.append(g)
+        if next_roots:
+            run(next_roots, next_grads)
+    _free(list(touched.values()), retain_graph)
+    if wrt is None:
+        return list(found.values())
+    return [(t, found.get(id(t), (t, None))[1]) for t in wrt]
+
+
+def _no_setup_context(ctx, inputs, output):
+    raise NotImplementedError("setup_context is not overridden")
+
+
 class Function:
-    """torch.autograd.Function (custom forward/backward in Python): of
-    differentiates with the compiler's gradients only."""
+    """torch.autograd.Function: a forward (of ops or any Python) and its
+    backward in Python. `apply` runs forward without recording; its
+    floating-point results record one node whose backward is this class's.
+    Eager only when gradients flow: a compiled training step differentiates
+    with the ops' own gradients, so there it is refused."""
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
 
-        def apply(*args, **kw):
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward "
+                                  "mode AD.")
+
+    setup_context = staticmethod(_no_setup_context)
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        wants_grad = is_grad_enabled() and any(needs)
+        program = tracing()
+        # a traced training step differentiates its ops, which would ignore
+        # this backward (traced values carry no requires_grad to tell)
+        if program is not None and program.train and \
+                any(isinstance(a, Tensor) and a._program is not None for a in args):
             raise NotImplementedError(
-                f"torch.autograd.Function ({cls.__name__}.apply) is not supported: of "
-                "computes gradients from its ops' own gradients; write the forward with "
-                "of ops and drop the custom backward")
-        cls.apply = staticmethod(apply)
+                f"custom autograd.Function {cls.__name__} in a compiled training step: its "
+                "Python backward cannot run inside the plan; run this model eagerly "
+                "(without of.compile), or write its forward with of ops and drop the "
+                "custom backward")
+        ctx = FunctionCtx(needs)
+        with no_grad():
+            if cls.setup_context is not _no_setup_context:  # the forward takes no ctx
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        if not wants_grad or program is not None:
+            return out
+        single = not isinstance(out, tuple)
+        outs = [out] if single else list(out)
+        results = []
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor) and o._dtype.is_floating_point and \
+                    id(o) not in ctx.non_differentiable:
+                if any(o is a for a in args):  # an argument returned: a new tensor
+                    o = outs[i] = o._detached(alias=False)
+                results.append(o)
+        if results:
+            node = FunctionNode(cls, ctx, args, results, outs)
+            for k, o in enumerate(results):
+                o._grad_fn = (node, k)
+        return outs[0] if single else tuple(outs)
+
+
+def once_differentiable(fn):
+    """torch.autograd.function.once_differentiable: of's backward never
+    records, so the backward is as it is."""
+    return fn
 
 
 # --------------------------------------------------------------------------

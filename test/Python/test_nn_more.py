@@ -453,7 +453,7 @@ def test_module_containers_and_bases(rng):
         assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))
 
 
-def test_sampler_base_and_custom_function_refusal():
+def test_sampler_base_and_custom_function_forward():
     class Evens(of.utils.data.Sampler):
         def __init__(self, n):
             self.n = n
@@ -468,13 +468,12 @@ def test_sampler_base_and_custom_function_refusal():
     loader = of.utils.data.DataLoader(data, batch_size=2, sampler=Evens(10))
     assert [b[0].tolist() for b in loader] == [[0, 2], [4, 6], [8]]
 
-    class Square(of.autograd.Function):
+    class Square(of.autograd.Function):  # custom Functions: test_custom_function.py
         @staticmethod
         def forward(ctx, x):
             return x * x
 
-    with pytest.raises(NotImplementedError, match="torch.autograd.Function"):
-        Square.apply(of.ones(2))
+    assert Square.apply(of.full((2,), 3.0)).tolist() == [9.0, 9.0]
 
 
 def test_autocast_cache_switches():

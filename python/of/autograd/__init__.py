@@ -5,6 +5,7 @@ Compiled training steps (`of.compile(model, loss_fn, optimizer)`,
 `nn.Graph`) differentiate their traced program the same way."""
 
 from .. import _grad_mode as grad_mode  # noqa: F401  (torch.autograd.grad_mode)
+from . import function  # noqa: F401
 from .._autograd import Function, backward, grad  # noqa: F401
 from .._grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
                           is_inference_mode_enabled, no_grad, set_grad_enabled)
