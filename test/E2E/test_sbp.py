@@ -284,6 +284,12 @@ OPS = {
                 "of.dropout {a0}, {a1} {{p = 0.5 : f64}} : ({t0}, {t1}) -> {r0}"),
     "cross_entropy": ([f(A), idx((6,), 5)], [("f32", (6,))],
                       "of.cross_entropy {a0}, {a1} : ({t0}, {t1}) -> {r0}"),
+    "embedding_grad": ([idx((6,), 8), f((6, 5))], [("f32", (8, 5))],
+                       "of.embedding_grad {a0}, {a1} : ({t0}, {t1}) -> {r0}"),
+    "embedding_grad_into": ([idx((6,), 8), f((6, 5)), f((8, 5))], [("f32", (8, 5))],
+                            "of.embedding_grad {a0}, {a1} into {a2} : ({t0}, {t1}, {t2}) -> {r0}"),
+    "topk": ([f((6, 4, 5))], [("f32", (6, 4, 3)), ("i64", (6, 4, 3))],
+             "of.topk {a0} {{k = 3 : i64}} : ({t0}) -> ({r0}, {r1})"),
 }
 
 
