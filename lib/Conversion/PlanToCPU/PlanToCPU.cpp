@@ -328,13 +328,57 @@ struct KernelRange {
   int64_t work = 0;
 };
 
+/// The range of a kernel that is one loop `loop` (null: not an scf.for):
+/// its iterations, clamped to [begin, end), when they are independent and
+/// it runs from 0 by 1 to a constant; else none (the kernel runs whole).
+static KernelRange independentLoopRange(scf::ForOp loop, Value begin,
+                                        Value end) {
+  KernelRange result;
+  if (!loop)
+    return result;
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (lb != 0 || step != 1 || !ub || *ub < 2 || !iterationsAreIndependent(loop))
+    return result;
+  uint64_t work = static_cast<uint64_t>(*ub);
+  for (scf::ForOp inner = loop; inner;) {
+    scf::ForOp next;
+    for (Operation &op : inner.getBody()->without_terminator())
+      if ((next = dyn_cast<scf::ForOp>(op)))
+        break;
+    if (!next)
+      break;
+    std::optional<APInt> trips = next.getStaticTripCount();
+    if (!trips)
+      break;
+    work = llvm::SaturatingMultiply(work, trips->getZExtValue());
+    inner = next;
+  }
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value extent = arith::ConstantIndexOp::create(b, loc, *ub);
+  loop.getLowerBoundMutable().assign(
+      arith::MaxSIOp::create(b, loc, begin, zero));
+  loop.getUpperBoundMutable().assign(
+      arith::MinSIOp::create(b, loc, end, extent));
+  result.range = *ub;
+  result.work = static_cast<int64_t>(
+      std::min<uint64_t>(work, std::numeric_limits<int64_t>::max()));
+  return result;
+}
+
 /// Gives `kernel` the two trailing index arguments `begin` and `end` of the
 /// packed calling convention. When its computation is one linalg op whose
 /// first loop is parallel and indexes every output, that loop becomes
 /// scf.for over [begin, end) clamped to [0, extent): slices of it write
 /// disjoint parts of the outputs, so the runtime may run them on different
 /// threads. (In place, an output shares a buffer only with an input read
-/// at the same index.) Any other kernel ignores the arguments.
+/// at the same index.) So does a kernel that is one scf.for from 0 by 1
+/// whose iterations are independent (iterationsAreIndependent: of.topk's
+/// rows); its work counts the constant trip counts of the loops nested
+/// first in it. Any other kernel ignores the arguments.
 FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
   MLIRContext *ctx = kernel.getContext();
   Type index = IndexType::get(ctx);
@@ -347,15 +391,18 @@ FailureOr<KernelRange> addIterationRange(func::FuncOp kernel) {
   Value begin = kernel.getArgument(first), end = kernel.getArgument(first + 1);
 
   SmallVector<linalg::LinalgOp> computations;
-  bool other = false;
+  SmallVector<Operation *> ownLoops;
   for (Operation &op : kernel.getBody().front()) {
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
       computations.push_back(linalgOp);
     else if (op.getNumRegions() != 0)
-      other = true; // a loop of its own (an embedding gradient's scatter)
+      ownLoops.push_back(&op); // a loop of its own (a scatter, a top-k)
   }
   KernelRange result;
-  if (computations.size() != 1 || other)
+  if (computations.empty() && ownLoops.size() == 1)
+    return independentLoopRange(dyn_cast<scf::ForOp>(ownLoops.front()), begin,
+                                end);
+  if (computations.size() != 1 || !ownLoops.empty())
     return result;
   linalg::LinalgOp op = computations.front();
   SmallVector<int64_t> extents = op.getStaticLoopRanges();

@@ -53,13 +53,6 @@ using namespace mlir::ofrt;
 
 namespace {
 
-
-/// Ops that only describe a view of a buffer (or a constant): a launch
-/// rebuilds them inside itself, so its kernel receives whole buffers.
-bool isViewOrConstant(Operation *op) {
-  return isView(op) || isa<arith::ConstantOp>(op);
-}
-
 /// Clones into `launch` the view and constant ops defined outside it that
 /// its body uses, so that only the kernel function's arguments cross.
 LogicalResult sinkViews(gpu::LaunchOp launch) {
@@ -500,79 +493,6 @@ LogicalResult launchParallel(scf::ParallelOp parallel, int64_t blockSize) {
   gpu::TerminatorOp::create(ib, loc);
   parallel.erase();
   return sinkViews(launch);
-}
-
-/// The buffer (a kernel argument) under `memref`'s views.
-Value rootBuffer(Value memref) {
-  while (Operation *def = memref.getDefiningOp()) {
-    if (!isViewOrConstant(def) || def->getNumOperands() == 0)
-      break;
-    memref = def->getOperand(0);
-  }
-  return memref;
-}
-
-struct Access {
-  Value memref;
-  ValueRange indices;
-  bool write;
-};
-
-/// The loads and stores in `body`, in order; false if it has other memory
-/// effects.
-bool collectAccesses(Block *body, SmallVectorImpl<Access> &accesses) {
-  WalkResult walk = body->walk([&](Operation *op) {
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      accesses.push_back({load.getMemRef(), load.getIndices(), false});
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      accesses.push_back({store.getMemRef(), store.getIndices(), true});
-    } else if (!isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
-               !isViewOrConstant(op) && !isMemoryEffectFree(op)) {
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return !walk.wasInterrupted();
-}
-
-/// Whether the iterations of a top-level `loop` of a kernel are
-/// independent: the loop carries no value, its body only computes, loads
-/// and stores (no other memory effects), and every buffer it stores to is
-/// accessed, loads and stores alike, through one view whose index in one
-/// dimension is the induction variable itself. Each iteration then
-/// touches its own slice of every buffer it writes, and reads buffers that
-/// no iteration writes. (A kernel's arguments are distinct buffers:
-/// --of-build-plan passes each buffer once.)
-bool iterationsAreIndependent(scf::ForOp loop) {
-  if (loop.getNumResults())
-    return false;
-  Value iv = loop.getInductionVar();
-  SmallVector<Access> accesses;
-  if (!collectAccesses(loop.getBody(), accesses))
-    return false;
-  llvm::SmallDenseSet<Value> written;
-  for (const Access &a : accesses)
-    if (a.write)
-      written.insert(rootBuffer(a.memref));
-  for (Value root : written) {
-    Value view;
-    std::optional<unsigned> dim;
-    for (const Access &a : accesses) {
-      if (rootBuffer(a.memref) != root)
-        continue;
-      if (view && a.memref != view)
-        return false;
-      view = a.memref;
-      std::optional<unsigned> d;
-      for (auto [i, index] : llvm::enumerate(a.indices))
-        if (index == iv)
-          d = i;
-      if (!d || (dim && *d != *dim))
-        return false;
-      dim = d;
-    }
-  }
-  return !written.empty();
 }
 
 /// An independent loop over columns whose body is one loop scattering

@@ -2,8 +2,10 @@
 
 #include "OF/Dialect/Plan/Utils/KernelUtils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::ofrt {
@@ -85,6 +87,67 @@ ArgumentAccess argumentAccess(func::FuncOp kernel) {
 
 bool isCudaTarget(ExecutableOp exe) {
   return exe.getTarget().starts_with("nvptx");
+}
+
+bool isViewOrConstant(Operation *op) {
+  return isView(op) || isa<arith::ConstantOp>(op);
+}
+
+Value rootBuffer(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (!isViewOrConstant(def) || def->getNumOperands() == 0)
+      break;
+    memref = def->getOperand(0);
+  }
+  return memref;
+}
+
+bool collectAccesses(Block *body, SmallVectorImpl<Access> &accesses) {
+  WalkResult walk = body->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      accesses.push_back({load.getMemRef(), load.getIndices(), false});
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      accesses.push_back({store.getMemRef(), store.getIndices(), true});
+    } else if (!isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::WhileOp,
+                    scf::ConditionOp>(op) &&
+               !isViewOrConstant(op) && !isMemoryEffectFree(op)) {
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
+bool iterationsAreIndependent(scf::ForOp loop) {
+  if (loop.getNumResults())
+    return false;
+  Value iv = loop.getInductionVar();
+  SmallVector<Access> accesses;
+  if (!collectAccesses(loop.getBody(), accesses))
+    return false;
+  llvm::SmallDenseSet<Value> written;
+  for (const Access &a : accesses)
+    if (a.write)
+      written.insert(rootBuffer(a.memref));
+  for (Value root : written) {
+    Value view;
+    std::optional<unsigned> dim;
+    for (const Access &a : accesses) {
+      if (rootBuffer(a.memref) != root)
+        continue;
+      if (view && a.memref != view)
+        return false;
+      view = a.memref;
+      std::optional<unsigned> d;
+      for (auto [i, index] : llvm::enumerate(a.indices))
+        if (index == iv)
+          d = i;
+      if (!d || (dim && *d != *dim))
+        return false;
+      dim = d;
+    }
+  }
+  return !written.empty();
 }
 
 } // namespace mlir::ofrt

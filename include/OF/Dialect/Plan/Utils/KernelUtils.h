@@ -11,6 +11,7 @@
 #include "OF/Dialect/Plan/IR/PlanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::ofrt {
 
@@ -35,6 +36,36 @@ ArgumentAccess argumentAccess(func::FuncOp kernel);
 
 /// Whether `exe` holds CUDA kernels (an nvptx target).
 bool isCudaTarget(ExecutableOp exe);
+
+/// Ops that only describe a view of a buffer (or a constant): a GPU launch
+/// rebuilds them inside itself, so its kernel receives whole buffers.
+bool isViewOrConstant(Operation *op);
+
+/// The buffer (a kernel argument) under `memref`'s views.
+Value rootBuffer(Value memref);
+
+/// A load or store of a kernel.
+struct Access {
+  Value memref;
+  ValueRange indices;
+  bool write;
+};
+
+/// The loads and stores in `body` (nested loops and conditionals
+/// included); false if it has other memory effects.
+bool collectAccesses(Block *body, SmallVectorImpl<Access> &accesses);
+
+/// Whether the iterations of a top-level `loop` of a kernel are
+/// independent: the loop carries no value, its body only computes, loads
+/// and stores (no other memory effects), and every buffer it stores to is
+/// accessed, loads and stores alike, through one view whose index in one
+/// dimension is the induction variable itself. Each iteration then
+/// touches its own slice of every buffer it writes, and reads buffers that
+/// no iteration writes. (A kernel's arguments are distinct buffers:
+/// --of-build-plan passes each buffer once.) The GPU runs such a loop's
+/// iterations on threads, and so does the CPU (a slice of them per
+/// thread).
+bool iterationsAreIndependent(scf::ForOp loop);
 
 } // namespace mlir::ofrt
 
