@@ -21,26 +21,16 @@ PyTorch's time / OF's (> 1: OF faster). The issue's target is >= 0.83
 """
 import argparse
 import os
-import pathlib
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from python_bench import median_step
+
 os.environ.setdefault("OF_CACHE_DIR", tempfile.mkdtemp(prefix="of-ops-bench-cache-"))
 os.environ.setdefault("OF_LOG", "quiet")
-
-
-def median_step(fn, steps):
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def cases(torch, of, rng):

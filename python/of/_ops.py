@@ -1993,6 +1993,31 @@ def _multinomial_row(p, num_samples, replacement):
     return np.concatenate([first, rest])
 
 
+def random_dropout(x, p):
+    """x with each element zeroed with probability p and the rest scaled by
+    1 / (1 - p): in a traced program from the step's dropout seed, eagerly
+    from of's generator."""
+    program = tracing()
+    if program is not None:
+        seed = _dropout_seed(program)
+    else:
+        seed = Tensor(np.array(_random.seed64(), np.int64), dtype=dt.int64)
+    return dropout_with_seed(x, seed, p)
+
+
+def _dropout_seed(program):
+    """The seed of the next dropout of a traced program: the step's
+    `dropout_seed` input plus the dropout's ordinal."""
+    if program.seed_arg is None:
+        seed = Tensor(np.zeros((), np.int64), dtype=dt.int64)
+        program.add_arg(seed, name="dropout_seed")
+        program.seed_arg = seed
+    program.dropouts += 1
+    if program.dropouts == 1:
+        return program.seed_arg
+    return add(program.seed_arg, program.dropouts - 1)
+
+
 def bernoulli(input, p=None):  # noqa: A002
     """1 with probability `p` (a number), or each element's value of
     `input` (probabilities in [0, 1]), else 0, in input's dtype, from of's
@@ -2007,9 +2032,8 @@ def bernoulli(input, p=None):  # noqa: A002
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         if p in (0.0, 1.0):
             return add(zeros_like(input), p)
-        from .nn import functional as F
         # kept with probability p, as 1 / p
-        return mul(F._dropout(ones_like(input), 1.0 - p), p)
+        return mul(random_dropout(ones_like(input), 1.0 - p), p)
     if input._program is not None:
         _eager_only("torch.bernoulli", "the draws need the probabilities' values",
                     "pass a number p, or draw eagerly and pass the result in")

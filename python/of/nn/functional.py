@@ -11,11 +11,10 @@ import warnings
 import numpy as np
 
 from .. import _dtype as dt
-from .. import _ops, _random
+from .. import _ops
 from .. import _torch_functions as _tf
 from .._compat import inplace as _inplace
 from .._compat import legacy_reduction, softmax_dim, unsupported
-from .._program import tracing
 from .._tensor import Tensor
 
 
@@ -1843,26 +1842,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _inplace("dropout", input, out) if inplace else out
 
 
-def _dropout(x, p):
-    program = tracing()
-    if program is not None:
-        seed = _dropout_seed(program)
-    else:
-        seed = Tensor(np.array(_random.seed64(), np.int64), dtype=dt.int64)
-    return _ops.dropout_with_seed(x, seed, p)
-
-
-def _dropout_seed(program):
-    """The seed of the next dropout of a traced program: the step's
-    `dropout_seed` input plus the dropout's ordinal."""
-    if program.seed_arg is None:
-        seed = Tensor(np.zeros((), np.int64), dtype=dt.int64)
-        program.add_arg(seed, name="dropout_seed")
-        program.seed_arg = seed
-    program.dropouts += 1
-    if program.dropouts == 1:
-        return program.seed_arg
-    return _ops.add(program.seed_arg, program.dropouts - 1)
+_dropout = _ops.random_dropout
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

@@ -396,31 +396,46 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
+class _ConvForwardNd(_ConvNd):
+    """Conv1d and Conv3d: `_spatial` dimensions, `_function` the functional
+    form."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None):
-        super().__init__("Conv1d", 1, in_channels, out_channels, kernel_size, stride, padding,
-                         dilation, False, 0, groups, bias, padding_mode, device, dtype)
+        super().__init__(type(self).__name__, self._spatial, in_channels, out_channels,
+                         kernel_size, stride, padding, dilation, False, 0, groups, bias,
+                         padding_mode, device, dtype)
 
     def forward(self, input):  # noqa: A002
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return type(self)._function(input, self.weight, self.bias, self.stride, self.padding,
+                                    self.dilation, self.groups)
 
 
-class Conv3d(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
-        super().__init__("Conv3d", 3, in_channels, out_channels, kernel_size, stride, padding,
-                         dilation, False, 0, groups, bias, padding_mode, device, dtype)
+class Conv1d(_ConvForwardNd):
+    _spatial, _function = 1, staticmethod(F.conv1d)
 
-    def forward(self, input):  # noqa: A002
-        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+
+class Conv3d(_ConvForwardNd):
+    _spatial, _function = 3, staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d/2d/3d: `_spatial` dimensions, `_function` the
+    functional form."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(type(self).__name__, self._spatial, in_channels, out_channels,
+                         kernel_size, stride, padding, dilation, True, output_padding, groups,
+                         bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        return type(self)._function(input, self.weight, self.bias, self.stride, self.padding,
+                                    self._output_padding(input, output_size), self.groups,
+                                    self.dilation)
+
     def _output_padding(self, input, output_size):  # noqa: A002
         """PyTorch's output_padding for a requested output_size (the last
         `spatial` numbers): what the stride leaves undetermined."""
@@ -448,45 +463,15 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__("ConvTranspose1d", 1, in_channels, out_channels, kernel_size, stride,
-                         padding, dilation, True, output_padding, groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):  # noqa: A002
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
+    _spatial, _function = 1, staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__("ConvTranspose2d", 2, in_channels, out_channels, kernel_size, stride,
-                         padding, dilation, True, output_padding, groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):  # noqa: A002
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
+    _spatial, _function = 2, staticmethod(F.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
-                 device=None, dtype=None):
-        super().__init__("ConvTranspose3d", 3, in_channels, out_channels, kernel_size, stride,
-                         padding, dilation, True, output_padding, groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):  # noqa: A002
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
+    _spatial, _function = 3, staticmethod(F.conv_transpose3d)
 
 
 class LayerNorm(Module):
