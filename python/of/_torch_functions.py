@@ -23,8 +23,8 @@ from ._ops import add_rows as _add_rows
 from ._ops import (_along, _binary, _compare, _constant, _eager_only, _empty, _gather_rows,
                    _leaf, _norm_dim, _numel, _traced, _wrap_dim, abs, add, amax, amin, bmm,
                    broadcast_to, cast, cat, cos, div, exp, getitem, index_select, log, matmul,
-                   mul, narrow, neg, permute, pow, reshape, sign, sin, split, sqrt, square,
-                   squeeze, sub, sum, tanh, unsqueeze, where)
+                   maximum, minimum, mul, narrow, neg, permute, pow, reshape, sign, sin, split,
+                   sqrt, square, squeeze, sub, sum, tanh, unsqueeze, where)
 from ._tensor import Tensor, _device_arg, as_tensor_like
 
 
@@ -739,6 +739,62 @@ def _scatter(api, input, dim, index, src, accumulate):
     return reshape(out, tuple(input.shape))
 
 
+_COMBINE = {"amax": (maximum, "max"), "amin": (minimum, "min"), "prod": (mul, None)}
+
+
+def _scatter_combine(input, dim, index, src, reduce, include_self):
+    """scatter_reduce's 'amax', 'amin' and 'prod': each position combined
+    with the writes it gets (with include_self=False a written position
+    starts from the reduction's identity); eagerly one gather per
+    repetition of a position (an identity row where a position has fewer
+    writes), traced a [positions x writes] table of the writes or the
+    identity, reduced along the writes."""
+    combine, bound = _COMBINE[reduce]
+    flat, s, known = _scatter_positions("scatter_reduce", input, dim, index, src)
+    n, m = input.numel(), flat.numel()
+    if m == 0:
+        return input
+    x = reshape(input, (n, 1))
+    if bound is None:
+        identity = 1
+    elif input.dtype.is_floating_point:
+        identity = float("-inf") if bound == "max" else float("inf")
+    else:
+        info = np.iinfo(input.dtype.np)
+        identity = int(info.min if bound == "max" else info.max)
+    fill = broadcast_to(as_tensor_like(identity, input), (1, 1))
+    if known:
+        positions = flat.numpy() % builtins.max(n, 1)
+        written = np.zeros((n, 1), np.bool_)
+        written[positions] = True
+        out = x if include_self else where(_constant(written, dt.bool, input), fill, x)
+        order = np.argsort(positions, kind="stable")
+        rank = np.empty(m, np.int64)
+        sorted_pos = positions[order]
+        rank[order] = np.arange(m) - np.searchsorted(sorted_pos, sorted_pos, side="left")
+        padded = cat([s, fill], 0)
+        for j in range(int(rank.max()) + 1):
+            source = np.full(n, m, np.int64)  # m: the identity row
+            chosen = rank == j
+            source[positions[chosen]] = np.arange(m)[chosen]
+            out = combine(out, _gather_rows(padded, _constant(source, dt.int64, input)))
+        return reshape(out, tuple(input.shape))
+    size = _constant(np.array(n), dt.int64, input)
+    flat = where(_compare("lt", flat, 0), add(flat, size), flat)
+    hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
+                                                          dt.int64, input))
+    table = where(hit, reshape(s, (1, m)), fill)
+    if bound == "max":
+        reduced = amax(table, 1, True)
+    elif bound == "min":
+        reduced = amin(table, 1, True)
+    else:
+        reduced = prod(table, 1, True)
+    written = _compare("gt", sum(cast(hit, dt.int64), 1, True), 0)
+    out = x if include_self else where(written, fill, x)
+    return reshape(combine(out, reduced), tuple(input.shape))
+
+
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """input with src's elements (or `value`) written at `index` along
     `dim` (the last of repeated positions wins); reduce='add' is
@@ -828,18 +884,20 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa:
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
     """input with src's elements reduced into the positions `index` names
-    along dim: 'sum' and 'mean' (the count includes input's element unless
-    include_self=False; an untouched position keeps its value). 'prod',
-    'amax' and 'amin' raise NotImplementedError."""
+    along dim: 'sum', 'mean' (the count includes input's element unless
+    include_self=False), 'prod', 'amax', 'amin'; an untouched position keeps
+    its value."""
     if reduce not in ("sum", "mean", "prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
                            f"got {reduce}")
-    if reduce in ("prod", "amax", "amin"):
-        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported yet: "
-                                  "of reduces with 'sum' and 'mean'")
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
+    if reduce in _COMBINE:
+        if src.dtype is not input.dtype:
+            raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to "
+                               "src.dtype")
+        return _scatter_combine(input, dim, index, src, reduce, include_self)
     base = input
     if not include_self:  # the written positions start from zero
         base = _scatter("scatter_reduce", input, dim, index, 0, False)

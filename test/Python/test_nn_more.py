@@ -497,7 +497,7 @@ def test_cumprod(rng):
             tol=1e-6)
 
 
-@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(rng, reduce, include_self):
     x = rng.standard_normal((4, 5))
@@ -512,5 +512,11 @@ def test_scatter_reduce(rng, reduce, include_self):
                                                torch.tensor(ints[:2] * 3), reduce,
                                                include_self=include_self)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
-    with pytest.raises(NotImplementedError, match="amax"):
-        of.scatter_reduce(of.zeros(3), 0, of.tensor([0]), of.ones(1), "amax")
+    # traced indices (of.compile's inputs): the same values
+    compiled = of.compile(lambda t, i, s: of.scatter_reduce(t, 0, i, s, reduce,
+                                                          include_self=include_self))
+    fx, fs = rng.standard_normal((4, 5)), rng.standard_normal((2, 5))
+    np.testing.assert_allclose(
+        compiled(of.tensor(fx), of.tensor(index), of.tensor(fs)).numpy(),
+        torch.tensor(fx).scatter_reduce(0, torch.tensor(index), torch.tensor(fs), reduce,
+                                        include_self=include_self).numpy(), rtol=1e-12)
