@@ -182,3 +182,72 @@ def test_bernoulli():
     a, b = run(of.ones(4000)).numpy(), run(of.ones(4000)).numpy()
     assert set(np.unique(a)) == {0.0, 1.0} and 0.45 < a.mean() < 0.55
     assert (a != b).any()
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss(rng, reduction):
+    """Values and gradients against PyTorch in float64: padded targets with
+    repeated labels (the skip over a blank forbidden), an empty target,
+    shorter inputs, and one impossible alignment (its loss inf, 0 with
+    zero_infinity, as PyTorch's)."""
+    steps, n, classes = 12, 4, 5
+    logits = rng.standard_normal((steps, n, classes))
+    targets = np.array([[1, 2, 2, 3], [4, 4, 4, 0], [3, 0, 0, 0], [1, 2, 3, 4]])
+    target_lengths = np.array([4, 3, 0, 4])
+    input_lengths = np.array([12, 9, 5, 12])
+
+    def fn(m, x, tg, il, tl):
+        return F(m).ctc_loss(x.log_softmax(2), tg, il, tl, reduction=reduction)
+    compare(fn, logits, targets, input_lengths, target_lengths, tol=1e-10)
+    # concatenated targets, eagerly
+    flat = np.concatenate([t[:k] for t, k in zip(targets, target_lengths)])
+    ours = OF.ctc_loss(of.tensor(logits).log_softmax(2), of.tensor(flat), input_lengths,
+                       target_lengths, blank=0, reduction=reduction)
+    theirs = torch.nn.functional.ctc_loss(torch.tensor(logits).log_softmax(2),
+                                          torch.tensor(flat), tuple(input_lengths),
+                                          tuple(target_lengths), blank=0, reduction=reduction)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10)
+    # an alignment that cannot fit: 3 repeated labels need 5 steps
+    short = np.array([4, 4, 4, 4])
+    for zero in (False, True):
+        ours = OF.ctc_loss(of.tensor(logits).log_softmax(2), of.tensor(targets), short,
+                           target_lengths, reduction="none", zero_infinity=zero).numpy()
+        theirs = torch.nn.functional.ctc_loss(
+            torch.tensor(logits).log_softmax(2), torch.tensor(targets), torch.tensor(short),
+            torch.tensor(target_lengths), reduction="none", zero_infinity=zero).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+
+
+def test_ctc_loss_module_in_a_compiled_training_step(rng):
+    """A small CTC model (a GRU over features, a linear head) trained under
+    of.compile against PyTorch from the same weights."""
+    def net(fw):
+        fw.manual_seed(0)
+
+        class Net(fw.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = fw.nn.GRU(6, 8)
+                self.head = fw.nn.Linear(8, 5)
+
+            def forward(self, x):
+                return self.head(self.rnn(x)[0]).log_softmax(2)
+        return Net()
+    tm, om = net(torch), net(of)
+    om.load_state_dict({k: of.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    targets = rng.integers(1, 5, (3, 4))
+    tl, il = np.array([4, 2, 3]), np.array([10, 10, 8])
+    batches = [rng.standard_normal((10, 3, 6)).astype(np.float32) for _ in range(3)]
+    losses = {}
+    for fw, model in ((torch, tm), (of, om)):
+        opt = fw.optim.SGD(model.parameters(), lr=0.1)
+        run = of.compile(model) if fw is of else model
+        crit = fw.nn.CTCLoss()
+        losses[fw.__name__] = []
+        for x in batches:
+            loss = crit(run(fw.tensor(x)), fw.tensor(targets), fw.tensor(il), fw.tensor(tl))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses[fw.__name__].append(loss.item())
+    np.testing.assert_allclose(losses["of"], losses["torch"], rtol=1e-4)

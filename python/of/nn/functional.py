@@ -1380,6 +1380,111 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(loss, reduction)
 
 
+_CTC_NEVER = -1e30  # log of "no path": finite, so gradients through it stay 0
+
+
+def _lengths(what, value, n, device):
+    if isinstance(value, Tensor):
+        lengths = _ops.cast(value, dt.int64)
+    else:
+        lengths = Tensor(np.asarray(value, np.int64), dtype=dt.int64, device=device)
+    if tuple(lengths.shape) != (n,):
+        raise RuntimeError(f"ctc_loss: {what} must have one entry per batch element ({n}), "
+                           f"got shape {list(lengths.shape)}")
+    return lengths
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """torch.nn.functional.ctc_loss: minus the log of the total probability
+    of the alignments of each target with its input (Graves et al.), by the
+    forward recursion over time on the target with blanks between its labels
+    (2S + 1 states): each state's log-probability from itself, the one
+    before and, between two different labels, the one two before. `log_probs`
+    [T, N, C] (or [T, C]); `targets` [N, S] padded or 1-D concatenated (eager
+    only). An impossible alignment has loss inf (0 with zero_infinity),
+    whose gradient is 0. 'mean' divides each loss by its target length."""
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: log_probs must be [T, N, C] or [T, C], got "
+                           f"{list(log_probs.shape)}")
+    unbatched = log_probs.ndim == 2
+    lp = _ops.unsqueeze(log_probs, 1) if unbatched else log_probs
+    steps, n, classes = lp.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError(f"blank must be in label range, got blank={blank} with {classes} "
+                           "classes")
+    device = log_probs.device
+    input_lengths = _lengths("input_lengths", [input_lengths] if unbatched and not
+                             isinstance(input_lengths, (Tensor, list, tuple)) else
+                             input_lengths, n, device)
+    target_lengths = _lengths("target_lengths", [target_lengths] if unbatched and not
+                              isinstance(target_lengths, (Tensor, list, tuple)) else
+                              target_lengths, n, device)
+    if unbatched and targets.ndim == 1 and n == 1:
+        targets = _ops.unsqueeze(targets, 0)
+    if targets.ndim == 1:  # concatenated: padded to the longest
+        if targets._program is not None or target_lengths._program is not None:
+            raise NotImplementedError("ctc_loss with concatenated (1-D) targets in a compiled "
+                                      "function: pass them padded, [N, S]")
+        lengths = target_lengths._value()
+        flat = np.asarray(targets._value(), np.int64)
+        if lengths.sum() != flat.size:
+            raise RuntimeError(f"ctc_loss: the target lengths add up to {int(lengths.sum())}, "
+                               f"but targets has {flat.size} elements")
+        padded = np.full((n, max(int(lengths.max(initial=0)), 1)), blank, np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        for b, (s, length) in enumerate(zip(starts, lengths)):
+            padded[b, :length] = flat[s:s + length]
+        targets = Tensor(padded, dtype=dt.int64, device=device)
+    labels = _ops.cast(targets, dt.int64)
+    width = labels.shape[1]
+    states = 2 * width + 1
+    # the extended target: blank, l1, blank, l2, ..., blank
+    blanks = Tensor(np.full((n, width), blank, np.int64), dtype=dt.int64, device=device)
+    ext = _ops.reshape(_ops.stack([blanks, labels], 2), (n, 2 * width))
+    ext = _ops.cat([ext, _ops.narrow(blanks, 1, 0, 1) if width else
+                    Tensor(np.full((n, 1), blank, np.int64), dtype=dt.int64, device=device)],
+                   1)
+    emit = _ops.gather(lp, 2, _ops.broadcast_to(_ops.unsqueeze(ext, 0), (steps, n, states)))
+    never = Tensor(np.full((n, 1), _CTC_NEVER, lp.dtype.np), dtype=lp.dtype, device=device)
+    # a skip over a blank: into a label that differs from the one two before
+    if states > 2:
+        later = _ops.narrow(ext, 1, 2, states - 2)
+        skip = _ops.where(_ops.ne(later, blank), _ops.ne(later, _ops.narrow(ext, 1, 0, states - 2)),
+                          False)
+    first = Tensor((np.arange(states) < 2).reshape(1, states), dtype=dt.bool, device=device)
+    alpha = _ops.where(first, _tf.select(emit, 0, 0), _CTC_NEVER)
+    for t in range(1, steps):
+        stay = alpha
+        step = _ops.cat([never, _ops.narrow(alpha, 1, 0, states - 1)], 1) if states > 1 \
+            else _ops.mul(alpha, 0.0) + _CTC_NEVER
+        options = [stay, step]
+        if states > 2:
+            jump = _ops.where(skip, _ops.narrow(alpha, 1, 0, states - 2), _CTC_NEVER)
+            options.append(_ops.cat([never, never, jump], 1))
+        new = _ops.add(_tf.logsumexp(_ops.stack(options, 0), 0), _tf.select(emit, 0, t))
+        running = _ops.unsqueeze(_ops.gt(input_lengths, t), 1)
+        alpha = _ops.where(running, new, alpha)
+    # the end: the last label or the blank after it
+    last = _ops.unsqueeze(_ops.mul(target_lengths, 2), 1)
+    end_blank = _ops.gather(alpha, 1, last)
+    end_label = _ops.where(_ops.unsqueeze(_ops.gt(target_lengths, 0), 1),
+                           _ops.gather(alpha, 1, _ops.maximum(_ops.sub(last, 1), 0)),
+                           _CTC_NEVER)
+    total = _tf.logsumexp(_ops.cat([end_blank, end_label], 1), 1)
+    loss = _ops.neg(total)
+    impossible = _ops.gt(loss, -_CTC_NEVER / 10)
+    loss = _ops.where(impossible, 0.0 if zero_infinity else float("inf"), loss)
+    if unbatched:
+        loss = _ops.squeeze(loss, 0)
+    if reduction == "mean":
+        lengths = _ops.maximum(_ops.cast(target_lengths, loss.dtype), 1.0)
+        if unbatched:
+            lengths = _ops.squeeze(lengths, 0)
+        return _ops.mean(_ops.div(loss, lengths))
+    return _reduce(loss, reduction)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resamples the spatial dimensions of [N, C, d...] to `size` (or the

@@ -1350,6 +1350,16 @@ class TripletMarginLoss(_Loss):
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
+class CTCLoss(_Loss):
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
 def _cell_step(mode, xg, state, w):
     """One step of a recurrent cell of `mode` (RNNBase._GATES): `xg` the
     input projection (bias_ih included), `state` (h,) or (h, c), `w` the
@@ -1834,6 +1844,7 @@ __all__ = ["Module", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", 
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+           "CTCLoss",
            "LeakyReLU",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Sequential", "ModuleList", "ModuleDict", "init"]
