@@ -1,5 +1,5 @@
-"""Conv3d, ConvTranspose3d, Unfold/Fold, AlphaDropout/FeatureAlphaDropout
-and bernoulli against PyTorch: values and eager gradients in float64 over
+"""Conv3d, ConvTranspose3d, Unfold/Fold, AlphaDropout/FeatureAlphaDropout,
+bernoulli and CTCLoss against PyTorch: values and eager gradients in float64 over
 strides, dilations, paddings and groups, modules from the same weights, a
 compiled training step, the random ones by their distribution, and
 PyTorch's errors."""
