@@ -594,6 +594,10 @@ def _segmented(roots, grads, wrt, retain_graph):
     run(roots, grads)
     while waiting:
         node, outs = waiting.pop(max(waiting, key=lambda k: waiting[k][0].seq))
+        for i, refs in (node.observers or {}).items():  # retain_grad, hooks
+            for t in (r() for r in refs):
+                if t is not None and t._grad_fn == (node, i) and outs[i] is not None:
+                    found[id(t)] = (t, outs[i])
         arg_grads = node.run_backward(outs)
         if not retain_graph:
             node.freed = True

@@ -212,8 +212,13 @@ def test_errors_and_ctx():
     x = of.ones(2, requires_grad=True)
     y = Identity.apply(x)
     assert y is not x and x.grad_fn is None and "IdentityBackward" in repr(y.grad_fn)
-    y.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [15.0, 15.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [3.0, 3.0])  # a custom result's gradient
+    np.testing.assert_array_equal(seen[0], [3.0, 3.0])
     with of.no_grad():  # nothing recorded
         assert Identity.apply(x).grad_fn is None
     assert of.autograd.function.once_differentiable(Identity.backward) is Identity.backward
