@@ -698,65 +698,50 @@ def _scatter(api, input, dim, index, src, accumulate):
             size = _constant(np.array(n), dt.int64, input)
             flat = where(_compare("lt", flat, 0), add(flat, size), flat)
         return reshape(_add_rows(x, flat, s), tuple(input.shape))
-    if known:
+    if accumulate:  # integers
+        return _scatter_combine(api, input, dim, index, src, "sum", True)
+    if known:  # the last write wins
         positions = flat.numpy() % builtins.max(n, 1)
         written = np.zeros(n, np.bool_)
         written[positions] = True
-        if not accumulate:  # the last write wins
-            source = np.zeros(n, np.int64)
-            source[positions] = np.arange(m)
-            new = _gather_rows(s, _constant(source, dt.int64, input))
-            out = where(_constant(written.reshape(n, 1), dt.bool, input), new, x)
-            return reshape(out, tuple(input.shape))
-        # one gather per repetition: the j-th write of each position
-        order = np.argsort(positions, kind="stable")
-        rank = np.empty(m, np.int64)
-        sorted_pos = positions[order]
-        starts = np.searchsorted(sorted_pos, sorted_pos, side="left")
-        rank[order] = np.arange(m) - starts
-        padded = cat([s, broadcast_to(_zero_like(s), (1, 1))], 0)
-        out = x
-        for j in range(int(rank.max()) + 1):
-            source = np.full(n, m, np.int64)  # m: the zero row
-            chosen = rank == j
-            source[positions[chosen]] = np.arange(m)[chosen]
-            out = add(out, _gather_rows(padded, _constant(source, dt.int64, input)))
+        source = np.zeros(n, np.int64)
+        source[positions] = np.arange(m)
+        new = _gather_rows(s, _constant(source, dt.int64, input))
+        out = where(_constant(written.reshape(n, 1), dt.bool, input), new, x)
         return reshape(out, tuple(input.shape))
     # traced index: a comparison of every position with every write
     size = _constant(np.array(n), dt.int64, input)
     flat = where(_compare("lt", flat, 0), add(flat, size), flat)
     hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
                                                           dt.int64, input))
-    row = reshape(s, (1, m))
-    if accumulate:
-        out = add(x, sum(where(hit, row, _zero_like(row)), 1, True))
-    else:
-        last = amax(where(hit, _constant(np.arange(m).reshape(1, m), dt.int64, input),
-                          as_tensor_like(-1, flat)), 1, True)
-        written = _compare("ge", last, 0)
-        new = _gather_rows(s, reshape(where(written, last, _zero_like(last)), (n,)))
-        out = where(written, new, x)
-    return reshape(out, tuple(input.shape))
+    last = amax(where(hit, _constant(np.arange(m).reshape(1, m), dt.int64, input),
+                      as_tensor_like(-1, flat)), 1, True)
+    written = _compare("ge", last, 0)
+    new = _gather_rows(s, reshape(where(written, last, _zero_like(last)), (n,)))
+    return reshape(where(written, new, x), tuple(input.shape))
 
 
-_COMBINE = {"amax": (maximum, "max"), "amin": (minimum, "min"), "prod": (mul, None)}
+# reduce: (combine two values, reduce along a dimension, identity: a number, or the
+# lowest ("max") or highest ("min") value of the dtype)
+_COMBINE = {"amax": (maximum, amax, "max"), "amin": (minimum, amin, "min"),
+            "prod": (mul, prod, 1), "sum": (add, sum, 0)}
 
 
-def _scatter_combine(input, dim, index, src, reduce, include_self):
-    """scatter_reduce's 'amax', 'amin' and 'prod': each position combined
-    with the writes it gets (with include_self=False a written position
-    starts from the reduction's identity); eagerly one gather per
-    repetition of a position (an identity row where a position has fewer
-    writes), traced a [positions x writes] table of the writes or the
-    identity, reduced along the writes."""
-    combine, bound = _COMBINE[reduce]
-    flat, s, known = _scatter_positions("scatter_reduce", input, dim, index, src)
+def _scatter_combine(api, input, dim, index, src, reduce, include_self):
+    """Each position combined with the writes it gets (scatter_reduce's
+    'amax', 'amin', 'prod', and integer scatter-adds; with
+    include_self=False a written position starts from the identity);
+    eagerly one gather per repetition of a position (an identity row where
+    a position has fewer writes), traced a [positions x writes] table of
+    the writes or the identity, reduced along the writes."""
+    combine, along, bound = _COMBINE[reduce]
+    flat, s, known = _scatter_positions(api, input, dim, index, src)
     n, m = input.numel(), flat.numel()
     if m == 0:
         return input
     x = reshape(input, (n, 1))
-    if bound is None:
-        identity = 1
+    if not isinstance(bound, str):
+        identity = bound
     elif input.dtype.is_floating_point:
         identity = float("-inf") if bound == "max" else float("inf")
     else:
@@ -783,13 +768,7 @@ def _scatter_combine(input, dim, index, src, reduce, include_self):
     flat = where(_compare("lt", flat, 0), add(flat, size), flat)
     hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
                                                           dt.int64, input))
-    table = where(hit, reshape(s, (1, m)), fill)
-    if bound == "max":
-        reduced = amax(table, 1, True)
-    elif bound == "min":
-        reduced = amin(table, 1, True)
-    else:
-        reduced = prod(table, 1, True)
+    reduced = along(where(hit, reshape(s, (1, m)), fill), 1, True)
     written = _compare("gt", sum(cast(hit, dt.int64), 1, True), 0)
     out = x if include_self else where(written, fill, x)
     return reshape(combine(out, reduced), tuple(input.shape))
@@ -893,11 +872,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): argument 'src' must be Tensor, not "
                         f"{type(src).__name__}")
-    if reduce in _COMBINE:
+    if reduce in ("prod", "amax", "amin"):
         if src.dtype is not input.dtype:
             raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to "
                                "src.dtype")
-        return _scatter_combine(input, dim, index, src, reduce, include_self)
+        return _scatter_combine("scatter_reduce", input, dim, index, src, reduce,
+                                include_self)
     base = input
     if not include_self:  # the written positions start from zero
         base = _scatter("scatter_reduce", input, dim, index, 0, False)
