@@ -14,6 +14,7 @@
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -683,27 +684,15 @@ struct AddOfDisjointConcats : OpRewritePattern<AddOp> {
     Value value;
   };
 
-  static bool isZero(Value v) {
-    auto constant = v.getDefiningOp<ConstantOp>();
-    if (!constant)
-      return false;
-    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-    if (!dense || !dense.isSplat())
-      return false;
-    if (auto f = dyn_cast<FloatAttr>(dense.getSplatValue<Attribute>()))
-      return f.getValue().isZero();
-    if (auto i = dyn_cast<IntegerAttr>(dense.getSplatValue<Attribute>()))
-      return i.getValue().isZero();
-    return false;
-  }
-
   /// The value parts of `concat` along its axis (zero constants dropped).
   static void valueParts(ConcatOp concat, SmallVectorImpl<Part> &parts) {
     int64_t start = 0;
     uint64_t axis = concat.getAxis();
     for (Value input : concat.getInputs()) {
       int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(axis);
-      if (!isZero(input))
+      // an all-zero constant (a splat of 0 or -0.0) contributes nothing
+      if (!matchPattern(input, m_AnyZeroFloat()) &&
+          !matchPattern(input, m_Zero()))
         parts.push_back({start, size, input});
       start += size;
     }
