@@ -153,10 +153,11 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 /// row's elements in order, each compared with the worst of the k kept
 /// (one comparison for most elements) and, when better, inserted: the
 /// slots it beats, from the last up, move down one. A slot
-/// whose index is -1 is empty (every element beats it). Ties go to the
-/// lower position (torch.topk leaves their order open); NaN beats every number
-/// when selecting the largest and loses to every number when selecting the
-/// smallest (torch.topk's order). Rows are independent (the outer loop).
+/// whose index is -1 is empty (every element beats it). Comparisons are
+/// strict, so ties go to the lower position (torch.topk leaves their order
+/// open); NaN beats every number when selecting the largest and loses to
+/// every number when selecting the smallest (torch.topk's order). Rows are
+/// independent (the outer loop).
 struct TopKLowering : OpConversionPattern<TopKOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -188,11 +189,12 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value last = arith::ConstantIndexOp::create(rewriter, loc, k - 1);
     bool largest = op.getLargest();
-    // Whether element a (at position aIndex) comes before the slot holding
-    // the element at slotIndex: the slot is vacant, a is larger (smaller),
-    // or they tie and a's position is lower.
-    auto beats = [&](OpBuilder &b, Location l, Value a, Value aIndex,
-                     Value slot, Value slotIndex) -> Value {
+    // Whether element a comes before the slot holding the element at
+    // slotIndex: the slot is vacant, or a is larger (smaller). The element
+    // compared is always the row's latest, so a tie keeps the slot's (the
+    // lower position) first.
+    auto beats = [&](OpBuilder &b, Location l, Value a, Value slot,
+                     Value slotIndex) -> Value {
       Value vacant = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                            slotIndex, empty);
       Value order = arith::CmpFOp::create(
@@ -209,15 +211,7 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                                       arith::XOrIOp::create(b, l, slotNaN, yes))
               : arith::AndIOp::create(b, l, slotNaN,
                                       arith::XOrIOp::create(b, l, aNaN, yes));
-      Value tie = arith::OrIOp::create(
-          b, l, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a, slot),
-          arith::AndIOp::create(b, l, aNaN, slotNaN));
-      Value earlier = arith::AndIOp::create(
-          b, l, tie,
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, aIndex,
-                                slotIndex));
-      return arith::OrIOp::create(b, l,
-                                  arith::OrIOp::create(b, l, vacant, earlier),
+      return arith::OrIOp::create(b, l, vacant,
                                   arith::OrIOp::create(b, l, order, nan));
     };
     Value numRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
@@ -237,7 +231,7 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                     eb, el, acc[1], ValueRange{r, last});
                 Value position = arith::IndexCastOp::create(eb, el, i64, j);
                 auto insert = scf::IfOp::create(
-                    eb, el, beats(eb, el, x, position, worst, worstIndex),
+                    eb, el, beats(eb, el, x, worst, worstIndex),
                     [&](OpBuilder &tb, Location tl) {
                       // From the last slot up, each slot the element beats
                       // moves down one; the element takes the last freed.
@@ -260,7 +254,7 @@ struct TopKLowering : OpConversionPattern<TopKOp> {
                                 cb, cl, state[1], ValueRange{r, above});
                             Value move = arith::AndIOp::create(
                                 cb, cl, more,
-                                beats(cb, cl, x, position, slot, slotIndex));
+                                beats(cb, cl, x, slot, slotIndex));
                             scf::ConditionOp::create(cb, cl, move, state);
                           },
                           [&](OpBuilder &sb, Location sl, ValueRange state) {
