@@ -204,16 +204,16 @@ def _size_text(shape):
     return "torch.Size([" + ", ".join(str(d) for d in shape) + "])"
 
 
-def gradients(roots, grads, wrt=None, retain_graph=False, _boundary=False):
+def gradients(roots, grads, wrt=None, retain_graph=False, _segment=None):
     """The gradients of sum(root * grad) over the roots (a root without a
     grad: itself, of one element) with respect to `wrt` (tensors; None:
     every leaf that requires gradients), as [(tensor, gradient)] with one
     entry per tensor in `wrt` order (None for one nothing depends on).
     The gradient of a recorded result (not a leaf) is that of a zero added
     to it where it was computed. Frees the recorded graph unless
-    `retain_graph`. With `_boundary` (a pass of _segmented), the results of
-    custom Functions are leaves: their gradients come back with their
-    proxies."""
+    `retain_graph`. With `_segment` (a pass of _segmented: a dict the pass
+    adds its nodes to), the results of custom Functions are leaves: their
+    gradients come back with their proxies."""
     for t in roots:  # results of compiled forwards not run yet run now
         if t._pending is not None:
             t._value()
@@ -226,7 +226,9 @@ def gradients(roots, grads, wrt=None, retain_graph=False, _boundary=False):
             elif not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
     nodes, custom = _nodes(roots)
-    if custom and not _boundary:
+    if _segment is not None:
+        _segment.update((id(n), n) for n in nodes)
+    elif custom:
         return _segmented(roots, grads, wrt, retain_graph)
     # results whose gradient is asked for (retain_grad, hooks): observed like
     # differentiated results, through a zero added where they are computed
@@ -574,8 +576,7 @@ def _segmented(roots, grads, wrt, retain_graph):
     touched = {}
 
     def run(pass_roots, pass_grads):
-        touched.update((id(n), n) for n in _nodes(pass_roots)[0])
-        collect(gradients(pass_roots, pass_grads, None, True, _boundary=True))
+        collect(gradients(pass_roots, pass_grads, None, True, _segment=touched))
 
     def deliver(node, i, g):
         entry = waiting.setdefault(id(node), (node, [None] * len(node.proxies)))

@@ -685,21 +685,34 @@ def _scatter_positions(api, input, dim, index, src):
     return flat, s, values is not None
 
 
+def _wrap_positions(flat, n, like):
+    """Traced flat positions with the negative ones (counted from the end)
+    made non-negative."""
+    size = _constant(np.array(n), dt.int64, like)
+    return where(_compare("lt", flat, 0), add(flat, size), flat)
+
+
+def _hits(flat, n, like):
+    """[n, writes]: whether each traced write lands on each of n positions."""
+    flat = _wrap_positions(flat, n, like)
+    return _compare("eq", reshape(flat, (1, flat.numel())),
+                    _constant(np.arange(n).reshape(n, 1), dt.int64, like))
+
+
 def _scatter(api, input, dim, index, src, accumulate):
+    if accumulate and not input.dtype.is_floating_point:
+        return _scatter_combine(api, input, dim, index, src, "sum", True)
     flat, s, known = _scatter_positions(api, input, dim, index, src)
     n, m = input.numel(), flat.numel()
     x = reshape(input, (n, 1))
     if m == 0:
         return input
-    if accumulate and input.dtype.is_floating_point:  # one scatter-add of the rows
+    if accumulate:  # floating point: one scatter-add of the rows
         if known:
             flat = _constant(flat.numpy() % builtins.max(n, 1), dt.int64, input)
         else:
-            size = _constant(np.array(n), dt.int64, input)
-            flat = where(_compare("lt", flat, 0), add(flat, size), flat)
+            flat = _wrap_positions(flat, n, input)
         return reshape(_add_rows(x, flat, s), tuple(input.shape))
-    if accumulate:  # integers
-        return _scatter_combine(api, input, dim, index, src, "sum", True)
     if known:  # the last write wins
         positions = flat.numpy() % builtins.max(n, 1)
         written = np.zeros(n, np.bool_)
@@ -709,11 +722,7 @@ def _scatter(api, input, dim, index, src, accumulate):
         new = _gather_rows(s, _constant(source, dt.int64, input))
         out = where(_constant(written.reshape(n, 1), dt.bool, input), new, x)
         return reshape(out, tuple(input.shape))
-    # traced index: a comparison of every position with every write
-    size = _constant(np.array(n), dt.int64, input)
-    flat = where(_compare("lt", flat, 0), add(flat, size), flat)
-    hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
-                                                          dt.int64, input))
+    hit = _hits(flat, n, input)  # traced index: every position against every write
     last = amax(where(hit, _constant(np.arange(m).reshape(1, m), dt.int64, input),
                       as_tensor_like(-1, flat)), 1, True)
     written = _compare("ge", last, 0)
@@ -764,10 +773,7 @@ def _scatter_combine(api, input, dim, index, src, reduce, include_self):
             source[positions[chosen]] = np.arange(m)[chosen]
             out = combine(out, _gather_rows(padded, _constant(source, dt.int64, input)))
         return reshape(out, tuple(input.shape))
-    size = _constant(np.array(n), dt.int64, input)
-    flat = where(_compare("lt", flat, 0), add(flat, size), flat)
-    hit = _compare("eq", reshape(flat, (1, m)), _constant(np.arange(n).reshape(n, 1),
-                                                          dt.int64, input))
+    hit = _hits(flat, n, input)
     reduced = along(where(hit, reshape(s, (1, m)), fill), 1, True)
     written = _compare("gt", sum(cast(hit, dt.int64), 1, True), 0)
     out = x if include_self else where(written, fill, x)
