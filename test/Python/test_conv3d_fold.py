@@ -207,6 +207,13 @@ def test_ctc_loss(rng, reduction):
                                           torch.tensor(flat), tuple(input_lengths),
                                           tuple(target_lengths), blank=0, reduction=reduction)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10)
+    # one unbatched sequence, its lengths 0-d tensors (as PyTorch takes them)
+    ours = OF.ctc_loss(of.tensor(logits[:, 0]).log_softmax(1), of.tensor(targets[0]),
+                       of.tensor(12), of.tensor(4), reduction=reduction)
+    theirs = torch.nn.functional.ctc_loss(torch.tensor(logits[:, 0]).log_softmax(1),
+                                          torch.tensor(targets[0]), torch.tensor(12),
+                                          torch.tensor(4), reduction=reduction)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10)
     # an alignment that cannot fit: 3 repeated labels need 5 steps
     short = np.array([4, 4, 4, 4])
     for zero in (False, True):

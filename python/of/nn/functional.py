@@ -722,6 +722,13 @@ def _patch_arguments(api, kernel_size, dilation, padding, stride):
     return args
 
 
+def _sliding_blocks(sizes, kernel, dilation, padding, stride):
+    """The number of windows along each spatial dimension (unfold's L
+    factors)."""
+    return [(s + 2 * p - d * (k - 1) - 1) // st + 1
+            for s, p, d, k, st in zip(sizes, padding, dilation, kernel, stride)]
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.unfold (im2col): [N, C, H, W] -> [N, C * kh * kw,
     L], each column one window's elements channel by channel; one
@@ -734,8 +741,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                            f"{input.ndim}D)")
     x, unbatched = _unbatched("unfold", input, 2)
     n, c, h, w = x.shape
-    out = [(s + 2 * p - d * (k - 1) - 1) // st + 1
-           for s, p, d, k, st in zip((h, w), padding, dilation, kernel, stride)]
+    out = _sliding_blocks((h, w), kernel, dilation, padding, stride)
     if min(out) < 1:
         raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size "
                            f"{list(kernel)}, dilation {list(dilation)}, padding "
@@ -765,8 +771,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
                            f"product of kernel_size, but got input.size(1)={rows} and "
                            f"kernel_size={tuple(kernel)}")
-    blocks = [(s + 2 * p - d * (k - 1) - 1) // st + 1
-              for s, p, d, k, st in zip(size, padding, dilation, kernel, stride)]
+    blocks = _sliding_blocks(size, kernel, dilation, padding, stride)
     if min(blocks) < 1 or blocks[0] * blocks[1] != length:
         raise RuntimeError(f"Given output_size={tuple(size)}, kernel_size={tuple(kernel)}, "
                            f"dilation={tuple(dilation)}, padding={tuple(padding)}, "
@@ -1384,8 +1389,14 @@ _CTC_NEVER = -1e30  # log of "no path": finite, so gradients through it stay 0
 
 
 def _lengths(what, value, n, device):
+    """ctc_loss's per-sequence lengths as an int64 [n] tensor (a number or a
+    0-d tensor: one sequence's, as an unbatched input's)."""
+    if not isinstance(value, Tensor) and np.ndim(value) == 0:
+        value = [value]
     if isinstance(value, Tensor):
         lengths = _ops.cast(value, dt.int64)
+        if lengths.ndim == 0:
+            lengths = _ops.reshape(lengths, (1,))
     else:
         lengths = Tensor(np.asarray(value, np.int64), dtype=dt.int64, device=device)
     if tuple(lengths.shape) != (n,):
@@ -1414,12 +1425,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"blank must be in label range, got blank={blank} with {classes} "
                            "classes")
     device = log_probs.device
-    input_lengths = _lengths("input_lengths", [input_lengths] if unbatched and not
-                             isinstance(input_lengths, (Tensor, list, tuple)) else
-                             input_lengths, n, device)
-    target_lengths = _lengths("target_lengths", [target_lengths] if unbatched and not
-                              isinstance(target_lengths, (Tensor, list, tuple)) else
-                              target_lengths, n, device)
+    input_lengths = _lengths("input_lengths", input_lengths, n, device)
+    target_lengths = _lengths("target_lengths", target_lengths, n, device)
     if unbatched and targets.ndim == 1 and n == 1:
         targets = _ops.unsqueeze(targets, 0)
     if targets.ndim == 1:  # concatenated: padded to the longest
