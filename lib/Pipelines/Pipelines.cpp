@@ -92,7 +92,7 @@ LogicalResult mlir::of::parsePipelineOptions(
     return failure();
   if (!options.train.empty() &&
       failed(oneOf("train", options.train,
-                   {"sgd", "adamw", "adagrad", "rmsprop", "adadelta"})))
+                   {"sgd", "adam", "adamw", "adagrad", "rmsprop", "adadelta"})))
     return failure();
   if (!options.amp.empty() &&
       failed(oneOf("amp", options.amp, {"bf16", "f16"})))

@@ -45,7 +45,7 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
   Option<std::string> train{
       *this, "train",
-      llvm::cl::desc("sgd, adamw, adagrad, rmsprop or adadelta: also run "
+      llvm::cl::desc("sgd, adam, adamw, adagrad, rmsprop or adadelta: also run "
                      "--of-training-step (implies "
                      "autodiff), so each differentiated @f gets "
                      "@f_train_step")};

@@ -84,22 +84,26 @@ class AdamW(Optimizer):
 
 
 class Adam(AdamW):
-    """torch.optim.Adam. Without weight decay Adam is AdamW with
-    weight_decay=0 (the same update); Adam's L2 weight decay (added to the
-    gradient before the moments) is not compiled yet."""
+    """torch.optim.Adam: AdamW's moments with Adam's weight decay, L2 (added
+    to the gradient before the moments; with decoupled_weight_decay=True
+    AdamW's, applied to the parameter)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if weight_decay != 0 and not decoupled_weight_decay:
-            raise NotImplementedError(
-                f"Adam(weight_decay={weight_decay!r}) (L2 decay added to the gradient) is not "
-                "supported yet: use AdamW for decoupled weight decay, or weight_decay=0")
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          foreach=foreach, capturable=capturable, differentiable=differentiable,
                          fused=fused)
+        for group in self.param_groups:
+            group.setdefault("decoupled_weight_decay", decoupled_weight_decay)
+        self.defaults["decoupled_weight_decay"] = decoupled_weight_decay
+
+    def _pipeline_options(self, group=None):
+        g = group or self.param_groups[0]
+        options = super()._pipeline_options(g)
+        if not g.get("decoupled_weight_decay", False):
+            options[0] = "train=adam"
+        return options
 
 
 class Adagrad(Optimizer):

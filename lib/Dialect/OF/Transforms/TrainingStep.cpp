@@ -146,10 +146,11 @@ struct TrainingStepPass
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
-    if (!llvm::is_contained({"sgd", "adamw", "adagrad", "rmsprop", "adadelta"},
-                            optimizer)) {
+    if (!llvm::is_contained(
+            {"sgd", "adam", "adamw", "adagrad", "rmsprop", "adadelta"},
+            optimizer)) {
       getOperation().emitError("--of-training-step: unknown optimizer '")
-          << optimizer << "' (sgd, adamw, adagrad, rmsprop, adadelta)";
+          << optimizer << "' (sgd, adam, adamw, adagrad, rmsprop, adadelta)";
       return signalPassFailure();
     }
     if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
@@ -220,7 +221,10 @@ struct TrainingStepPass
 
     // The optimizer's state, per parameter and kind.
     namespace names = ::of::state;
-    bool adam = optimizer == "adamw", adagrad = optimizer == "adagrad",
+    // Adam and AdamW differ only in their weight decay: Adam's is L2 (added
+    // to the gradient), AdamW's decoupled (applied to the parameter).
+    bool adam = optimizer == "adamw" || optimizer == "adam",
+         adagrad = optimizer == "adagrad",
          rmsprop = optimizer == "rmsprop", adadelta = optimizer == "adadelta";
     SmallVector<StringRef> kinds;
     if (adam)
@@ -573,13 +577,16 @@ struct TrainingStepPass
               p, OFDialect::WeightDecayAttrHelper::getNameStr()))
         weightDecay = own.getValueAsDouble();
       if (adam) {
+        bool l2 = optimizer == "adam";
+        if (l2 && weightDecay != 0.0)
+          g = u.add(g, u.scale(param, weightDecay));
         Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
         Value v = u.add(u.scale(stateArg(1, k), beta2),
                         u.scale(u.mul(g, g), 1 - beta2));
         Value mhat = u.div(m, u.castLike(here(bias1, param), param));
         Value vhat = u.div(v, u.castLike(here(bias2, param), param));
         Value decayed = param;
-        if (weightDecay != 0.0)
+        if (!l2 && weightDecay != 0.0)
           decayed = u.mul(param, u.sub(u.scalarLike(param, 1.0),
                                        u.scale(lrp, weightDecay)));
         Value denom =

@@ -2,6 +2,9 @@
 // weight-decay (PyTorch's parameter groups: biases without decay).
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=sgd weight-decay=0.5" | FileCheck %s
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw weight-decay=0.5" | FileCheck %s --check-prefix=ADAM
+// Adam's (L2) decay is added to the gradient before the moments, and the
+// parameter is not decayed itself.
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adam weight-decay=0.5" | FileCheck %s --check-prefix=L2
 
 // CHECK-LABEL: func.func @loss_train_step(
 // CHECK-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
@@ -13,6 +16,20 @@
 // ADAM-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
 // ADAM: of.mul %[[W]], %{{.*}} : (tensor<8x2xf32>, tensor<f32>)
 // ADAM-NOT: of.mul %[[B]],
+
+// L2-LABEL: func.func @loss_train_step(
+// L2-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
+// L2-SAME: %[[M:[^:]*]]: tensor<8x2xf32> {of.name = "adam_m_w"}
+// L2: %[[GRADS:.*]]:3 = call @loss_grad(
+// L2: %[[HALF:.*]] = of.constant dense<5.000000e-01> : tensor<f32>
+// L2: %[[DECAY:.*]] = of.mul %[[W]], %[[HALF]]
+// L2: %[[G:.*]] = of.add %[[GRADS]]#1, %[[DECAY]]
+// L2: %[[G1:.*]] = of.mul %[[G]], %{{.*}}
+// L2: %[[M1:.*]] = of.mul %[[M]], %{{.*}}
+// L2: of.add %[[M1]], %[[G1]]
+// L2: of.sub %[[W]], %{{.*}} : (tensor<8x2xf32>, tensor<8x2xf32>)
+// L2-NOT: of.mul %[[B]],
+// L2-NOT: of.mul %[[W]],
 
 func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x2xf32> {of.param, of.name = "w"},
                 %b: tensor<2xf32> {of.param, of.name = "b", of.weight_decay = 0.0 : f64}) -> tensor<f32> {

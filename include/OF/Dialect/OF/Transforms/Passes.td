@@ -218,7 +218,7 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "sgd, adamw, adagrad, rmsprop or adadelta">,
+           "sgd, adam, adamw, adagrad, rmsprop or adadelta">,
     Option<"momentum", "momentum", "double", "0.0",
            "SGD and RMSprop momentum">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
@@ -229,7 +229,7 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
     Option<"rho", "rho", "double", "0.9", "Adadelta running-average decay">,
     Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad rate decay">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
-           "Weight decay (SGD: added to the gradient; AdamW: decoupled)">,
+           "Weight decay (added to the gradient; AdamW: decoupled)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW first-moment decay">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW second-moment decay">,
     Option<"epsilon", "epsilon", "double", "1.0e-8",
