@@ -23,7 +23,7 @@ from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, flo
 from ._ops import (abs, add, addcdiv, addcmul, amax, amin, arange, argmax,  # noqa: F401,A004
                    argmin, argsort, bernoulli, bmm, cat, chunk, clamp, clamp_max, clamp_min,
                    clip, cos, empty, exp, flip, from_numpy, full, gather, index_select,
-                   is_floating_point, lerp, log, masked_select, matmul, maximum, mean,
+                   is_floating_point, lerp, log, masked_select, matmul, maximum, mean, mm,
                    minimum, multinomial, narrow, nonzero, ones, ones_like, rand, randint, randn,
                    randperm, return_types, roll, rsqrt, sigmoid, sign, sin, sort, sqrt, square,
                    stack, sum, t, take_along_dim, tanh, tensor, tile, topk, tril, triu, zeros,
@@ -184,7 +184,10 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
                      device=device or input.device, requires_grad=requires_grad)
 
 
-from . import backends, distributed, distributions  # noqa: E402,F401
+from . import accelerator, backends, distributed, distributions, sparse  # noqa: E402,F401
+from ._ops import (BoolTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
+                   IntTensor, LongTensor)
+from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402,F401
 
 # PyTorch's math functions composed of of's ops (_torch_functions.py,
 # docs/python.md "Math functions"), and the torch.* names of Tensor methods
@@ -197,6 +200,16 @@ from ._torch_functions import (acos, addmm, all, allclose, any, asin, atan, atan
                                meshgrid, norm, outer, prod, reciprocal, remainder,
                                repeat_interleave, round, scatter, scatter_add, scatter_reduce, select, sinh,
                                split_with_sizes, std, tan, tensordot, unique, var)
+from ._torch_functions import (atleast_1d, atleast_2d, bitwise_and, bitwise_not,  # noqa: E402,F401
+                               bitwise_or, bitwise_xor, broadcast_tensors, concat,
+                               count_nonzero, diagonal, divide, finfo, frac, get_default_dtype,
+                               hstack, iinfo, isinf, logical_and, logical_not, logical_or,
+                               logical_xor, movedim, multiply, mv, nan_to_num, negative, std_mean,
+                               subtract, swapaxes, trace, true_divide, trunc, unbind, unflatten,
+                               var_mean, vstack)
+from ._torch_functions import broadcast_to, concatenate, swapdims  # noqa: E402,F401
+from ._ops import div, mul, sub  # noqa: E402,F401
+moveaxis, fix = movedim, trunc
 
 
 def relu(input):  # noqa: A002

@@ -107,18 +107,14 @@ def _autocast_device(t):
 
 
 def promoted(tensors):
-    """The operands of an op, cast to PyTorch's result type where they are
-    floating-point tensors of different dtypes inside an autocast region
-    (autocast's lower-precision results meet float32 ones, as PyTorch's
-    type promotion lets them); otherwise as they are, so that mixed dtypes
-    stay the op's error."""
-    if not _autocast.any_enabled() or all(t.dtype is tensors[0].dtype for t in tensors):
-        return tensors
-    if not all(t.dtype.is_floating_point for t in tensors) or not any(
-            _autocast.is_enabled(_autocast_device(t)) for t in tensors):
+    """The operands of an op cast to PyTorch's result type (_result_type:
+    float32 with int64 computes in float32, float16 with float32 in
+    float32, a 0-d float64 tensor does not widen a float32 one)."""
+    first = tensors[0].dtype
+    if all(t.dtype is first for t in tensors):
         return tensors
     target = _result_type(tensors)
-    return [cast(t, target) for t in tensors]
+    return [t if t.dtype is target else cast(t, target) for t in tensors]
 
 
 def _eligible(t, device_type):
@@ -602,6 +598,8 @@ def slice_(x, starts, limits, strides=None):
     shape = tuple(max(0, -(-(l - s) // st)) for s, l, st in zip(starts, limits, strides))
     if shape == tuple(x.shape):
         return x
+    if 0 in shape:  # empty: where it starts does not matter (and may be the end)
+        starts, limits, strides = [0] * x.ndim, list(shape), [1] * x.ndim
     attrs = f"starts = {_arr(starts)}, limits = {_arr(limits)}"
     if any(st != 1 for st in strides):
         attrs += f", strides = {_arr(strides)}"
@@ -1735,7 +1733,7 @@ def masked_select(input, mask):  # noqa: A002
 # -- tensor indices: x[idx], x[:, idx], x[mask], x[idx] = v -----------------
 
 def _is_tensor_index(i):
-    return isinstance(i, (Tensor, list, np.ndarray)) or _foreign_array(i) is not None
+    return isinstance(i, (Tensor, list, range, np.ndarray)) or _foreign_array(i) is not None
 
 
 def _as_index_tensor(i, like):
@@ -1922,8 +1920,8 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
         if high is None:
             raise TypeError("randint() missing the argument 'size'")
         low, high, size = 0, low, high
-    if high is None:
-        raise TypeError("randint() missing the argument 'high'")
+    if high is None:  # randint(high, size=...)
+        low, high = 0, low
     for name, v in (("low", low), ("high", high)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"randint(): argument '{name}' must be int, not {type(v).__name__}")
@@ -2129,6 +2127,7 @@ def _install():
     T.t, T.narrow, T.flip = t, narrow, flip
     T.tril, T.triu, T.roll, T.tile = tril, triu, roll, tile
     T.bmm = lambda self, batch2: bmm(self, batch2)  # PyTorch's method names it batch2
+    T.mm = mm
     T.sin, T.cos = sin, cos
     T.expand_as, T.view_as, T.reshape_as, T.repeat = _expand_as, _view_as, _reshape_as, _repeat
     T.clamp, T.clamp_min, T.clamp_max, T.clip = clamp, clamp_min, clamp_max, clip
@@ -2268,6 +2267,25 @@ def to_global(t, placement=None, sbp=None):
 # --------------------------------------------------------------------------
 # Factories.
 
+def _size_keyword(api, size, kwargs):
+    """The sizes of a factory given positionally or as PyTorch's `size=`
+    keyword (torch.empty(size=(2, 3))); the layout/pin_memory/memory_format
+    keywords PyTorch's factories take are accepted at their defaults."""
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{api}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
+    layout = kwargs.pop("layout", None)
+    unsupported(api, layout=(None if getattr(layout, "_name", None) == "strided" else layout,
+                             None),
+                pin_memory=(kwargs.pop("pin_memory", False), False),
+                memory_format=(kwargs.pop("memory_format", None), None),
+                out=(kwargs.pop("out", None), None))
+    if kwargs:
+        raise TypeError(f"{api}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return size
+
+
 def _shape_arg(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         return tuple(int(s) for s in size[0])
@@ -2317,6 +2335,57 @@ def tensor(data, dtype=None, requires_grad=False, *, device=None):
     return t
 
 
+def _legacy_tensor(dtype, args, device=None):
+    """PyTorch's legacy constructors (torch.Tensor(2, 3), torch.LongTensor(
+    [1, 2]), torch.FloatTensor(array)): a tensor of `dtype` of the sizes
+    given, zero-filled as of.empty is, or a copy of the data given."""
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        return empty(*args, dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(args[0], dtype=dtype, device=device)
+    if len(args) == 1:
+        data = args[0]
+        return tensor(data.detach() if isinstance(data, Tensor) else data, dtype=dtype,
+                      device=device)
+    raise TypeError(f"{_LEGACY_NAMES[dtype]}(): takes sizes (ints) or one sequence of data, "
+                    f"not {', '.join(type(a).__name__ for a in args)}")
+
+
+class _LegacyTensorType(type):
+    """torch.FloatTensor and friends: called, a tensor of the class's dtype
+    (_legacy_tensor); as the second argument of isinstance, whether a
+    tensor has that dtype."""
+
+    def __call__(cls, *args, device=None):
+        return _legacy_tensor(cls.dtype, args, device)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+    def __repr__(cls):
+        return f"<class 'torch.{cls.__name__}'>"
+
+
+def _legacy_class(name, dtype):
+    return _LegacyTensorType(name, (), {"dtype": dtype, "__module__": "of"})
+
+
+FloatTensor = _legacy_class("FloatTensor", dt.float32)
+DoubleTensor = _legacy_class("DoubleTensor", dt.float64)
+HalfTensor = _legacy_class("HalfTensor", dt.float16)
+LongTensor = _legacy_class("LongTensor", dt.int64)
+IntTensor = _legacy_class("IntTensor", dt.int32)
+CharTensor = _legacy_class("CharTensor", dt.int8)
+BoolTensor = _legacy_class("BoolTensor", dt.bool)
+_LEGACY_NAMES = {c.dtype: c.__name__ for c in (FloatTensor, DoubleTensor, HalfTensor,
+                                               LongTensor, IntTensor, CharTensor, BoolTensor)}
+_LEGACY_NAMES[dt.float32] = "Tensor"  # of.Tensor(...) reports as torch.Tensor(...)
+Tensor._legacy_new = staticmethod(
+    lambda *args, device=None: _legacy_tensor(dt.float32, args, device))
+
+
 def from_numpy(ndarray):
     array = ndarray
     if not isinstance(array, np.ndarray):
@@ -2329,19 +2398,22 @@ def _leaf(t, requires_grad):
     return t.requires_grad_() if requires_grad else t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword("zeros", size, kwargs)
     dtype = dtype or dt.float32
     return _leaf(Tensor(np.zeros(_shape_arg(size), dtype.np), dtype=dtype, device=device),
                  requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **kwargs):
     """torch.empty: a tensor of the shape whose values the caller writes
     (of's are zero-filled)."""
+    size = _size_keyword("empty", size, kwargs)
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword("ones", size, kwargs)
     dtype = dtype or dt.float32
     return _leaf(Tensor(np.ones(_shape_arg(size), dtype.np), dtype=dtype, device=device),
                  requires_grad)
@@ -2363,13 +2435,15 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False):
                 requires_grad=requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword("randn", size, kwargs)
     dtype = dtype or dt.float32
     return _leaf(Tensor(_random.normal(_shape_arg(size)).astype(dtype.np), dtype=dtype,
                         device=device), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _size_keyword("rand", size, kwargs)
     dtype = dtype or dt.float32
     return _leaf(Tensor(_random.uniform(_shape_arg(size)).astype(dtype.np), dtype=dtype,
                         device=device), requires_grad)
@@ -2454,6 +2528,18 @@ def bmm(input, mat2):  # noqa: A002
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    return matmul(input, mat2)
+
+
+def mm(input, mat2):  # noqa: A002
+    """torch.mm: the product of two matrices (matmul without broadcasting)."""
+    if input.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
+                           f"{input.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     return matmul(input, mat2)
 
 

@@ -49,7 +49,20 @@ class Size(tuple):
         return f"of.Size({list(self)})"
 
 
-class Tensor:
+class _TensorType(type):
+    """Tensor's class: `of.Tensor(2, 3)`, `of.Tensor([1, 2])` and
+    `of.Tensor()` are PyTorch's legacy constructor (a float32 tensor of
+    that size, or of that data; `_legacy_new`, which _ops installs), while
+    of's own code makes tensors from a NumPy array or None."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls is Tensor and (not args and not kwargs or args and not isinstance(
+                args[0], (np.ndarray, np.generic, type(None)))):
+            return cls._legacy_new(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class Tensor(metaclass=_TensorType):
     """A tensor: a value (eager) or a value of a traced program (symbolic).
     Global tensors also have a placement and an SBP list; their value here
     is this rank's part (`to_local()`); `.numpy()` is the logical value."""

@@ -22,9 +22,12 @@ from ._ops import masked_fill as _masked_fill
 from ._ops import add_rows as _add_rows
 from ._ops import (_along, _binary, _compare, _constant, _eager_only, _empty, _gather_rows,
                    _leaf, _norm_dim, _numel, _traced, _wrap_dim, abs, add, amax, amin, bmm,
-                   broadcast_to, cast, cat, cos, div, exp, getitem, index_select, log, matmul,
+                   cast, cat, cos, div, exp, getitem, index_select, log, matmul,
                    maximum, minimum, mul, narrow, neg, permute, pow, reshape, sign, sin, split,
                    sqrt, square, squeeze, sub, sum, tanh, unsqueeze, where)
+from ._ops import broadcast_to as _ops_broadcast_to
+from ._ops import mean as _ops_mean
+from ._ops import transpose as _ops_transpose
 from ._tensor import Tensor, _device_arg, as_tensor_like
 
 
@@ -1131,6 +1134,293 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
 
 # -- Tensor methods -------------------------------------------------------------------
 
+# -- aliases and small compositions PyTorch programs use ---------------------
+
+def subtract(input, other, *, alpha=1):  # noqa: A002
+    return sub(input, other, alpha=alpha)
+
+
+def multiply(input, other):  # noqa: A002
+    return mul(input, other)
+
+
+def divide(input, other, *, rounding_mode=None):  # noqa: A002
+    return div(input, other, rounding_mode=rounding_mode)
+
+
+def true_divide(dividend, divisor):
+    return div(dividend, divisor)
+
+
+def negative(input):  # noqa: A002
+    return neg(input)
+
+
+def _truth(x):
+    """x as bool: nonzero is True (PyTorch's logical_* read their operands so)."""
+    return x if x.dtype is dt.bool else _compare("ne", x, _zero_like(x))
+
+
+def _logical_operand(x, like):
+    return _truth(x if isinstance(x, Tensor) else as_tensor_like(x, like))
+
+
+def logical_not(input):  # noqa: A002
+    t = _truth(input)
+    return where(t, as_tensor_like(False, t), as_tensor_like(True, t))
+
+
+def logical_and(input, other):  # noqa: A002
+    return _and(_truth(input), _logical_operand(other, input))
+
+
+def logical_or(input, other):  # noqa: A002
+    return _or(_truth(input), _logical_operand(other, input))
+
+
+def logical_xor(input, other):  # noqa: A002
+    b = _logical_operand(other, input)
+    return where(_truth(input), logical_not(b), b)
+
+
+def isinf(input):  # noqa: A002
+    if not input.dtype.is_floating_point:
+        return _compare("ne", input, input)  # False everywhere
+    return _compare("eq", abs(input), math.inf)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by
+    default the dtype's largest and smallest finite values)."""
+    if not input.dtype.is_floating_point:
+        return input
+    info = np.finfo(input.dtype.np if input.dtype.np is not None else np.float32)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    x = where(isnan(input), as_tensor_like(nan, input), input)
+    x = where(_compare("eq", input, math.inf), as_tensor_like(posinf, input), x)
+    return where(_compare("eq", input, -math.inf), as_tensor_like(neginf, input), x)
+
+
+def trunc(input):  # noqa: A002
+    return _trunc(input) if input.dtype.is_floating_point else input
+
+
+def frac(input):  # noqa: A002
+    return sub(input, trunc(input))
+
+
+def unbind(input, dim=0):  # noqa: A002
+    d = _norm_dim(dim, input.ndim)
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+def movedim(input, source, destination):  # noqa: A002
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [_norm_dim(d, input.ndim) for d in src]
+    dst = [_norm_dim(d, input.ndim) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in `source` or `destination`")
+    order = [None] * input.ndim
+    for s_, d_ in zip(src, dst):
+        order[d_] = s_
+    rest = iter(d for d in range(input.ndim) if d not in src)
+    return permute(input, [o if o is not None else next(rest) for o in order])
+
+
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    return _ops_transpose(input, axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):  # noqa: A002
+    return _ops_transpose(input, dim0, dim1)
+
+
+def broadcast_to(input, shape):  # noqa: A002
+    return _ops_broadcast_to(input, shape)
+
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    d = _norm_dim(dim, input.ndim)
+    sizes = list(sizes)
+    if sizes.count(-1) == 1:
+        known = _numel([s for s in sizes if s != -1])
+        sizes[sizes.index(-1)] = input.shape[d] // known if known else 0
+    if _numel(sizes) != input.shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({input.shape[d]}) in the input tensor")
+    return reshape(input, tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1:]))
+
+
+def atleast_1d(*tensors):
+    out = [reshape(t, (1,)) if t.ndim == 0 else t for t in _tensor_args(tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def atleast_2d(*tensors):
+    out = [reshape(t, (1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t
+           for t in _tensor_args(tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _tensor_args(tensors):
+    return list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) \
+        else list(tensors)
+
+
+def hstack(tensors):
+    tensors = [atleast_1d(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+def concat(tensors, dim=0):
+    return cat(tensors, dim)
+
+
+def concatenate(tensors, axis=0, out=None):
+    unsupported("concatenate", out=(out, None))
+    return cat(tensors, axis)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """The diagonal over dim1 and dim2 (offset above it when positive), as
+    the last dimension."""
+    i, j = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
+    if i == j:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    x = input
+    if offset > 0:
+        x = narrow(x, j, builtins.min(offset, x.shape[j]), builtins.max(x.shape[j] - offset, 0))
+    elif offset < 0:
+        x = narrow(x, i, builtins.min(-offset, x.shape[i]), builtins.max(x.shape[i] + offset, 0))
+    n = builtins.min(x.shape[i], x.shape[j])
+    x = narrow(narrow(x, i, 0, n), j, 0, n)
+    return _diagonal_of(x, i, j)
+
+
+def trace(input):  # noqa: A002
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return sum(diagonal(input))
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    nonzero = cast(_truth(input), dt.int64)
+    return sum(nonzero) if dim is None else sum(nonzero, dim)
+
+
+def var_mean(input, dim=None, *args, correction=1, keepdim=False, unbiased=None):  # noqa: A002
+    mean = _ops_mean(input) if dim is None else _ops_mean(input, dim, keepdim=keepdim)
+    return var(input, dim, *args, correction=correction, keepdim=keepdim,
+               unbiased=unbiased), mean
+
+
+def std_mean(input, dim=None, *args, correction=1, keepdim=False, unbiased=None):  # noqa: A002
+    mean = _ops_mean(input) if dim is None else _ops_mean(input, dim, keepdim=keepdim)
+    return std(input, dim, *args, correction=correction, keepdim=keepdim,
+               unbiased=unbiased), mean
+
+
+def mv(input, vec):  # noqa: A002
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    return reshape(matmul(input, reshape(vec, (vec.shape[0], 1))), (input.shape[0],))
+
+
+def broadcast_tensors(*tensors):
+    tensors = _tensor_args(tensors)
+    shape = tuple(np.broadcast_shapes(*[tuple(t.shape) for t in tensors]))
+    return tuple(broadcast_to(t, shape) for t in tensors)
+
+
+class finfo:
+    """torch.finfo: the limits of a floating-point dtype (float32 by default)."""
+
+    def __init__(self, type=None):  # noqa: A002
+        type = type or dt.float32  # noqa: A001
+        if not type.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type, not {type}")
+        info = np.finfo(type.np if type.np is not None else np.float32) \
+            if type is not dt.bfloat16 else None
+        if info is None:  # bfloat16: 8 exponent bits, 7 mantissa bits
+            self.bits, self.eps, self.max = 16, 2.0 ** -7, 3.3895313892515355e38
+            self.tiny, self.resolution = 1.1754943508222875e-38, 0.01
+        else:
+            self.bits, self.eps, self.max = info.bits, float(info.eps), float(info.max)
+            self.tiny, self.resolution = float(info.tiny), float(info.resolution)
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, type.name
+
+
+class iinfo:
+    """torch.iinfo: the limits of an integer dtype."""
+
+    def __init__(self, type):  # noqa: A002
+        if type.is_floating_point or type is dt.bool:
+            raise TypeError(f"torch.iinfo() requires an integer input type, not {type}")
+        info = np.iinfo(type.np)
+        self.bits, self.max, self.min, self.dtype = info.bits, int(info.max), int(info.min), \
+            type.name
+
+
+def get_default_dtype():
+    """of's default floating-point dtype: float32 (set_default_dtype is not
+    supported)."""
+    return dt.float32
+
+
+def _bitwise(api, logical):
+    """PyTorch's bitwise_<op> for bool tensors (the logical op); integer
+    bit operations have no of op yet and say so."""
+    def fn(input, other):  # noqa: A002
+        ops = [t for t in (input, other) if isinstance(t, Tensor)]
+        if builtins.any(t.dtype is not dt.bool for t in ops) or not builtins.all(
+                isinstance(t, (Tensor, bool)) for t in (input, other)):
+            raise NotImplementedError(f"{api} of integer tensors is not supported yet (of has "
+                                      "it for bool tensors: masks)")
+        return logical(input, other)
+    fn.__name__ = fn.__qualname__ = api
+    return fn
+
+
+bitwise_and = _bitwise("bitwise_and", logical_and)
+bitwise_or = _bitwise("bitwise_or", logical_or)
+bitwise_xor = _bitwise("bitwise_xor", logical_xor)
+
+
+def bitwise_not(input):  # noqa: A002
+    """~x: logical not of a bool tensor, -x - 1 of an integer one."""
+    if input.dtype is dt.bool:
+        return logical_not(input)
+    if input.dtype.is_floating_point:
+        raise TypeError("bitwise_not is only supported for integer and boolean tensors, not "
+                        f"{input.dtype}")
+    return sub(neg(input), 1)
+
+
+def _augmented(op, inplace):
+    """x <op>= y: in place, as PyTorch's, except on an argument of a traced
+    function, which a compiled function can not write (its caller's tensor
+    would not change): there x is rebound to the result, as Python does for
+    a type without the in-place operator."""
+    out_of_place = getattr(Tensor, f"__{op}__")
+
+    def method(self, other):
+        program = self._program
+        if program is not None and builtins.any(t is self for t in program.arg_tensors):
+            return out_of_place(self, other)
+        return inplace(self, other)
+    method.__name__ = f"__i{op}__"
+    return method
+
+
 def _install():
     T = Tensor
     for fn in (reciprocal, isnan, isfinite, isclose, allclose, log2, log10, exp2, cosh, sinh,
@@ -1139,6 +1429,42 @@ def _install():
                addmm, baddbmm, scatter, scatter_add, select, split_with_sizes, diag,
                repeat_interleave, cross, unique, bincount):
         setattr(T, fn.__name__, fn)
+    for fn in (subtract, multiply, divide, true_divide, negative, logical_not, logical_and,
+               logical_or, logical_xor, isinf, nan_to_num, trunc, frac, unbind, movedim,
+               swapaxes, unflatten, diagonal, trace, count_nonzero, mv):
+        setattr(T, fn.__name__, fn)
+    T.moveaxis, T.swapdims, T.fix, T.ravel = movedim, swapdims, trunc, lambda self: reshape(
+        self, (-1,))
+    T.broadcast_to = broadcast_to
+    T.true_divide = lambda self, other: div(self, other)
+    # the operators: ~, &, |, ^, //, %, and the in-place forms of every
+    # binary operator (x += y writes x, as in PyTorch: views and aliases see it)
+    for fn in (bitwise_and, bitwise_or, bitwise_xor, bitwise_not):
+        setattr(T, fn.__name__, fn)
+    T.__invert__ = bitwise_not
+    T.__and__, T.__or__, T.__xor__ = bitwise_and, bitwise_or, bitwise_xor
+    T.__rand__ = lambda a, b: bitwise_and(b, a)
+    T.__ror__ = lambda a, b: bitwise_or(b, a)
+    T.__rxor__ = lambda a, b: bitwise_xor(b, a)
+    T.__floordiv__ = lambda a, b: floor_divide(a, b)
+    T.__rfloordiv__ = lambda a, b: floor_divide(as_tensor_like(b, a), a)
+    T.__mod__ = lambda a, b: remainder(a, b)
+    T.__rmod__ = lambda a, b: remainder(as_tensor_like(b, a), a)
+    for name, fn in [("floor_divide_", floor_divide), ("remainder_", remainder),
+                     ("logical_and_", logical_and), ("logical_or_", logical_or),
+                     ("logical_xor_", logical_xor), ("logical_not_", logical_not),
+                     ("bitwise_and_", bitwise_and), ("bitwise_or_", bitwise_or),
+                     ("bitwise_xor_", bitwise_xor), ("bitwise_not_", bitwise_not),
+                     ("trunc_", trunc), ("frac_", frac), ("nan_to_num_", nan_to_num)]:
+        setattr(T, name, _inplace_method(name, fn))
+    for op, name in [("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"),
+                     ("pow", "pow_"), ("floordiv", "floor_divide_"), ("mod", "remainder_"),
+                     ("and", "bitwise_and_"), ("or", "bitwise_or_"), ("xor", "bitwise_xor_")]:
+        setattr(T, f"__i{op}__", _augmented(op, getattr(T, name)))
+    T.maximum, T.minimum = maximum, minimum
+    T.where = lambda self, condition, y: where(condition, self, y)
+    T.ndimension = lambda self: self.ndim
+    T.nelement = lambda self: _numel(self.shape)
     T.dot = lambda self, tensor: dot(self, tensor)
     for fn in (index_add, index_fill, scatter_reduce):
         setattr(T, fn.__name__, fn)

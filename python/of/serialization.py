@@ -35,8 +35,16 @@ its keys, as before. "of.structure" holds the saved object as JSON
                                             an of tensor (the header's `name`)
     {"ndarray": name [, "scalar": true]}    a NumPy array (or NumPy scalar)
     {"dtype": "bfloat16"}, {"device": "cuda"}, {"Size": [int, ...]}
+    {"module": "pkg.mod:Class", "state": node}
+                                            a whole nn.Module (torch.save(model)):
+                                            its class and its attributes (a dict)
 
-Each tensor of the header is referred to exactly once. A safetensors file
+A whole module is saved as its class's import path and its attributes
+(parameters, buffers, submodules, plain values); loading it imports that
+class's module and rebuilds the object without calling __init__, which
+runs that module's code, so of.load does it only with weights_only=False,
+as PyTorch (>= 2.6) loads a pickled module only then. Each tensor of the
+header is referred to exactly once. A safetensors file
 without "of.structure" (the `safetensors` package's, of-run's) loads as
 name -> tensor. Files are checked whole before anything is returned: a
 bad header, offsets outside the data or not back to back, a structure
@@ -46,6 +54,7 @@ leaves one out) is a ValueError naming the problem.
 
 import base64
 import collections
+import importlib
 import io
 import json
 import math
@@ -72,6 +81,17 @@ MAX_HEADER_BYTES = 100 << 20
 MAX_DIM = 1 << 48
 _ZIP_MAGIC = b"PK\x03\x04"
 _SCALARS = (type(None), bool, int, str)
+# nn.Module (registered by of.nn, which imports this module): the class
+# whose instances of.save writes as module nodes
+_MODULE_CLASSES = []
+
+
+def register_module_class(cls):
+    _MODULE_CLASSES.append(cls)
+
+
+def _is_module(value):
+    return bool(_MODULE_CLASSES) and isinstance(value, _MODULE_CLASSES[0])
 
 
 # --------------------------------------------------------------------------
@@ -223,6 +243,8 @@ class _Encoder:
             return {"device": str(value)}
         if kind is Size:
             return {"Size": [int(d) for d in value]}
+        if _is_module(value):
+            return self.module(value, path)
         if kind not in (list, tuple, dict, collections.OrderedDict):
             self.refuse(value, path)
         if id(value) in self.open:
@@ -236,6 +258,22 @@ class _Encoder:
                 return {"tuple": [self.node(v, path + (i,)) for i, v in enumerate(value)]}
             return {kind.__name__: [[self.key(k, path), self.node(v, path + (k,))]
                                     for k, v in value.items()]}
+        finally:
+            self.open.discard(id(value))
+
+    def module(self, value, path):
+        cls = type(value)
+        if "<locals>" in cls.__qualname__:
+            raise TypeError(f"of.save: {_where(path)} is a module of class {cls.__qualname__}, "
+                            "defined inside a function, which loading could not find; define "
+                            "it at module level, or save its state_dict()")
+        if id(value) in self.open:
+            raise ValueError(f"of.save: {_where(path)} contains itself; an of file holds "
+                             "trees (torch.save would pickle the cycle)")
+        self.open.add(id(value))
+        try:
+            return {"module": f"{cls.__module__}:{cls.__qualname__}",
+                    "state": self.node(dict(value.__dict__), path)}
         finally:
             self.open.discard(id(value))
 
@@ -307,7 +345,7 @@ def _load_stream(stream, name, map_location, weights_only):
         return _load_torch(stream, name, head.startswith(_ZIP_MAGIC), map_location,
                            weights_only)
     meta, entries, data_start = _read_header(stream, name, start)
-    reader = _Decoder(stream, name, entries, data_start, map_location)
+    reader = _Decoder(stream, name, entries, data_start, map_location, weights_only)
     if STRUCTURE_KEY not in meta:  # a plain safetensors file: name -> tensor
         return {key: reader.tensor(key, "cpu", (key,)) for key in entries}
     try:
@@ -408,16 +446,17 @@ def _read_header(stream, name, start):
 
 
 _TAGS = {"tuple", "dict", "OrderedDict", "float", "bytes", "tensor", "ndarray", "dtype",
-         "device", "Size"}
+         "device", "Size", "module"}
 
 
 class _Decoder:
     """Builds the saved object from its structure, reading each tensor the
     structure refers to (once) from the stream."""
 
-    def __init__(self, stream, name, entries, data_start, map_location):
+    def __init__(self, stream, name, entries, data_start, map_location, weights_only=None):
         self.stream, self.name, self.entries = stream, name, entries
         self.data_start, self.map_location = data_start, map_location
+        self.weights_only = weights_only
         self.used = set()
 
     def bad(self, path, what):
@@ -515,7 +554,7 @@ class _Decoder:
                                  f"tag of {sorted(_TAGS)}")
         (tag,) = tags
         allowed = {"tensor": {"tensor", "location", "requires_grad", "parameter"},
-                   "ndarray": {"ndarray", "scalar"}}.get(tag, {tag})
+                   "ndarray": {"ndarray", "scalar"}, "module": {"module", "state"}}.get(tag, {tag})
         if not set(value) <= allowed:
             raise self.bad(path, f"has the keys {sorted(value)}; a {tag} node has "
                                  f"{sorted(allowed)}")
@@ -553,7 +592,39 @@ class _Decoder:
             if type(body) is not list:
                 raise self.bad(path, "is a tuple node whose items are not a list")
             return tuple(self.node(v, path + (i,)) for i, v in enumerate(body))
+        if tag == "module":
+            return self.module(body, value.get("state"), path)
         return self.leaf(tag, body, path)
+
+    def module(self, where, state, path):
+        """A whole module: its class imported (weights_only=False only, as
+        PyTorch's), the object made without __init__, its attributes set."""
+        if type(where) is not str or where.count(":") != 1:
+            raise self.bad(path, f"is a module node whose class {where!r:.80} is not "
+                                 "'module:Class'")
+        if self.weights_only is not False:
+            raise pickle.UnpicklingError(
+                f"{self.name}: {_where(path)} is a whole module of class {where} "
+                "(torch.save(model)); rebuilding it imports that class's module, which runs "
+                "its code. Load it with of.load(..., weights_only=False) if you trust the "
+                "file (PyTorch's rule), or save and load model.state_dict() instead")
+        module_name, qualname = where.split(":")
+        try:
+            cls = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                cls = getattr(cls, part)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"{self.name}: the module at {_where(path)} is of class {where}, "
+                             f"which can not be found here ({e}); import it first") from None
+        if not (isinstance(cls, type) and _MODULE_CLASSES and
+                issubclass(cls, _MODULE_CLASSES[0])):
+            raise self.bad(path, f"names {where}, which is not an of.nn.Module class")
+        attributes = self.node(state, path)
+        if type(attributes) is not dict or not all(type(k) is str for k in attributes):
+            raise self.bad(path, "is a module node whose state is not a dict of attributes")
+        obj = cls.__new__(cls)
+        obj.__dict__.update(attributes)
+        return obj
 
     def leaf(self, tag, body, path):
         """The nodes that are neither containers nor tensors (also dict keys)."""

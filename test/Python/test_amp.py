@@ -7,6 +7,7 @@ convolutional net, nanoGPT's loop with GradScaler) against PyTorch's
 bfloat16 autocast and float32 results, GradScaler step by step against
 PyTorch's, autocast under of.compile, and the bfloat16 results of eager ops."""
 
+import contextlib
 import os
 import sys
 import threading
@@ -161,18 +162,17 @@ def test_cpu_autocast_results_and_dtypes_are_pytorchs(rng):
         assert_close(o, t)
 
 
-def test_mixed_dtypes_outside_autocast_and_integer_float_mixes_stay_errors():
+def test_mixed_dtypes_promote_inside_and_outside_autocast():
+    """PyTorch's type promotion, the same with autocast on or off:
+    bfloat16 with float32 is float32, bfloat16 with int64 bfloat16."""
     h, a = of.ones(3).bfloat16(), of.ones(3)
-    with pytest.raises(TypeError, match="dtypes"):
-        h + a  # noqa: B018 -- of has no implicit promotion outside a region
-    with of.autocast("cpu"):
-        assert (h + a).dtype is of.float32
-        # PyTorch would give bfloat16: a departure of of's, refused, not wrong
-        with pytest.raises(TypeError, match="dtypes"):
-            h + of.tensor([1, 2, 3])  # noqa: B018
-        with of.autocast("cpu", enabled=False):
-            with pytest.raises(TypeError, match="dtypes"):
-                h + a  # noqa: B018
+    th, ta = torch.ones(3).bfloat16(), torch.ones(3)
+    for region in (contextlib.nullcontext, lambda: of.autocast("cpu"),
+                   lambda: of.autocast("cpu", enabled=False)):
+        with region():
+            assert (h + a).dtype is of.float32 and (th + ta).dtype is torch.float32
+            assert (h + of.tensor([1, 2, 3])).dtype is of.bfloat16
+            assert (th + torch.tensor([1, 2, 3])).dtype is torch.bfloat16
 
 
 def test_cuda_autocast_op_list_is_pytorchs_on_fake_tensors(rng, tmp_path):

@@ -226,8 +226,30 @@ def test_channel_dropout_zeroes_whole_channels():
     assert np.all((y1 == 0).all(-1) | (y1 == 2).all(-1))
     y3 = onn.Dropout3d(0.5)(of.ones(4, 2, 2, 2))  # unbatched (C, D, H, W)
     assert tuple(y3.shape) == (4, 2, 2, 2)
-    with pytest.raises(RuntimeError, match="Expected 3D or 4D input"):
-        OF.dropout2d(of.ones(2, 3), 0.5)
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D input"):
+        OF.dropout1d(of.ones(2, 3, 4, 5), 0.5)
+
+
+def test_channel_dropout_of_other_ranks_as_pytorch():
+    """dropout2d/3d of ranks they were not made for warn and mask what
+    PyTorch's feature dropout masks: dropout2d the first two dimensions (a
+    2-D input, as pytorch/examples mnist_rnn passes, element by element; a
+    3-D one per (N, C)), dropout3d the first of an unbatched input."""
+    of.manual_seed(5)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        y = OF.dropout2d(of.ones(64, 32), 0.5).numpy()
+    assert set(np.unique(y)) == {0.0, 2.0}
+    assert not ((y == 0).all(1) | (y == 2).all(1)).all()  # not whole rows
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        y = OF.dropout2d(of.ones(16, 8, 5), 0.5).numpy()
+    assert np.all((y == 0).all(-1) | (y == 2).all(-1))
+    assert len({tuple(row) for row in (y[..., 0] == 0)}) > 1  # masks differ by sample
+    with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d"):
+        y = OF.dropout3d(of.ones(16, 4, 5), 0.5).numpy()
+    assert np.all((y == 0).all((1, 2)) | (y == 2).all((1, 2)))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"), \
+            pytest.warns(UserWarning, match="Received a 1-D input"):
+        OF.dropout2d(of.ones(3), 0.5)
 
 
 # -- losses and distances --------------------------------------------------------------

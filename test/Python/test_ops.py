@@ -325,8 +325,8 @@ def test_tensor_of_one_element_tensors():
 def test_errors_name_the_python_line():
     with pytest.raises(ValueError, match=r"matmul: inner dimensions differ: \[2, 3\] @ \[4, 5\]"):
         of.zeros(2, 3) @ of.zeros(4, 5)
-    with pytest.raises(TypeError, match="dtypes of.float32 and of.int64"):
-        of.zeros(2) + of.zeros(2, dtype=of.int64)
+    with pytest.raises(TypeError, match="matmul: operands have dtypes of.float32 and of.int64"):
+        of.zeros(2, 2) @ of.zeros(2, 2, dtype=of.int64)
     with pytest.raises(ValueError, match="do not broadcast"):
         of.zeros(2, 3) + of.zeros(4)
     with pytest.raises(ValueError, match="invalid for input of shape"):

@@ -37,7 +37,7 @@ PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 LOSS_RTOL = 1e-5
 WEIGHT_RTOL = 1e-4
 
-_IMPORT = re.compile(r"^(import torch(\.[\w.]+ as \w+)?|from torch[\w.]* import .*)$", re.M)
+_IMPORT = re.compile(r"^(import torch(\.[\w.]+ as \w+)?|from torch(\.[\w.]+)? import .*)$", re.M)
 
 
 def _of_imports(source, path):

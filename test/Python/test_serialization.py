@@ -319,6 +319,66 @@ def test_unrepresentable_objects_are_type_errors(tmp_path, obj, what):
     assert os.listdir(tmp_path) == ["ckpt.pt"]
 
 
+class Whole(nn.Module):
+    """A module saved whole (torch.save(model)): parameters, a buffer, a
+    submodule list, plain attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        self.norm = nn.BatchNorm1d(2)
+        self.scale, self.name_ = 0.5, "whole"
+
+    def forward(self, x):
+        return self.norm(self.body(x)) * self.scale
+
+
+def test_whole_modules(tmp_path, rng):
+    """torch.save(model) / torch.load(weights_only=False): the module comes
+    back with its class, weights, buffers, attributes and mode; without
+    weights_only=False loading it is refused (it imports the class's
+    module), as PyTorch >= 2.6 refuses a pickled module."""
+    model = Whole()
+    model.eval()
+    x = of.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+    path = tmp_path / "model.pt"
+    of.save({"model": model, "epoch": 3}, path)
+    for weights_only in (None, True):
+        with pytest.raises(Exception, match="weights_only=False") as info:
+            of.load(path, weights_only=weights_only)
+        assert "test_serialization:Whole" in str(info.value)
+    loaded = of.load(path, weights_only=False)
+    assert loaded["epoch"] == 3 and type(loaded["model"]) is Whole
+    again = loaded["model"]
+    assert again is not model and not again.training and again.name_ == "whole"
+    assert isinstance(again.body[0].weight, nn.Parameter)
+    np.testing.assert_array_equal(again(x).numpy(), model(x).numpy())
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(again.state_dict()[k].numpy(), v.numpy())
+
+    def local():
+        class Inner(nn.Module):
+            pass
+        return Inner()
+    with pytest.raises(TypeError, match="defined inside a function"):
+        of.save(local(), io.BytesIO())
+    model.hook = lambda: 0
+    with pytest.raises(TypeError, match=r"obj\.hook|builtins.function"):
+        of.save(model, io.BytesIO())
+
+
+def test_a_module_node_naming_another_class_is_refused(tmp_path):
+    """A tampered module node cannot make an object of a class that is not
+    an of.nn.Module."""
+    buffer = io.BytesIO()
+    of.save(Whole(), buffer)
+    data = buffer.getvalue()
+    forged = data.replace(b"test_serialization:Whole", b"builtins:ArithmeticError")
+    assert forged != data
+    with pytest.raises(ValueError, match="not an of.nn.Module class"):
+        of.load(io.BytesIO(forged), weights_only=False)
+
+
 def test_cycles_and_deep_nesting_are_refused():
     loop = [1]
     loop.append(loop)

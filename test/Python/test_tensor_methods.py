@@ -408,9 +408,8 @@ def test_numpy_and_torch_operands(rng):
     y = x + c
     c[:] = 100
     np.testing.assert_array_equal(y.numpy(), a + b)
-    # mixed dtypes stay an error, as for of tensors
-    with pytest.raises(TypeError, match="dtypes"):
-        x + b.astype(np.float64)
+    # mixed dtypes promote, as for of tensors (float32 with float64: float64)
+    check(x + b.astype(np.float64), tx + torch.tensor(b.astype(np.float64)))
 
 
 def test_zero_dim_operands_act_as_numbers():

@@ -1850,19 +1850,36 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def _channel_dropout(api, input, p, training, inplace, spatial):
-    """Zeroes whole channels: one mask element per (sample, channel) of an
-    (N, C, *spatial) input, or per channel of a (C, *spatial) one."""
+    """Zeroes whole channels, as PyTorch's feature dropout: one mask element
+    per (sample, channel) of an (N, C, *spatial) input, or per channel of a
+    (C, *spatial) one. dropout1d takes only those two ranks; dropout2d and
+    dropout3d warn on others and do what PyTorch does with them: dropout2d
+    masks the first two dimensions whatever the rank (a 3-D input is
+    (N, C, L), a 2-D one is masked element by element), dropout3d treats
+    any rank but 5 as unbatched (the first dimension is the channel)."""
     dropout_probability(p)
-    if input.ndim not in (spatial + 1, spatial + 2):
-        raise RuntimeError(f"{api}: Expected {spatial + 1}D or {spatial + 2}D input, but "
-                           f"received a {input.ndim}D input")
+    ndim, batched = input.ndim, input.ndim == spatial + 2
+    if ndim not in (spatial + 1, spatial + 2):
+        if spatial == 1:
+            raise RuntimeError(f"{api}: Expected 2D or 3D input, but received a {ndim}D input")
+        warnings.warn(f"{api}: Received a {ndim}-D input to {api}, which is deprecated and "
+                      "will result in an error in a future release. To retain the behavior "
+                      "and silence this warning, please use dropout instead.", stacklevel=3)
+    if spatial == 2 and ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim.", stacklevel=3)
+    # how many leading dimensions the mask has (PyTorch's unsqueeze of an
+    # unbatched input, then a mask over its first two dimensions)
+    lead = 2 if batched or spatial == 2 else 1
+    if ndim < lead or ndim == 0:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0.0:
         return input
     if p == 1.0:
         out = _ops.mul(input, 0.0)
     else:
-        lead = input.ndim - spatial
-        ones = Tensor(np.ones(tuple(input.shape[:lead]) + (1,) * spatial,
+        ones = Tensor(np.ones(tuple(input.shape[:lead]) + (1,) * (ndim - lead),
                               input.dtype.np), dtype=input.dtype)
         out = _ops.mul(input, _dropout(ones, p))
     return _inplace(api, input, out) if inplace else out

@@ -11,6 +11,7 @@ from .. import _dtype as dt
 from .. import _ops
 from .._compat import legacy_reduction, unsupported
 from .._tensor import Parameter, Tensor, _c_order
+from ..serialization import register_module_class
 from . import functional as F
 from . import init
 
@@ -1822,6 +1823,9 @@ class ModuleDict(Module):
     def items(self):
         return self._modules.items()
 
+
+# of.save writes a whole module (torch.save(model)) as its class and attributes
+register_module_class(Module)
 
 __all__ = ["Module", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "Unfold", "Fold", "AlphaDropout", "FeatureAlphaDropout",

@@ -1,0 +1,761 @@
+"""More pytorch/examples programs, run under of as scripts, against PyTorch
+from the same weights and the same random draws.
+
+The files are byte-identical copies of pytorch/examples (BSD 3-Clause,
+programs/LICENSE.pytorch-examples) at commit
+77f55b912142e11fcfdf5b530231fb9c52f181e8 (programs/README.md):
+
+- regression/main.py: a Linear fitting a degree-4 polynomial with
+  F.smooth_l1_loss and `param.data.add_(-0.1 * param.grad)` until the loss
+  is below 1e-3 (hundreds of eager steps).
+- mnist_rnn/main.py: nn.LSTM(batch_first), BatchNorm1d, Dropout2d on a 2-D
+  input (PyTorch warns and masks element by element), F.nll_loss,
+  Adadelta, StepLR, torch.accelerator.
+- mnist_forward_forward/main.py: Hinton's forward-forward training: a
+  Layer subclassing nn.Linear with its own Adam and its own `train()`,
+  x[range(n), y] = v, torch.randint(high, size=...), norm, log1p, exp.
+- gcn/main.py and gat/main.py: graph networks on a Cora-shaped graph:
+  torch.FloatTensor/LongTensor/Tensor(n, m), torch.sparse_coo_tensor,
+  to_sparse, torch.spmm, eye + sparse (float + int64), x[mask] = 0, Adam
+  with L2 weight decay, multi-head attention written with matmul and
+  where.
+- reinforcement_learning/reinforce.py: REINFORCE with
+  distributions.Categorical and a return normalisation.
+- super_resolution/model.py and main.py: a sub-pixel convolution network
+  (PixelShuffle, init.orthogonal_), Adam, MSELoss, a DataLoader with 4
+  workers, and `torch.save(model, ...)` of the whole module each epoch,
+  loaded back with weights_only=False.
+
+Only the torch import lines change. What the programs get from outside is
+the test's: sys.argv, stand-ins for torchvision (MNIST, transforms), the
+super-resolution data module,
+requests/tarfile (the Cora download: a synthetic graph written where the
+script reads it), gymnasium's CartPole; and the random numbers, which come
+from one NumPy generator for both frameworks (their generators differ):
+torch.randn/randint/randperm and Categorical.sample; the models start from
+PyTorch's initial weights (recorded at `Model(...).to(device)` in PyTorch's
+run, loaded there in of's). Dropout probabilities are 0 (their masks come
+from each framework's generator).
+"""
+
+import contextlib
+import io
+import math
+import os
+import re
+import sys
+import tarfile
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import of
+from test_public_programs import load
+from test_public_programs_examples import _framework, _gymnasium, _stub_module, run_program
+
+torch = pytest.importorskip("torch")
+
+# PyTorch's, about its sparse tensors' invariant checks (gcn/gat, the unit tests)
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks are implicitly disabled")
+
+
+def _numbers(text, pattern):
+    return [float(v) for v in re.findall(pattern, text, re.M)]
+
+
+def _shared(fw, name, draws):
+    """mod.<name> replaced by a function returning the next of `draws` (a
+    NumPy array) as the framework's tensor of the shape asked for."""
+    mod = _framework(fw)
+    it = iter(draws)
+
+    def draw(*args, size=None, **kwargs):
+        value = next(it)
+        return mod.tensor(value)
+    return mock.patch.object(mod, name, draw)
+
+
+def _same_start(fw, store):
+    """Module.to patched so that each model a program makes with
+    `Model(...).to(device)` starts from the same weights in both
+    frameworks: PyTorch's run (first) records each one's initial state in
+    `store` (by class and order), of's loads it."""
+    mod = _framework(fw)
+    to = mod.nn.Module.to
+    made = {}
+
+    def recorded_to(self, *args, **kwargs):
+        key = (type(self).__name__, made.setdefault(type(self).__name__, []))
+        key[1].append(None)
+        key = (key[0], len(key[1]))
+        if fw == "torch":
+            store[key] = {k: v.detach().numpy().copy() for k, v in self.state_dict().items()}
+        else:
+            self.load_state_dict({k: of.tensor(v) for k, v in store[key].items()})
+        return to(self, *args, **kwargs)
+    return mock.patch.object(mod.nn.Module, "to", recorded_to)
+
+
+def _fixed_linear(fw, seed):
+    """mod.nn.Linear whose weights are drawn from a NumPy generator seeded
+    with `seed` (the same in both frameworks)."""
+    mod = _framework(fw)
+    linear = mod.nn.Linear
+
+    class FixedLinear(linear):
+        def __init__(self, in_features, out_features, *args, **kwargs):
+            super().__init__(in_features, out_features, *args, **kwargs)
+            rng = np.random.default_rng(seed)
+            bound = 1 / math.sqrt(in_features)
+            with mod.no_grad():
+                for p in self.parameters():
+                    p.copy_(mod.tensor(rng.uniform(-bound, bound, tuple(p.shape))
+                                       .astype(np.float32)))
+    return mock.patch.object(mod.nn, "Linear", FixedLinear)
+
+
+# -- torchvision's MNIST, as the programs use it ------------------------------------
+
+def _torchvision(fw, images, labels):
+    """torchvision.datasets.MNIST (the k-th access returns item k whatever
+    the index, so both frameworks' shuffled loaders see the same batches),
+    transforms.Compose/ToTensor/Normalize/Lambda."""
+    mod = _framework(fw)
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, x):
+            for t in self.transforms:
+                x = t(x)
+            return x
+
+    class ToTensor:
+        def __call__(self, image):
+            return mod.tensor(image[None].astype(np.float32) / 255)
+
+    class Normalize:
+        def __init__(self, mean, std):
+            self.mean, self.std = mean[0], std[0]
+
+        def __call__(self, x):
+            return (x - self.mean) / self.std
+
+    class Lambda:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, x):
+            return self.fn(x)
+
+    class MNIST:
+        def __init__(self, root, train=True, download=False, transform=None):
+            self.transform, self.served = transform, 0
+
+        def __len__(self):
+            return len(images)
+
+        def __getitem__(self, index):
+            k = self.served % len(images)
+            self.served += 1
+            return self.transform(images[k]), int(labels[k])
+
+    transforms = _stub_module("torchvision.transforms", Compose=Compose, ToTensor=ToTensor,
+                              Normalize=Normalize, Lambda=Lambda)
+    datasets = _stub_module("torchvision.datasets", MNIST=MNIST)
+    package = _stub_module("torchvision", datasets=datasets, transforms=transforms, __path__=[])
+    return {"torchvision": package, "torchvision.datasets": datasets,
+            "torchvision.transforms": transforms}
+
+
+def _mnist(seed, n):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (n, 28, 28)).astype(np.int64), rng.integers(0, 10, n)
+
+
+# -- regression/main.py -------------------------------------------------------------
+
+def run_regression(fw, draws):
+    """The script, its smooth L1 losses recorded; returns them and what it
+    printed."""
+    mod = _framework(fw)
+    smooth_l1 = mod.nn.functional.smooth_l1_loss
+    losses = []
+
+    def recorded(*args, **kwargs):
+        loss = smooth_l1(*args, **kwargs)
+        losses.append(float(loss.item()))
+        return loss
+    patches = [_shared(fw, "randn", draws), _fixed_linear(fw, 11),
+               mock.patch.object(mod.nn.functional, "smooth_l1_loss", recorded)]
+    return losses, run_program(fw, "regression/main.py", [], patches=patches)[1]
+
+
+def test_regression():
+    """The script's loop until its smooth L1 loss is below 1e-3 (hundreds of
+    eager steps). The run is chaotic past ~250 steps (x^4 features, lr 0.1:
+    in PyTorch alone, a relative change of 1e-7 in the weights at each step
+    changes the loss at step 600 30-fold, and float32 against float64 2-fold),
+    so the losses are compared until step 200, then both runs must stop with
+    the polynomial learned (the printed coefficients within 0.05 of
+    PyTorch's) and print the same target."""
+    rng = np.random.default_rng(5)
+    draws = [rng.standard_normal((4, 1)).astype(np.float32),
+             rng.standard_normal(1).astype(np.float32)]
+    draws += [rng.standard_normal(32).astype(np.float32) for _ in range(5000)]
+    torch_losses, torch_printed = run_regression("torch", draws)
+    losses, printed = run_regression("of", draws)
+    assert len(torch_losses) > 250 and len(losses) < 5000 and losses[-1] < 1e-3
+    np.testing.assert_allclose(losses[:200], torch_losses[:200], rtol=1e-4)
+    assert _numbers(printed, r"after (\d+) batches") == [len(losses)]
+    learned = r"^==> Learned function:\s+(.*)$"
+    coefficient = r"([-+]\d+\.\d+)"
+    np.testing.assert_allclose(
+        _numbers(re.search(learned, printed, re.M).group(1), coefficient),
+        _numbers(re.search(learned, torch_printed, re.M).group(1), coefficient), atol=0.05)
+    assert printed.splitlines()[-1] == torch_printed.splitlines()[-1]  # the actual function
+
+
+# -- mnist_rnn/main.py --------------------------------------------------------------
+
+def run_mnist_rnn(fw, images, labels, store):
+    ns, _ = run_program(fw, "mnist_rnn/main.py", [], name="mnist_rnn",
+                        modules=_torchvision(fw, images, labels))
+    dropout = _framework(fw).nn.Dropout2d
+    init = dropout.__init__
+    no_dropout = mock.patch.object(dropout, "__init__",
+                                   lambda self, p=0.5, inplace=False: init(self, 0.0, inplace))
+    argv = ["--batch-size", "4", "--test-batch-size", "8", "--epochs", "2",
+            "--log-interval", "1"]
+    printed = io.StringIO()
+    with mock.patch("sys.argv", ["main.py"] + argv), contextlib.redirect_stdout(printed), \
+            _patched([_same_start(fw, store), no_dropout]):
+        ns.main()
+    return printed.getvalue()
+
+
+def _patched(patches):
+    """One context manager for several."""
+    stack = contextlib.ExitStack()
+    for p in patches:
+        stack.enter_context(p)
+    return stack
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 2-D input")
+def test_mnist_rnn():
+    """2 epochs of 2 batches of 4 (Adadelta lr 0.1, StepLR 0.7), each
+    followed by the test pass: the printed losses and accuracy."""
+    images, labels = _mnist(1, 8)
+    store = {}
+    torch_printed = run_mnist_rnn("torch", images, labels, store)
+    printed = run_mnist_rnn("of", images, labels, store)
+    pattern = r"Loss: (\S+)$"
+    losses = _numbers(printed, pattern)
+    assert len(losses) == 4
+    np.testing.assert_allclose(losses, _numbers(torch_printed, pattern), rtol=0, atol=2e-6)
+    pattern = r"Average loss: (\S+),"
+    np.testing.assert_allclose(_numbers(printed, pattern), _numbers(torch_printed, pattern),
+                               rtol=0, atol=1e-4)
+    pattern = r"Accuracy: (\d+)/"
+    assert _numbers(printed, pattern) == _numbers(torch_printed, pattern)
+
+
+# -- mnist_forward_forward/main.py ----------------------------------------------------
+
+def run_forward_forward(fw, images, labels, picks, store):
+    argv = ["--epochs", "4", "--train_size", "8", "--test_size", "8", "--log-interval", "1",
+            "--no_accel"]
+    patches = [_same_start(fw, store), _shared(fw, "randint", picks)]
+    return run_program(fw, "mnist_forward_forward/main.py", argv,
+                       modules=_torchvision(fw, images, labels), patches=patches)[1]
+
+
+def test_forward_forward():
+    """Two layers of 500 trained 4 epochs each with their own Adam on the
+    positive and negative data: every printed loss and the errors."""
+    images, labels = _mnist(2, 8)
+    picks = [np.array([k % 9]) for k in range(8)]
+    store = {}
+    torch_printed = run_forward_forward("torch", images, labels, picks, store)
+    printed = run_forward_forward("of", images, labels, picks, store)
+    losses, torch_losses = _numbers(printed, r"^Loss:  (\S+)"), _numbers(torch_printed,
+                                                                         r"^Loss:  (\S+)")
+    assert len(losses) == 8
+    np.testing.assert_allclose(losses, torch_losses, rtol=1e-5)
+    for what in ("train error", "test error"):
+        pattern = rf"^{what}: (\S+)"
+        assert _numbers(printed, pattern) == _numbers(torch_printed, pattern)
+
+
+# -- gcn/main.py and gat/main.py ------------------------------------------------------
+
+def write_cora(folder, nodes, features, classes, seed=1):
+    """cora.content (id, 0/1 features, class name) and cora.cites (id pairs)
+    of a random graph, in folder/cora as the scripts read them."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(10 * nodes)[:nodes] + 1
+    os.makedirs(os.path.join(folder, "cora"), exist_ok=True)
+    with open(os.path.join(folder, "cora", "cora.content"), "w") as f:
+        for i in range(nodes):
+            bits = (rng.random(features) < 0.2).astype(int)
+            f.write("\t".join([str(ids[i])] + [str(b) for b in bits] +
+                              [f"class_{rng.integers(classes)}"]) + "\n")
+    with open(os.path.join(folder, "cora", "cora.cites"), "w") as f:
+        for _ in range(2 * nodes):
+            a, b = rng.integers(nodes, size=2)
+            f.write(f"{ids[a]}\t{ids[b]}\n")
+
+
+class _Download:
+    """requests.get(...) and tarfile.open(...) of the Cora archive: nothing
+    to download or extract (write_cora wrote the files)."""
+    raw = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def extractall(self, *args, **kwargs):
+        pass
+
+
+def run_graph(fw, program, folder, argv, permutation, store):
+    requests = _stub_module("requests", get=lambda url, stream=False: _Download())
+    patches = [_same_start(fw, store),
+        mock.patch.object(tarfile, "open", lambda *a, **k: _Download()),
+        _shared(fw, "randperm", [permutation])]
+    return run_program(fw, f"{program}/main.py", argv, cwd=folder,
+                       modules={"requests": requests}, patches=patches)[1]
+
+
+@pytest.fixture(scope="module")
+def cora(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("cora"))
+    nodes = 1700  # the scripts split 1000/500/rest (gcn) and 1200/400/rest (gat)
+    write_cora(folder, nodes, 24, 4)
+    return folder, np.random.default_rng(9).permutation(nodes)
+
+
+_EPOCH = r"^Epoch: \d+ \(\S+\) loss_train: (\S+) acc_train: (\S+) loss_val: (\S+) acc_val: (\S+)$"
+_TEST = r"^Test set results: loss (\S+) accuracy (\S+)$"
+
+
+def _graph_results(printed):
+    epochs = [[float(v) for v in m] for m in re.findall(_EPOCH, printed, re.M)]
+    return epochs, [[float(v) for v in m] for m in re.findall(_TEST, printed, re.M)]
+
+
+@pytest.mark.parametrize("program,argv", [
+    ("gcn", ["--epochs", "4", "--val-every", "1", "--dropout-p", "0", "--include-bias"]),
+    ("gat", ["--epochs", "3", "--val-every", "1", "--dropout-p", "0", "--hidden-dim", "8",
+             "--num-heads", "2"]),
+])
+def test_graph_networks(cora, program, argv):
+    """Each epoch's printed training and validation loss and accuracy (4
+    decimals) and the test result."""
+    folder, permutation = cora
+    store = {}
+    torch_printed = run_graph("torch", program, folder, argv, permutation, store)
+    printed = run_graph("of", program, folder, argv, permutation, store)
+    epochs, test = _graph_results(printed)
+    torch_epochs, torch_test = _graph_results(torch_printed)
+    assert len(epochs) == len(torch_epochs) == int(argv[1]) and len(test) == 1
+    np.testing.assert_allclose(epochs, torch_epochs, rtol=0, atol=1.01e-4)
+    np.testing.assert_allclose(test, torch_test, rtol=0, atol=1.01e-4)
+
+
+# -- reinforcement_learning/reinforce.py ----------------------------------------------
+
+def run_reinforce(fw, uniforms, initial=None):
+    mod = _framework(fw)
+    envs = []
+    ns, _ = run_program(fw, "reinforcement_learning/reinforce.py", [], name="reinforce",
+                        modules=_gymnasium(envs))
+    if initial is not None:
+        ns.policy.load_state_dict({k: mod.tensor(v) for k, v in initial.items()})
+    start = {k: v.detach().numpy().copy() for k, v in ns.policy.state_dict().items()}
+    draws = iter(uniforms)
+
+    class SharedDraws(ns.Categorical):
+        def sample(self, sample_shape=()):
+            cdf = np.cumsum(self.probs.detach().numpy().astype(np.float64).reshape(-1))
+            value = int(np.searchsorted(cdf, next(draws) * cdf[-1], side="right"))
+            return mod.tensor([value])
+
+    ns.Categorical = SharedDraws
+    ns.policy.dropout.p = 0.0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        ns.main()
+    final = {k: v.detach().numpy().copy() for k, v in ns.policy.state_dict().items()}
+    return printed.getvalue(), start, final, envs
+
+
+def test_reinforce():
+    """Three episodes of 20 steps (the stand-in CartPole), each followed by
+    the policy-gradient step: what main() prints and the final weights."""
+    uniforms = np.random.default_rng(3).random(1000)
+    torch_printed, initial, torch_final, _ = run_reinforce("torch", uniforms)
+    printed, _, final, envs = run_reinforce("of", uniforms, initial)
+    assert printed == torch_printed and printed.startswith("Solved!")
+    assert envs[0].steps == 20
+    for name, t in torch_final.items():
+        err = np.abs(final[name] - t).max() / np.abs(t).max()
+        assert err <= 1e-4, f"{name}: relative error {err}"
+
+
+# -- what the programs found missing, as unit tests against PyTorch -----------------
+
+def test_accelerator_without_gpu():
+    if of.cuda.is_available():
+        pytest.skip("a GPU is present: the CPU-only answers do not apply")
+    assert of.accelerator.is_available() is False
+    assert of.accelerator.current_accelerator() is None
+    assert of.accelerator.device_count() == 0
+    with pytest.raises(RuntimeError, match="no accelerator is available"):
+        of.accelerator.current_device_index()
+    of.accelerator.synchronize()
+
+
+def test_sparse_coo_as_pytorch(rng):
+    indices = np.array([[0, 2, 2, 1], [1, 0, 0, 3]])
+    values = rng.standard_normal(4).astype(np.float32)
+    dense = rng.standard_normal((4, 5)).astype(np.float32)
+    results = {}
+    for mod in (torch, of):
+        s = mod.sparse_coo_tensor(indices, mod.tensor(values), (3, 4))
+        assert s.is_sparse and s.layout == mod.sparse_coo
+        assert not s.to_dense().is_sparse and mod.ones(2).layout == mod.strided
+        c = s.coalesce()
+        results[mod] = [s.to_dense(), c.indices(), c.values(), mod.spmm(s, mod.tensor(dense)),
+                        mod.sparse.mm(s, mod.tensor(dense)), s.to_dense().to_sparse().to_dense(),
+                        mod.eye(3, 4) + mod.sparse_coo_tensor(indices, mod.ones(4), (3, 4),
+                                                              dtype=mod.int64),
+                        mod.tensor(dense).mm(mod.tensor(dense).t())]
+        assert c._nnz() == 3
+    for o, t in zip(results[of], results[torch]):
+        assert o.dtype.name == str(t.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(IndexError, match="outside size"):
+        of.sparse_coo_tensor([[0, 5]], of.ones(2), (3,))
+
+
+def test_sparse_input_gradient(rng):
+    """mm of a sparse matrix (a graph's adjacency) with a parameter: the
+    parameter's gradient is PyTorch's."""
+    adj = (rng.random((6, 6)) < 0.3).astype(np.float32)
+    w = rng.standard_normal((6, 2)).astype(np.float32)
+    grads = []
+    for mod in (torch, of):
+        p = mod.tensor(w, requires_grad=True)
+        mod.spmm(mod.tensor(adj).to_sparse(), p).square().sum().backward()
+        grads.append(p.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5)
+
+
+def test_legacy_constructors():
+    for mod in (torch, of):
+        assert tuple(mod.Tensor(2, 3).shape) == (2, 3) and mod.Tensor(2, 3).dtype == mod.float32
+        assert tuple(mod.Tensor().shape) == (0,)
+        assert mod.Tensor([1, 2]).dtype == mod.float32
+        assert mod.LongTensor([1, 2]).dtype == mod.int64
+        assert mod.FloatTensor(np.array([[1, 2]], np.int32)).dtype == mod.float32
+        assert mod.DoubleTensor(2).dtype == mod.float64
+        assert isinstance(mod.ones(2), mod.FloatTensor)
+        assert not isinstance(mod.ones(2), mod.LongTensor)
+        assert isinstance(mod.ones(2, dtype=mod.int64), mod.LongTensor)
+        np.testing.assert_array_equal(mod.IntTensor([3, 4]).numpy(), [3, 4])
+    with pytest.raises(TypeError, match="takes sizes"):
+        of.Tensor(2, "a")
+
+
+@pytest.mark.parametrize("a,b", [("float32", "int64"), ("int32", "int64"), ("bool", "int32"),
+                                 ("float32", "float64"), ("int64", "float64")])
+def test_binary_ops_promote_as_pytorch(rng, a, b):
+    x = (rng.standard_normal((3, 4)) * 3).astype(a)
+    y = (rng.standard_normal(4) * 3).astype(b)
+    z = np.array(2.5, np.float64)  # a 0-d float64 tensor does not widen float32
+    for name in ("add", "sub", "mul", "maximum", "lt", "eq"):
+        if name == "sub" and "bool" in (a, b):
+            continue  # PyTorch refuses `-` with a bool tensor
+        o = getattr(of, name)(of.tensor(x), of.tensor(y))
+        t = getattr(torch, name)(torch.tensor(x), torch.tensor(y))
+        assert o.dtype.name == str(t.dtype).removeprefix("torch."), name
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6)
+    o, t = of.tensor(x) * of.tensor(z), torch.tensor(x) * torch.tensor(z)
+    assert o.dtype.name == str(t.dtype).removeprefix("torch.")
+    o = of.where(of.tensor(x > 0), of.tensor(x), of.tensor(y))
+    t = torch.where(torch.tensor(x > 0), torch.tensor(x), torch.tensor(y))
+    assert o.dtype.name == str(t.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6)
+    o, t = of.cat([of.tensor(y), of.tensor(x[0])]), torch.cat([torch.tensor(y),
+                                                               torch.tensor(x[0])])
+    assert o.dtype.name == str(t.dtype).removeprefix("torch.")
+
+
+def test_promotion_in_place_keeps_the_tensors_dtype():
+    for mod in (torch, of):
+        x = mod.ones(3)
+        x += mod.tensor([1, 2, 3])
+        assert x.dtype == mod.float32
+        i = mod.tensor([1, 2, 3])
+        with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+            i += mod.ones(3)
+
+
+def test_small_habits_the_programs_use(rng):
+    x = rng.standard_normal((4, 10)).astype(np.float32)
+    y = np.array([1, 3, 0, 9])
+    out = []
+    for mod in (torch, of):
+        mod.manual_seed(0)
+        t = mod.tensor(x)
+        t[range(4), mod.tensor(y)] = t.max()  # x_[range(n), y] = v
+        assert tuple(mod.randint(10, size=(3,)).shape) == (3,)
+        assert tuple(mod.arange(5)[5:].shape) == (0,)  # an empty slice at the end
+        assert tuple(mod.ones(4, 3)[4:, 1:].shape) == (0, 2)
+        out.append(t.numpy())
+    np.testing.assert_array_equal(out[1], out[0])
+
+
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_weight_decay(rng, decoupled):
+    """Adam's L2 weight decay (added to the gradient) and its decoupled one,
+    eager and compiled, against PyTorch over 3 steps."""
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    xs = [rng.standard_normal((5, 3)).astype(np.float32) for _ in range(3)]
+    finals = []
+    for mod in (torch, of):
+        p = mod.tensor(w0, requires_grad=True)
+        opt = mod.optim.Adam([p], lr=0.1, weight_decay=0.3, decoupled_weight_decay=decoupled)
+        for x in xs:
+            opt.zero_grad()
+            (mod.tensor(x) @ p).square().mean().backward()
+            opt.step()
+        finals.append(p.detach().numpy())
+        assert opt.state_dict()["param_groups"][0]["decoupled_weight_decay"] is decoupled
+    np.testing.assert_allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)
+
+    class Net(of.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = of.nn.Parameter(of.tensor(w0))
+
+        def forward(self, x):
+            return (x @ self.w).square().mean()
+
+    net = Net()
+    model = of.compile(net)  # the standard loop, captured as one compiled step
+    opt = of.optim.Adam(net.parameters(), lr=0.1, weight_decay=0.3,
+                        decoupled_weight_decay=decoupled)
+    for x in xs:
+        opt.zero_grad()
+        model(of.tensor(x)).backward()
+        opt.step()
+    np.testing.assert_allclose(net.w.detach().numpy(), finals[0], rtol=1e-5, atol=1e-6)
+
+
+def test_small_functions_as_pytorch(rng):
+    """Aliases and compositions programs call by PyTorch's names, each
+    against PyTorch on the same input."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    x[0, 0], x[1, 1], x[2, 2], x[0, 3] = np.inf, np.nan, 0.0, -np.inf
+    y = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    v = rng.standard_normal(4).astype(np.float32)
+    cases = [
+        lambda m, t: m.isinf(t(x)), lambda m, t: m.nan_to_num(t(x)),
+        lambda m, t: m.nan_to_num(t(x), nan=1.0, posinf=2.0, neginf=-2.0),
+        lambda m, t: m.trunc(t(x) * 3), lambda m, t: m.frac(t(y) * 3),
+        lambda m, t: m.count_nonzero(t(x)), lambda m, t: m.count_nonzero(t(x), 1),
+        lambda m, t: m.logical_not(t(x)), lambda m, t: m.logical_and(t(x), t(x) > 0),
+        lambda m, t: m.logical_or(t(x), t(x) > 0), lambda m, t: m.logical_xor(t(x), t(x) > 0),
+        lambda m, t: m.movedim(t(y), 0, 2), lambda m, t: m.movedim(t(y), [0, 1], [2, 0]),
+        lambda m, t: m.moveaxis(t(y), -1, 0), lambda m, t: m.swapaxes(t(y), 0, 2),
+        lambda m, t: m.unflatten(t(y), 2, (5, 1)), lambda m, t: t(y).unflatten(1, (2, -1)),
+        lambda m, t: m.diagonal(t(y), 0, 0, 2), lambda m, t: m.diagonal(t(y), 1, 0, 2),
+        lambda m, t: m.diagonal(t(y), -2, 2, 1), lambda m, t: m.trace(t(y[0])),
+        lambda m, t: m.mv(t(y[0]), t(y[0, 0])), lambda m, t: t(y).ravel(),
+        lambda m, t: m.hstack([t(v), t(v)]), lambda m, t: m.vstack([t(v), t(v)]),
+        lambda m, t: m.stack(m.unbind(t(y), 1), 0), lambda m, t: m.subtract(t(v), t(v), alpha=2),
+        lambda m, t: m.multiply(t(v), 3), lambda m, t: m.divide(t(v), 3),
+        lambda m, t: m.true_divide(t(v), 2), lambda m, t: m.negative(t(v)),
+        lambda m, t: m.var_mean(t(y), 1)[0], lambda m, t: m.std_mean(t(y), 1)[1],
+        lambda m, t: m.broadcast_tensors(t(v), t(y[:, :1, :1]))[0],
+        lambda m, t: t(y[0]).where(t(y[0]) > 0, 0.0), lambda m, t: t(v).maximum(t(v) * 2),
+    ]
+    for k, case in enumerate(cases):
+        o = case(of, of.tensor).numpy()
+        r = case(torch, torch.tensor).numpy()
+        assert o.shape == r.shape and o.dtype == r.dtype, k
+        np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=str(k))
+    assert of.finfo(of.float32).eps == torch.finfo(torch.float32).eps
+    assert of.finfo(of.float16).max == torch.finfo(torch.float16).max
+    assert of.iinfo(of.int64).min == torch.iinfo(torch.int64).min
+    assert of.ones(2, 3).nelement() == 6 and of.ones(2, 3).ndimension() == 2
+
+
+# -- super_resolution/main.py ---------------------------------------------------------
+
+def _super_resolution_data(fw, pairs):
+    """The script's `data` module: training and test sets of (low, high)
+    resolution images, the k-th access returning pair k (both frameworks'
+    shuffled loaders see the same batches)."""
+    mod = _framework(fw)
+
+    class Pairs:
+        def __init__(self, items):
+            self.items, self.served = items, 0
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, index):
+            low, high = self.items[self.served % len(self.items)]
+            self.served += 1
+            return mod.tensor(low), mod.tensor(high)
+
+    def training_set(upscale_factor):
+        assert upscale_factor == 3
+        return Pairs(pairs[:8])
+
+    def test_set(upscale_factor):
+        return Pairs(pairs[8:])
+    return _stub_module("data", get_training_set=training_set, get_test_set=test_set)
+
+
+def run_super_resolution(fw, folder, pairs, store):
+    """main.py with --upscale_factor 3 and 2 epochs; returns what it printed
+    and the model it saved after epoch 2, loaded back as a whole module."""
+    model = load(fw, "super_resolution/model.py", flat=True)["model"]
+    argv = ["--upscale_factor", "3", "--batchSize", "4", "--testBatchSize", "2",
+            "--nEpochs", "2", "--lr", "0.001"]
+    modules = {"data": _super_resolution_data(fw, pairs), "model": model}
+    cwd = os.path.join(folder, fw)
+    os.makedirs(cwd, exist_ok=True)
+    _, printed = run_program(fw, "super_resolution/main.py", argv, cwd=cwd, modules=modules,
+                             patches=[_same_start(fw, store)])
+    saved = sys.modules.get("model")
+    sys.modules["model"] = model  # the class the checkpoint names, as the script had it
+    try:
+        if fw == "torch":
+            with pytest.raises(Exception, match="weights_only"):
+                torch.load(os.path.join(cwd, "model_epoch_2.pth"))
+        else:
+            with pytest.raises(Exception, match="weights_only=False"):
+                of.load(os.path.join(cwd, "model_epoch_2.pth"))
+        net = _framework(fw).load(os.path.join(cwd, "model_epoch_2.pth"), weights_only=False)
+    finally:
+        if saved is None:
+            sys.modules.pop("model")
+        else:
+            sys.modules["model"] = saved
+    assert type(net).__name__ == "Net"
+    return printed, net
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 4 worker processes")
+def test_super_resolution(tmp_path):
+    """2 epochs of 2 batches (Adam, MSELoss, PixelShuffle, orthogonal init),
+    each followed by the PSNR of the test set and `torch.save(model, ...)`
+    of the whole module, loaded back with weights_only=False: the printed
+    losses and PSNRs, and the reloaded models' outputs."""
+    rng = np.random.default_rng(12)
+    pairs = [(rng.random((1, 8, 8), np.float32), rng.random((1, 24, 24), np.float32))
+             for _ in range(12)]
+    store = {}
+    torch_printed, torch_net = run_super_resolution("torch", str(tmp_path), pairs, store)
+    printed, net = run_super_resolution("of", str(tmp_path), pairs, store)
+    for pattern in (r"Loss: (\S+)$", r"Avg\. Loss: (\S+)$", r"Avg\. PSNR: (\S+) dB$"):
+        values = _numbers(printed, pattern)
+        assert len(values) >= 2
+        np.testing.assert_allclose(values, _numbers(torch_printed, pattern), rtol=0,
+                                   atol=1.01e-4)
+    assert _numbers(printed, r"model_epoch_(\d)\.pth") == [1, 2]
+    x = rng.random((2, 1, 8, 8), np.float32)
+    with torch.no_grad():
+        expected = torch_net(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(net(of.tensor(x)).numpy(), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_operators_and_in_place_forms(rng):
+    """~ & | ^ // % and the in-place operators and methods, against
+    PyTorch: x += y writes x (an alias sees it); on an integer tensor a
+    float result is PyTorch's error."""
+    a = rng.standard_normal((3, 4)).astype(np.float32) * 4
+    m, n = a > 0, a < 1
+    i = np.arange(12).reshape(3, 4) - 5
+    results = {}
+    for mod in (torch, of):
+        t = mod.tensor
+        out = [~t(m), t(m) & t(n), t(m) | t(n), t(m) ^ t(n), t(m) & True, ~t(i), t(i) // 3,
+               t(i) % 4, 7 // t(i + 20), 7 % t(i + 20), mod.bitwise_and(t(m), t(n)),
+               mod.bitwise_or(t(m), t(n)), mod.bitwise_xor(t(m), t(n)), mod.bitwise_not(t(m)),
+               t(m).bitwise_and(t(n)), t(m).bitwise_or(t(n)), t(m).bitwise_xor(t(n)),
+               t(m).bitwise_not(), mod.fix(t(a)), t(a).fix(), mod.swapdims(t(a), 0, 1),
+               t(a).swapdims(1, 0), mod.atleast_1d(t(1.5)), mod.atleast_2d(t(a[0]))]
+        for name, arg in [("bitwise_and_", t(n)), ("bitwise_or_", t(n)),
+                          ("bitwise_xor_", t(n)), ("logical_and_", t(n)), ("logical_or_", t(n)),
+                          ("logical_xor_", t(n))]:
+            x = t(m)
+            assert getattr(x, name)(arg) is x
+            out.append(x)
+        for name in ("bitwise_not_", "logical_not_"):
+            x = t(m)
+            getattr(x, name)()
+            out.append(x)
+        for name, x, args in [("trunc_", t(a), ()), ("frac_", t(a), ()),
+                              ("nan_to_num_", t(a), ()), ("floor_divide_", t(i), (3,)),
+                              ("remainder_", t(i), (3,))]:
+            alias = x
+            getattr(x, name)(*args)
+            out.append(alias)
+        x = t(a)
+        alias = x
+        x += 1
+        x *= t(a)
+        x -= 2
+        x /= 3
+        x **= 2
+        out.append(alias)
+        x = t(i)
+        alias = x
+        x //= 2
+        x %= 5
+        x += 1
+        out.append(alias)
+        b = t(m)
+        alias = b
+        b &= t(n)
+        b |= t(m)
+        b ^= t(n)
+        out.append(alias)
+        k = t(i)
+        with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+            k += t(a)
+        with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+            k /= 2
+        results[mod] = out
+        assert mod.get_default_dtype() == mod.float32
+    for k, (o, r) in enumerate(zip(results[of], results[torch])):
+        assert o.dtype.name == str(r.dtype).removeprefix("torch."), k
+        np.testing.assert_allclose(o.numpy(), r.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(k))
+    with pytest.raises(TypeError, match="bitwise_not is only supported"):
+        ~of.ones(2)
+    with pytest.raises(NotImplementedError, match="bitwise_and of integer tensors"):
+        of.tensor([1]) & of.tensor([3])
+
+
+def test_sparse_and_legacy_odds():
+    s = of.sparse_coo_tensor([[0, 1]], of.tensor([2.0, 3.0]), (3,))
+    assert s.coalesce().is_coalesced() and s.to_sparse_coo().is_sparse
+    with pytest.raises(RuntimeError, match="expected a sparse COO tensor"):
+        of.ones(2).is_coalesced()
+    for name, dtype in [("BoolTensor", "bool"), ("CharTensor", "int8"),
+                        ("HalfTensor", "float16")]:
+        assert getattr(of, name)([1, 0]).dtype.name == dtype
+        assert str(getattr(torch, name)([1, 0]).dtype) == f"torch.{dtype}"
