@@ -184,7 +184,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
                      device=device or input.device, requires_grad=requires_grad)
 
 
-from . import accelerator, backends, distributed, distributions, sparse  # noqa: E402,F401
+from . import accelerator, backends, distributed, distributions, jit, sparse  # noqa: E402,F401
 from ._ops import (BoolTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
                    IntTensor, LongTensor)
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402,F401
@@ -208,6 +208,12 @@ from ._torch_functions import (atleast_1d, atleast_2d, bitwise_and, bitwise_not,
                                subtract, swapaxes, trace, true_divide, trunc, unbind, unflatten,
                                var_mean, vstack)
 from ._torch_functions import broadcast_to, concatenate, swapdims  # noqa: E402,F401
+from ._torch_functions import (argwhere, as_tensor, asarray, clone, column_stack,  # noqa: E402,F401
+                               deg2rad, detach, diff, dstack, fliplr, flipud, get_rng_state,
+                               hypot, initial_seed, kron, logspace, median, nanmean, nansum,
+                               normal, rad2deg, randint_like, rot90, seed, set_default_dtype,
+                               set_rng_state, take, tensor_split, tril_indices, triu_indices,
+                               xlogy)
 from ._ops import div, mul, sub  # noqa: E402,F401
 moveaxis, fix = movedim, trunc
 
@@ -228,6 +234,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,  # no
                cudnn_enable=True):
     """F.layer_norm (`cudnn_enable` chooses how PyTorch computes, not what)."""
     return nn.functional.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    return nn.functional.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return nn.functional.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 def erf(input):  # noqa: A002

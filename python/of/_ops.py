@@ -1219,7 +1219,7 @@ def _return_type(name):
 
 
 return_types = types.SimpleNamespace(
-    **{n: _return_type(n) for n in ("max", "min", "topk", "sort")})
+    **{n: _return_type(n) for n in ("max", "min", "topk", "sort", "median")})
 
 
 def _traced(*values):

@@ -11,11 +11,13 @@ of the same names."""
 
 import builtins
 import math
+import os
 import warnings
 
 import numpy as np
 
 from . import _dtype as dt
+from . import _ops, _random
 from ._compat import unsupported
 from ._ops import _inplace_method
 from ._ops import masked_fill as _masked_fill
@@ -29,6 +31,7 @@ from ._ops import broadcast_to as _ops_broadcast_to
 from ._ops import mean as _ops_mean
 from ._ops import transpose as _ops_transpose
 from ._tensor import Tensor, _device_arg, as_tensor_like
+from .sparse import strided
 
 
 def _and(a, b):
@@ -1376,6 +1379,259 @@ def get_default_dtype():
     return dt.float32
 
 
+# -- more of torch.*: construction, random state, shape and math helpers ----
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` itself when it is a tensor of that dtype and device (no copy,
+    as PyTorch's), else a new tensor (of.tensor's rules)."""
+    if isinstance(data, Tensor):
+        out = data if dtype is None or data.dtype is dtype else cast(data, dtype)
+        return out if device is None else out.to(device)
+    return _ops.tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    if isinstance(obj, Tensor) and not copy:
+        out = as_tensor(obj, dtype, device)
+    else:
+        out = _ops.tensor(obj.detach() if isinstance(obj, Tensor) else obj, dtype=dtype,
+                          device=device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def clone(input, *, memory_format=None):  # noqa: A002
+    unsupported("clone", memory_format=(memory_format, None))
+    return input.clone()
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+def initial_seed():
+    """The seed of of's generator (of.manual_seed's, or of.seed()'s)."""
+    return _random.initial_seed()
+
+
+def seed():
+    """Seeds of's generator from the operating system's entropy; returns the seed."""
+    value = int.from_bytes(os.urandom(8), "little") >> 1
+    _random.manual_seed(value)
+    return value
+
+
+def get_rng_state():
+    """of's generator state as an int64 tensor (set_rng_state takes it back)."""
+    return _ops.tensor(np.array(_random.get_state(), np.uint64).view(np.int64))
+
+
+def set_rng_state(new_state):
+    if not isinstance(new_state, Tensor) or new_state.dtype is not dt.int64 or \
+            tuple(new_state.shape) != (_random.STATE_WORDS,):
+        raise RuntimeError("set_rng_state: expected the int64 tensor of.get_rng_state() "
+                           f"returns (shape [{_random.STATE_WORDS}])")
+    _random.set_state([int(v) for v in new_state.numpy().view(np.uint64)])
+
+
+def set_default_dtype(d):
+    """of's default floating-point dtype is float32; another is not supported."""
+    if d is not dt.float32:
+        raise NotImplementedError(f"set_default_dtype({d}) is not supported yet: of's "
+                                  "default floating-point dtype is float32")
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """torch.normal: samples of N(mean, std), elementwise for tensor means
+    and stds (broadcast), or of `size` for numbers."""
+    unsupported("normal", generator=(generator, None))
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        shape = np.broadcast_shapes(*[tuple(t.shape) for t in (mean, std)
+                                      if isinstance(t, Tensor)])
+        z = _ops.randn(*shape, dtype=like.dtype, device=like.device)
+        return add(mul(z, std), mean)
+    if size is None:
+        raise TypeError("normal() with float mean and std needs size")
+    z = _ops.randn(*size, dtype=dtype, device=device)
+    out = add(mul(z, float(std)), float(mean))
+    return out.requires_grad_() if requires_grad else out
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None,  # noqa: A002
+                 requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    return _ops.randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                        device=device or input.device, requires_grad=requires_grad)
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Pieces along `dim`: n nearly equal sections (the first n % size one
+    larger), or cut at the given indices."""
+    d = _norm_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        bounds = [k * (size // n) + builtins.min(k, size % n) for k in range(n + 1)]
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+        bounds = [0] + [builtins.min(builtins.max(c if c >= 0 else c + size, 0), size)
+                        for c in cuts] + [size]
+    return tuple(narrow(input, d, a, builtins.max(b - a, 0)) for a, b in
+                 zip(bounds[:-1], bounds[1:]))
+
+
+def column_stack(tensors):
+    return cat([reshape(t, (t.numel(), 1)) if t.ndim < 2 else t for t in tensors], 1)
+
+
+def dstack(tensors):
+    out = []
+    for t in tensors:
+        if t.ndim == 0:
+            t = reshape(t, (1, 1, 1))
+        elif t.ndim == 1:
+            t = reshape(t, (1, t.shape[0], 1))
+        elif t.ndim == 2:
+            t = unsqueeze(t, 2)
+        out.append(t)
+    return cat(out, 2)
+
+
+def fliplr(input):  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return _ops.flip(input, [1])
+
+
+def flipud(input):  # noqa: A002
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return _ops.flip(input, [0])
+
+
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    d0, d1 = (_norm_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return _ops_transpose(_ops.flip(input, [d1]), d0, d1)
+    if k == 2:
+        return _ops.flip(input, [d0, d1])
+    if k == 3:
+        return _ops.flip(_ops_transpose(input, d0, d1), [d1])
+    return input
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    d = _norm_dim(dim, input.ndim)
+    x = cat([t for t in (prepend, input, append) if t is not None], d) \
+        if prepend is not None or append is not None else input
+    for _ in range(n):
+        m = x.shape[d]
+        x = sub(narrow(x, d, 1, m - 1), narrow(x, d, 0, m - 1)) if x.dtype is not dt.bool \
+            else _compare("ne", cast(narrow(x, d, 1, m - 1), dt.int32),
+                          cast(narrow(x, d, 0, m - 1), dt.int32))
+    return x
+
+
+def median(input, dim=None, keepdim=False):  # noqa: A002
+    """The lower of the two middle values (PyTorch's median); along `dim`
+    with its index. NaN propagates, as PyTorch's."""
+    if dim is None:
+        flat = reshape(input, (-1,))
+        values, _ = _ops.sort(flat)
+        return select(values, 0, (flat.shape[0] - 1) // 2)
+    d = _norm_dim(dim, input.ndim)
+    values, indices = _ops.sort(input, d)
+    k = (input.shape[d] - 1) // 2
+    v, i = narrow(values, d, k, 1), narrow(indices, d, k, 1)
+    if not keepdim:
+        v, i = squeeze(v, d), squeeze(i, d)
+    return _ops.return_types.median(v, i)
+
+
+def take(input, index):  # noqa: A002
+    return reshape(index_select(reshape(input, (-1,)), 0, reshape(index, (-1,))),
+                   tuple(index.shape))
+
+
+def argwhere(input):  # noqa: A002
+    return _ops.nonzero(input)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    x = where(isnan(input), _zero_like(input), input)
+    return sum(x, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    count = sum(cast(logical_not(isnan(input)), input.dtype), dim, keepdim)
+    return div(nansum(input, dim, keepdim, dtype=dtype), count)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    exponents = np.linspace(start, end, steps)
+    return _factory(np.power(base, exponents), dtype or dt.float32, device, requires_grad)
+
+
+def _triangle_indices(api, row, col, offset, lower, dtype, device):
+    r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    return _factory(np.stack([r, c]).astype(np.int64), dtype or dt.int64, device, False)
+
+
+def tril_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
+    unsupported("tril_indices", layout=(layout, strided))
+    return _triangle_indices("tril_indices", row, col, offset, True, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
+    unsupported("triu_indices", layout=(layout, strided))
+    return _triangle_indices("triu_indices", row, col, offset, False, dtype, device)
+
+
+def kron(input, other):  # noqa: A002
+    a, b = input, other
+    nd = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + tuple(a.shape))
+    b = reshape(b, (1,) * (nd - b.ndim) + tuple(b.shape))
+    inter_a = [s for d in a.shape for s in (d, 1)]
+    inter_b = [s for d in b.shape for s in (1, d)]
+    out = mul(reshape(a, tuple(inter_a)), reshape(b, tuple(inter_b)))
+    return reshape(out, tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def hypot(input, other):  # noqa: A002
+    return sqrt(add(square(input), square(other)))
+
+
+def deg2rad(input):  # noqa: A002
+    return mul(input, math.pi / 180)
+
+
+def rad2deg(input):  # noqa: A002
+    return mul(input, 180 / math.pi)
+
+
+def xlogy(input, other):  # noqa: A002
+    """x * log(y), 0 where x is 0 (and y is not NaN), as PyTorch's."""
+    x = input if isinstance(input, Tensor) else as_tensor_like(input, other)
+    y = other if isinstance(other, Tensor) else as_tensor_like(other, x)
+    if not x.dtype.is_floating_point:
+        x = cast(x, dt.float32)
+    if not y.dtype.is_floating_point:
+        y = cast(y, x.dtype)
+    zero = _compare("eq", x, _zero_like(x))
+    safe = where(zero, as_tensor_like(1.0, y), y)
+    out = mul(x, log(safe))
+    return where(_and(zero, logical_not(isnan(y))), _zero_like(out), out)
+
+
 def _bitwise(api, logical):
     """PyTorch's bitwise_<op> for bool tensors (the logical op); integer
     bit operations have no of op yet and say so."""
@@ -1436,6 +1692,12 @@ def _install():
     T.moveaxis, T.swapdims, T.fix, T.ravel = movedim, swapdims, trunc, lambda self: reshape(
         self, (-1,))
     T.broadcast_to = broadcast_to
+    for fn in (tensor_split, fliplr, flipud, rot90, diff, median, argwhere, nanmean, kron,
+               hypot, deg2rad, rad2deg, xlogy):
+        setattr(T, fn.__name__, fn)
+    T.take = lambda self, indices: take(self, indices)
+    T.nansum = lambda self, dim=None, keepdim=False, dtype=None: nansum(self, dim, keepdim,
+                                                                         dtype=dtype)
     T.true_divide = lambda self, other: div(self, other)
     # the operators: ~, &, |, ^, //, %, and the in-place forms of every
     # binary operator (x += y writes x, as in PyTorch: views and aliases see it)

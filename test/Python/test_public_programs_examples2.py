@@ -759,3 +759,77 @@ def test_sparse_and_legacy_odds():
                         ("HalfTensor", "float16")]:
         assert getattr(of, name)([1, 0]).dtype.name == dtype
         assert str(getattr(torch, name)([1, 0]).dtype) == f"torch.{dtype}"
+
+
+def test_more_torch_functions_as_pytorch(rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    x[1, 2] = np.nan
+    y = rng.standard_normal((4, 5)).astype(np.float32)
+    cases = [
+        lambda m, t: m.tensor_split(t(y), 3, 1), lambda m, t: m.tensor_split(t(y), [1, -1], 1),
+        lambda m, t: t(y).tensor_split(2), lambda m, t: m.column_stack([t(y[0]), t(y[1])]),
+        lambda m, t: m.dstack([t(y), t(y)]), lambda m, t: m.fliplr(t(y)),
+        lambda m, t: m.flipud(t(y)), lambda m, t: m.rot90(t(y)), lambda m, t: m.rot90(t(y), 3),
+        lambda m, t: t(y).rot90(2, [1, 0]), lambda m, t: m.diff(t(y)),
+        lambda m, t: t(y).diff(2, 0), lambda m, t: m.median(t(y)),
+        lambda m, t: m.median(t(y), 1), lambda m, t: t(y).median(0, keepdim=True),
+        lambda m, t: m.take(t(y), t(np.array([[0, 5], [19, 3]]))),
+        lambda m, t: m.nansum(t(x)), lambda m, t: t(x).nanmean(1), lambda m, t: m.nanmean(t(x)),
+        lambda m, t: m.logspace(0, 2, 5), lambda m, t: m.tril_indices(3, 4, 1),
+        lambda m, t: m.triu_indices(4, 3, -1), lambda m, t: m.kron(t(y[:2, :2]), t(y[:3, :2])),
+        lambda m, t: m.hypot(t(y), t(x)), lambda m, t: m.deg2rad(t(y)),
+        lambda m, t: m.rad2deg(t(y)),
+        lambda m, t: m.xlogy(t(np.array([0., 1., 2., 0.])), t(np.array([0., 2., np.nan, 3.]))),
+        lambda m, t: m.cosine_similarity(t(y), t(y * 2 + 1)),
+        lambda m, t: m.pairwise_distance(t(y), t(x[:, ::-1].copy() * 0 + 1)),
+        lambda m, t: m.argwhere(t(y > 0)), lambda m, t: t(y > 0).argwhere(),
+        lambda m, t: m.clone(t(y)), lambda m, t: m.detach(t(y)),
+        lambda m, t: m.as_tensor([1, 2]), lambda m, t: m.asarray(np.ones(2)),
+        lambda m, t: m.as_tensor(t(y), dtype=m.float64),
+    ]
+    for k, case in enumerate(cases):
+        o, r = case(of, of.tensor), case(torch, torch.tensor)
+        for a, b in zip(o if isinstance(o, tuple) else [o], r if isinstance(r, tuple) else [r]):
+            assert a.dtype.name == str(b.dtype).removeprefix("torch."), k
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6,
+                                       equal_nan=True, err_msg=str(k))
+    t = of.tensor(y)
+    assert of.as_tensor(t) is t
+    s = of.get_rng_state()
+    a = of.randn(3)
+    of.set_rng_state(s)
+    np.testing.assert_array_equal(of.randn(3).numpy(), a.numpy())
+    of.manual_seed(7)
+    assert of.initial_seed() == 7
+    assert of.seed() == of.initial_seed()
+    with pytest.raises(RuntimeError, match="set_rng_state"):
+        of.set_rng_state(of.zeros(6))
+    of.set_default_dtype(of.float32)
+    with pytest.raises(NotImplementedError, match="set_default_dtype"):
+        of.set_default_dtype(of.float64)
+    z = of.normal(of.zeros(20000), of.ones(20000) * 2)
+    assert abs(float(z.mean())) < 0.1 and abs(float(z.std()) - 2) < 0.1
+    assert tuple(of.normal(0.0, 1.0, (2, 3)).shape) == (2, 3)
+    r = of.randint_like(of.zeros(100), 3, 6)
+    assert r.dtype is of.float32 and set(np.unique(r.numpy())) <= {3.0, 4.0, 5.0}
+
+
+def test_jit_script_and_trace_return_what_they_are_given(rng):
+    """torch.jit.script/trace: calls compute what they computed before."""
+    model = of.nn.Linear(3, 2)
+    x = of.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    assert of.jit.script(model) is model and of.jit.trace(model, x) is model
+
+    @of.jit.script
+    def double(v):
+        return v * 2
+
+    @of.jit.ignore
+    def helper(v):
+        return v
+
+    np.testing.assert_array_equal(double(x).numpy(), x.numpy() * 2)
+    assert helper(x) is x and of.jit.unused(helper) is helper and of.jit.export(helper) is helper
+    assert not of.jit.is_scripting() and not of.jit.is_tracing()
+    with pytest.raises(AttributeError):
+        of.jit.load("model.pt")
