@@ -37,18 +37,23 @@ PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 LOSS_RTOL = 1e-5
 WEIGHT_RTOL = 1e-4
 
-_IMPORT = re.compile(r"^(import torch(\.[\w.]+ as \w+)?|from torch(\.[\w.]+)? import .*)$", re.M)
+_IMPORT = re.compile(r"^(import torch(\.[\w.]+( as \w+)?)?|from torch(\.[\w.]+)? import .*)$",
+                     re.M)
 
 
 def _of_imports(source, path):
     """`source` with its torch import lines changed to of's: `import torch`
     -> `import of as torch`, `import torch.X as Y` -> `import of.X as Y`,
+    `import torch.X` -> `import of.X, of as torch`,
     `from torch.X import Y` -> `from of.X import Y`. Any other line naming
     a torch module in an import is an error."""
     def change(match):
         line = match.group(0)
         if line == "import torch":
             return "import of as torch"
+        if " as " not in line and line.startswith("import torch."):
+            # `import torch.onnx` binds `torch`: of's submodule, then of as torch
+            return line.replace("torch", "of", 1) + ", of as torch"
         return line.replace("torch", "of", 1)
     changed = _IMPORT.sub(change, source)
     left = [line for line in changed.splitlines()
@@ -111,11 +116,12 @@ def load(framework, *files, flat=False, preset=None):
 
 def test_load_changes_only_import_lines():
     source = ("import torch\nimport torch.nn as nn\nfrom torch.nn import functional as F\n"
-              "from torch.utils.data.dataloader import DataLoader\nx = torch.zeros(1)\n"
-              "    import torch\n")
+              "from torch.utils.data.dataloader import DataLoader\nimport torch.onnx\n"
+              "from torchvision import datasets\nx = torch.zeros(1)\n    import torch\n")
     assert _of_imports(source.replace("    import torch\n", ""), "p") == (
         "import of as torch\nimport of.nn as nn\nfrom of.nn import functional as F\n"
-        "from of.utils.data.dataloader import DataLoader\nx = torch.zeros(1)\n")
+        "from of.utils.data.dataloader import DataLoader\nimport of.onnx, of as torch\n"
+        "from torchvision import datasets\nx = torch.zeros(1)\n")
     with pytest.raises(AssertionError, match="import lines"):
         _of_imports(source, "p")
 

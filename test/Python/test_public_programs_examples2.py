@@ -25,10 +25,16 @@ programs/LICENSE.pytorch-examples) at commit
   (PixelShuffle, init.orthogonal_), Adam, MSELoss, a DataLoader with 4
   workers, and `torch.save(model, ...)` of the whole module each epoch,
   loaded back with weights_only=False.
+- fast_neural_style/neural_style: `train` (TransformerNet with
+  ReflectionPad2d, InstanceNorm2d(affine=True), residual blocks and
+  nearest upsampling; VGG16 features for the content and Gram-matrix style
+  losses; Adam; in-place `div_` of the batch; `import torch.onnx`), then
+  `eval` of the weights it saved.
 
 Only the torch import lines change. What the programs get from outside is
 the test's: sys.argv, stand-ins for torchvision (MNIST, transforms), the
-super-resolution data module,
+super-resolution data module, PIL.Image, torchvision's VGG16 (its layers,
+with shared random weights),
 requests/tarfile (the Cora download: a synthetic graph written where the
 script reads it), gymnasium's CartPole; and the random numbers, which come
 from one NumPy generator for both frameworks (their generators differ):
@@ -45,6 +51,7 @@ import os
 import re
 import sys
 import tarfile
+import types
 from unittest import mock
 
 import numpy as np
@@ -80,19 +87,23 @@ def _same_start(fw, store):
     """Module.to patched so that each model a program makes with
     `Model(...).to(device)` starts from the same weights in both
     frameworks: PyTorch's run (first) records each one's initial state in
-    `store` (by class and order), of's loads it."""
+    `store` (by class and order), of's loads it. Later `.to` calls of the
+    same model (of's `.cpu()` is one) change nothing."""
     mod = _framework(fw)
     to = mod.nn.Module.to
-    made = {}
+    started, made = [], {}
 
     def recorded_to(self, *args, **kwargs):
-        key = (type(self).__name__, made.setdefault(type(self).__name__, []))
-        key[1].append(None)
-        key = (key[0], len(key[1]))
-        if fw == "torch":
-            store[key] = {k: v.detach().numpy().copy() for k, v in self.state_dict().items()}
-        else:
-            self.load_state_dict({k: of.tensor(v) for k, v in store[key].items()})
+        if not any(m is self for m in started):
+            started.append(self)
+            name = type(self).__name__
+            made[name] = made.get(name, 0) + 1
+            key = (name, made[name])
+            if fw == "torch":
+                store[key] = {k: v.detach().numpy().copy()
+                              for k, v in self.state_dict().items()}
+            else:
+                self.load_state_dict({k: of.tensor(v) for k, v in store[key].items()})
         return to(self, *args, **kwargs)
     return mock.patch.object(mod.nn.Module, "to", recorded_to)
 
@@ -833,3 +844,187 @@ def test_jit_script_and_trace_return_what_they_are_given(rng):
     assert not of.jit.is_scripting() and not of.jit.is_tracing()
     with pytest.raises(AttributeError):
         of.jit.load("model.pt")
+
+
+# -- fast_neural_style/neural_style ----------------------------------------------------
+
+_VGG16 = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M"]
+
+
+def _vgg16_features(fw, seed=21):
+    """torchvision's vgg16().features at its layer indices (conv 3x3 + ReLU,
+    max pools), with weights drawn from one NumPy generator (the same in
+    both frameworks; the script asks for ImageNet's)."""
+    mod = _framework(fw)
+    rng = np.random.default_rng(seed)
+    layers, channels = [], 3
+    for v in _VGG16:
+        if v == "M":
+            layers.append(mod.nn.MaxPool2d(kernel_size=2, stride=2))
+            continue
+        conv = mod.nn.Conv2d(channels, v, kernel_size=3, padding=1)
+        with mod.no_grad():
+            conv.weight.copy_(mod.tensor((rng.standard_normal(tuple(conv.weight.shape)) *
+                                          math.sqrt(2 / (9 * channels))).astype(np.float32)))
+            conv.bias.copy_(mod.tensor(np.zeros(v, np.float32)))
+        layers += [conv, mod.nn.ReLU(inplace=True)]
+        channels = v
+    return mod.nn.Sequential(*layers)
+
+
+class _Image:
+    """PIL.Image's stand-in: an H x W x 3 uint8 array."""
+
+    ANTIALIAS = "antialias"
+
+    def __init__(self, array):
+        self.array = array
+
+    def convert(self, mode):
+        assert mode == "RGB"
+        return self
+
+    def resize(self, size, resample=None):
+        assert tuple(size) == self.array.shape[:2], (size, self.array.shape)
+        return self
+
+
+def _neural_style_modules(fw, images, style, saved):
+    mod = _framework(fw)
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, x):
+            for t in self.transforms:
+                x = t(x)
+            return x
+
+    class Resize:
+        def __init__(self, size):
+            self.size = size
+
+        def __call__(self, image):
+            assert image.array.shape[:2] == (self.size, self.size)
+            return image
+
+    CenterCrop = Resize
+
+    class ToTensor:
+        def __call__(self, image):
+            return mod.tensor(image.array.transpose(2, 0, 1).astype(np.float32) / 255)
+
+    class Lambda:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, x):
+            return self.fn(x)
+
+    class ImageFolder:
+        def __init__(self, root, transform):
+            self.transform, self.served = transform, 0
+
+        def __len__(self):
+            return len(images)
+
+        def __getitem__(self, index):
+            k = self.served % len(images)
+            self.served += 1
+            return self.transform(_Image(images[k])), 0
+
+    weights = types.SimpleNamespace(IMAGENET1K_V1="IMAGENET1K_V1")
+
+    def vgg16(weights=None):
+        assert weights == "IMAGENET1K_V1"
+        return types.SimpleNamespace(features=_vgg16_features(fw))
+
+    transforms = _stub_module("torchvision.transforms", Compose=Compose, Resize=Resize,
+                              CenterCrop=CenterCrop, ToTensor=ToTensor, Lambda=Lambda)
+    datasets = _stub_module("torchvision.datasets", ImageFolder=ImageFolder)
+    models = _stub_module("torchvision.models", vgg16=vgg16, VGG16_Weights=weights)
+    package = _stub_module("torchvision", datasets=datasets, transforms=transforms,
+                           models=models, __path__=[])
+
+    class Saved:
+        def __init__(self, array):
+            self.array = array
+
+        def save(self, filename):
+            saved[os.path.basename(filename)] = self.array
+
+    image = _stub_module("PIL.Image", open=lambda filename: _Image(style),
+                         fromarray=Saved, ANTIALIAS=_Image.ANTIALIAS)
+    pil = _stub_module("PIL", Image=image, __path__=[])
+    return {"torchvision": package, "torchvision.datasets": datasets,
+            "torchvision.transforms": transforms, "torchvision.models": models,
+            "PIL": pil, "PIL.Image": image}
+
+
+def run_neural_style(fw, folder, images, style, store):
+    """`neural_style.py train` (1 epoch of 2 batches of 2, 16 x 16 images),
+    then `eval` of the model it saved on a content image. Returns the
+    printed lines and the stylised image."""
+    saved = {}
+    modules = _neural_style_modules(fw, images, style, saved)
+    files = ["utils.py", "transformer_net.py", "vgg.py"]
+    with _stand_in_modules(modules):
+        modules.update({name[:-3]: load(fw, f"fast_neural_style/neural_style/{name}",
+                                        flat=True)[name[:-3]] for name in files})
+    out = os.path.join(folder, fw)
+    argv = ["train", "--dataset", "unused", "--style-image", "style.jpg", "--save-model-dir",
+            out, "--epochs", "1", "--batch-size", "2", "--image-size", "16", "--style-size",
+            "16", "--log-interval", "1", "--content-weight", "1e5", "--style-weight", "1e10"]
+    patches = [_same_start(fw, store)]
+    _, printed = run_program(fw, "fast_neural_style/neural_style/neural_style.py", argv,
+                             modules=modules, patches=patches)
+    (model,) = [f for f in os.listdir(out) if f.endswith(".model")]
+    argv = ["eval", "--content-image", "content.jpg", "--model", os.path.join(out, model),
+            "--output-image", os.path.join(out, "out.jpg")]
+    run_program(fw, "fast_neural_style/neural_style/neural_style.py", argv, modules=modules)
+    return printed, saved["out.jpg"]
+
+
+@contextlib.contextmanager
+def _stand_in_modules(modules):
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def test_fast_neural_style(tmp_path):
+    """Training (TransformerNet: ReflectionPad2d, InstanceNorm2d(affine),
+    residual blocks, nearest upsampling; VGG16's features for the content
+    and Gram-matrix style losses; Adam; `batch.div_(255)` in place) and
+    stylising with the saved weights: the printed losses and the output
+    image."""
+    rng = np.random.default_rng(17)
+    images = [rng.integers(0, 256, (16, 16, 3)).astype(np.uint8) for _ in range(4)]
+    style = rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)
+    store = {}
+    torch_printed, torch_image = run_neural_style("torch", str(tmp_path), images, style, store)
+    printed, image = run_neural_style("of", str(tmp_path), images, style, store)
+    pattern = r"content: (\S+)\tstyle: (\S+)\ttotal: (\S+)$"
+    losses = [[float(v) for v in m] for m in re.findall(pattern, printed, re.M)]
+    torch_losses = [[float(v) for v in m] for m in re.findall(pattern, torch_printed, re.M)]
+    assert len(losses) == len(torch_losses) == 2
+    np.testing.assert_allclose(losses, torch_losses, rtol=1e-4)
+    assert image.dtype == np.uint8 and image.shape == (16, 16, 3)
+    # the stylised image (0..255, cast to uint8): within one level of PyTorch's
+    assert np.abs(image.astype(int) - torch_image.astype(int)).max() <= 1
+
+
+def test_onnx_names():
+    """`import torch.onnx` works (fast_neural_style imports it); of writes no
+    ONNX, and says so."""
+    assert of.onnx.is_in_onnx_export() is False and torch.onnx.is_in_onnx_export() is False
+    with pytest.raises(NotImplementedError, match="does not write ONNX"):
+        of.onnx.export(of.nn.Linear(2, 2), (of.ones(1, 2),), "model.onnx")
