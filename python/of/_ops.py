@@ -408,6 +408,13 @@ def cast(x, dtype):
 
 def where(condition, input, other):
     x, y = input, other
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        # two numbers: PyTorch's dtype for Python scalars (float32 if either
+        # is a float, else int64; bool for two bools), on the condition's device
+        kinds = [dt.default_for(v) for v in (x, y)]
+        dtype = dt.float32 if dt.float32 in kinds else dt.int64 if dt.int64 in kinds \
+            else dt.bool
+        x = Tensor(np.array(x, dtype.np), dtype=dtype, device=condition._local_device)
     if not isinstance(x, Tensor):
         x = as_tensor_like(x, y)
     if not isinstance(y, Tensor):
