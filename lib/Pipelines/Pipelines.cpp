@@ -157,6 +157,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.nesterov = options.nesterov;
       train.alpha = options.alpha;
       train.centered = options.centered;
+      train.amsgrad = options.amsgrad;
       train.rho = options.rho;
       train.lrDecay = options.lrDecay;
       train.weightDecay = options.weightDecay;

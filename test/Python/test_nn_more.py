@@ -542,3 +542,66 @@ def test_scatter_reduce(rng, reduce, include_self):
         compiled(of.tensor(fx), of.tensor(index), of.tensor(fs)).numpy(),
         torch.tensor(fx).scatter_reduce(0, torch.tensor(index), torch.tensor(fs), reduce,
                                         include_self=include_self).numpy(), rtol=1e-12)
+
+
+# -- containers of parameters, padding, identity initialisers --------------------------
+
+def test_parameter_list_and_dict_as_pytorch(rng):
+    w = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+    for mod in (torch, of):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ws = mod.nn.ParameterList([mod.nn.Parameter(mod.tensor(w[0])),
+                                                mod.tensor(w[1])])
+                self.ws.append(mod.nn.Parameter(mod.tensor(w[2])))
+                self.named = mod.nn.ParameterDict({"a": mod.nn.Parameter(mod.tensor(w[0]))})
+                self.named["b"] = mod.tensor(w[1])
+
+            def forward(self, x):
+                for p in self.ws:
+                    x = x @ p.t() @ p
+                return (x.sum(0, keepdim=True) * self.named["a"] + self.named["b"]).sum()
+
+        net = Net()
+        names = [n for n, _ in net.named_parameters()]
+        assert names == ["ws.0", "ws.1", "ws.2", "named.a", "named.b"], (mod, names)
+        assert list(net.state_dict()) == names
+        assert len(net.ws) == 3 and isinstance(net.ws[1], mod.nn.Parameter)
+        assert len(net.ws[1:]) == 2 and net.ws[-1] is net.ws[2]
+        assert list(net.named.keys()) == ["a", "b"] and "a" in net.named
+        assert isinstance(net.named["b"], mod.nn.Parameter)
+        loss = net(mod.ones(4, 3))
+        loss.backward()
+        assert net.ws[1].grad is not None and net.named["b"].grad is not None
+        popped = net.named.pop("b")
+        assert tuple(popped.shape) == (2, 3) and list(net.named.keys()) == ["a"]
+        assert [n for n, _ in net.named_parameters()][-1] == "named.a"
+        with pytest.raises(IndexError):
+            net.ws[3]
+
+
+@pytest.mark.parametrize("batch_first,side", [(False, "right"), (True, "right"),
+                                              (True, "left")])
+def test_pad_sequence(rng, batch_first, side):
+    seqs = [rng.standard_normal((n, 2)).astype(np.float32) for n in (3, 1, 4)]
+    o = of.nn.utils.rnn.pad_sequence([of.tensor(s) for s in seqs], batch_first, -1.0, side)
+    t = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in seqs], batch_first, -1.0,
+                                        side)
+    np.testing.assert_array_equal(o.numpy(), t.numpy())
+    if side == "right":
+        back = of.nn.utils.rnn.unpad_sequence(o, of.tensor([3, 1, 4]), batch_first)
+        for b, s in zip(back, seqs):
+            np.testing.assert_array_equal(b.numpy(), s)
+
+
+def test_eye_and_dirac_init():
+    for shape, groups in [((4, 4, 3), 1), ((4, 2, 3, 3), 2), ((2, 3, 1, 3, 3), 1)]:
+        o, t = of.empty(*shape), torch.empty(*shape)
+        of.nn.init.dirac_(o, groups)
+        torch.nn.init.dirac_(t, groups)
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+    o, t = of.empty(3, 5), torch.empty(3, 5)
+    of.nn.init.eye_(o)
+    torch.nn.init.eye_(t)
+    np.testing.assert_array_equal(o.numpy(), t.numpy())

@@ -176,7 +176,6 @@ def test_optimizer_arguments_pytorch_accepts(name, kwargs):
 
 @pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.1, maximize=True)),
                                          ("Adagrad", dict(initial_accumulator_value=0.1)),
-                                         ("AdamW", dict(amsgrad=True)),
                                          ("AdamW", dict(maximize=True))])
 def test_optimizer_options_not_built_raise(name, kwargs):
     with pytest.raises(NotImplementedError, match=f"{name}\\("):

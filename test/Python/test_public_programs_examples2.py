@@ -1102,3 +1102,45 @@ def test_where_of_two_numbers(rng):
         o, t = of.where(of.tensor(c), x, y), torch.where(torch.tensor(c), x, y)
         assert o.dtype.name == str(t.dtype).removeprefix("torch."), (x, y)
         np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("name,kwargs", [("AdamW", dict(amsgrad=True)),
+                                         ("Adam", dict(amsgrad=True, weight_decay=0.1))])
+def test_amsgrad(rng, name, kwargs):
+    """AMSGrad (PyTorch's DQN tutorial trains with AdamW(amsgrad=True)):
+    gradients that shrink, so the running maximum of the second moment is
+    not the second moment; eager and compiled, against PyTorch over 4 steps,
+    and the state_dict's max_exp_avg_sq."""
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    xs = [rng.standard_normal((5, 3)).astype(np.float32) * s for s in (3.0, 1.0, 0.3, 0.1)]
+    finals, states = [], []
+    for mod in (torch, of):
+        p = mod.tensor(w0, requires_grad=True)
+        opt = getattr(mod.optim, name)([p], lr=0.1, **kwargs)
+        for x in xs:
+            opt.zero_grad()
+            (mod.tensor(x) @ p).square().mean().backward()
+            opt.step()
+        finals.append(p.detach().numpy())
+        states.append(opt.state_dict())
+    np.testing.assert_allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)
+    assert states[1]["param_groups"][0]["amsgrad"] is True
+    np.testing.assert_allclose(states[1]["state"][0]["max_exp_avg_sq"].numpy(),
+                               states[0]["state"][0]["max_exp_avg_sq"].numpy(), rtol=1e-5)
+
+    class Net(of.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = of.nn.Parameter(of.tensor(w0))
+
+        def forward(self, x):
+            return (x @ self.w).square().mean()
+
+    net = Net()
+    model = of.compile(net)
+    opt = getattr(of.optim, name)(net.parameters(), lr=0.1, **kwargs)
+    for x in xs:
+        opt.zero_grad()
+        model(of.tensor(x)).backward()
+        opt.step()
+    np.testing.assert_allclose(net.w.detach().numpy(), finals[0], rtol=1e-5, atol=1e-6)

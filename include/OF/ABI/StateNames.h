@@ -24,6 +24,8 @@ namespace of::state {
 
 inline constexpr std::string_view kAdamFirstMoment = "adam_m_";
 inline constexpr std::string_view kAdamSecondMoment = "adam_v_";
+/// AMSGrad's running maximum of the second moment.
+inline constexpr std::string_view kAdamMaxSecondMoment = "adam_vmax_";
 inline constexpr std::string_view kMomentum = "momentum_";
 inline constexpr std::string_view kAdamStep = "adam_step";
 inline constexpr std::string_view kAdagradSum = "adagrad_sum_";
@@ -40,7 +42,8 @@ inline constexpr std::string_view kLossScaleGoodSteps = "loss_scale_good_steps";
 /// parameter, a buffer or data).
 inline bool isOptimizerState(std::string_view name) {
   for (std::string_view prefix :
-       {kAdamFirstMoment, kAdamSecondMoment, kMomentum, kAdagradSum,
+       {kAdamFirstMoment, kAdamSecondMoment, kAdamMaxSecondMoment, kMomentum,
+        kAdagradSum,
         kRmspropSquareAvg, kRmspropGradAvg, kAdadeltaSquareAvg,
         kAdadeltaAccDelta})
     if (name.substr(0, prefix.size()) == prefix && name.size() > prefix.size())

@@ -60,6 +60,10 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
   Option<double> alpha{*this, "alpha",
                        llvm::cl::desc("RMSprop smoothing constant"),
                        llvm::cl::init(0.99)};
+  Option<bool> amsgrad{*this, "amsgrad",
+                       llvm::cl::desc("Adam/AdamW: AMSGrad's maximum second "
+                                      "moment"),
+                       llvm::cl::init(false)};
   Option<bool> centered{*this, "centered",
                         llvm::cl::desc("RMSprop: the centred second moment"),
                         llvm::cl::init(false)};

@@ -130,3 +130,30 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     return tensor._inplace(gain * q.reshape(tuple(tensor.shape)))
+
+
+def eye_(tensor):
+    """The identity in a 2-D tensor (ones on the diagonal)."""
+    import numpy as np
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return tensor._inplace(np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups=1):
+    """A convolution weight (3-5 dims) that passes its input through: a one
+    at the kernel's centre for output channel i and input channel i, per
+    group (PyTorch's)."""
+    import numpy as np
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    weight = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            weight[(g * out_per_group + d, d) + centre] = 1
+    return tensor._inplace(weight)

@@ -1824,10 +1824,140 @@ class ModuleDict(Module):
         return self._modules.items()
 
 
+def _as_parameter(value):
+    """ParameterList/ParameterDict's rule: a tensor that is not a Parameter
+    becomes one (other values are stored as they are)."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """torch.nn.ParameterList: parameters by position, registered as "0",
+    "1", ... (so parameters() and state_dict() see them)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        object.__setattr__(self, "_size", 0)
+        if values is not None:
+            self.extend(values)
+
+    def _key(self, idx):
+        if not -self._size <= idx < self._size:
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % self._size)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList([self[i] for i in range(self._size)[idx]])
+        return getattr(self, self._key(idx))
+
+    def __setitem__(self, idx, param):
+        setattr(self, self._key(idx), _as_parameter(param))
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(self._size))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def append(self, value):
+        object.__setattr__(self, "_size", self._size + 1)
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{type(p).__name__} of size "
+                         f"{'x'.join(map(str, p.shape))}]" if isinstance(p, Tensor) else
+                         f"({i}): Object of type: {type(p).__name__}"
+                         for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """torch.nn.ParameterDict: parameters by name, in insertion order."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        object.__setattr__(self, "_keys", {})
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str):
+            raise TypeError(f"ParameterDict keys must be strings, not {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def values(self):
+        return [self[k] for k in self._keys]
+
+    def items(self):
+        return [(k, self[k]) for k in self._keys]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, values):
+        items = values.items() if hasattr(values, "items") else values
+        for k, v in items:
+            self[k] = v
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self):
+        return ParameterDict(self.items())
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{type(p).__name__} of size "
+                         f"{'x'.join(map(str, p.shape))}]" if isinstance(p, Tensor) else
+                         f"({k}): Object of type: {type(p).__name__}" for k, p in self.items())
+
+
 # of.save writes a whole module (torch.save(model)) as its class and attributes
 register_module_class(Module)
 
-__all__ = ["Module", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+__all__ = ["Module", "ParameterList", "ParameterDict", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "Unfold", "Fold", "AlphaDropout", "FeatureAlphaDropout",
            "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
            "Dropout1d", "Dropout2d", "Dropout3d",

@@ -53,8 +53,9 @@ class SGD(Optimizer):
 class AdamW(Optimizer):
     """torch.optim.AdamW, with PyTorch's argument checks. `foreach`,
     `fused` and `capturable` choose PyTorch's implementation, not its
-    result, and are accepted; amsgrad, maximize and differentiable are not
-    supported yet (NotImplementedError)."""
+    result, and are accepted; `amsgrad` divides by the running maximum of
+    the second moment (state `max_exp_avg_sq`); maximize and differentiable
+    are not supported yet (NotImplementedError)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
@@ -69,18 +70,19 @@ class AdamW(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        unsupported("AdamW", amsgrad=(amsgrad, False), maximize=(maximize, False),
-                    differentiable=(differentiable, False))
+        unsupported("AdamW", maximize=(maximize, False), differentiable=(differentiable, False))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay))
+                                      weight_decay=weight_decay, amsgrad=bool(amsgrad)))
 
-    _STATE_NAMES = {"adam_m_": "exp_avg", "adam_v_": "exp_avg_sq", "adam_step": "step"}
+    _STATE_NAMES = {"adam_m_": "exp_avg", "adam_v_": "exp_avg_sq",
+                    "adam_vmax_": "max_exp_avg_sq", "adam_step": "step"}
 
     def _pipeline_options(self, group=None):
         g = group or self.param_groups[0]
         return ["train=adamw", f"beta1={_number(g['betas'][0])}",
                 f"beta2={_number(g['betas'][1])}", f"epsilon={_number(g['eps'])}",
-                f"weight-decay={_number(g['weight_decay'])}"]
+                f"weight-decay={_number(g['weight_decay'])}",
+                f"amsgrad={'true' if g.get('amsgrad') else 'false'}"]
 
 
 class Adam(AdamW):

@@ -229,6 +229,8 @@ struct TrainingStepPass
     SmallVector<StringRef> kinds;
     if (adam)
       kinds = {names::kAdamFirstMoment, names::kAdamSecondMoment};
+    if (adam && amsgrad)
+      kinds.push_back(names::kAdamMaxSecondMoment);
     else if (adagrad)
       kinds = {names::kAdagradSum};
     else if (adadelta)
@@ -584,7 +586,15 @@ struct TrainingStepPass
         Value v = u.add(u.scale(stateArg(1, k), beta2),
                         u.scale(u.mul(g, g), 1 - beta2));
         Value mhat = u.div(m, u.castLike(here(bias1, param), param));
-        Value vhat = u.div(v, u.castLike(here(bias2, param), param));
+        // AMSGrad divides by the largest second moment so far (PyTorch's
+        // max_exp_avg_sq), bias-corrected as the second moment is.
+        Value vmax = v;
+        if (amsgrad) {
+          vmax = MaximumOp::create(
+              b, loc, stateArg(kindIndex(names::kAdamMaxSecondMoment), k), v);
+          newState[kindIndex(names::kAdamMaxSecondMoment) * params.size() + k] = vmax;
+        }
+        Value vhat = u.div(vmax, u.castLike(here(bias2, param), param));
         Value decayed = param;
         if (!l2 && weightDecay != 0.0)
           decayed = u.mul(param, u.sub(u.scalarLike(param, 1.0),

@@ -5,6 +5,9 @@
 // Adam's (L2) decay is added to the gradient before the moments, and the
 // parameter is not decayed itself.
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adam weight-decay=0.5" | FileCheck %s --check-prefix=L2
+// AMSGrad: the second moment's running maximum is state, and the update
+// divides by it.
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw amsgrad=true" | FileCheck %s --check-prefix=AMS
 
 // CHECK-LABEL: func.func @loss_train_step(
 // CHECK-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
@@ -30,6 +33,14 @@
 // L2: of.sub %[[W]], %{{.*}} : (tensor<8x2xf32>, tensor<8x2xf32>)
 // L2-NOT: of.mul %[[B]],
 // L2-NOT: of.mul %[[W]],
+
+// AMS-LABEL: func.func @loss_train_step(
+// AMS-SAME: %[[V:[^:]*]]: tensor<8x2xf32> {of.name = "adam_v_w"}
+// AMS-SAME: %[[VMAX:[^:]*]]: tensor<8x2xf32> {of.name = "adam_vmax_w"}
+// AMS-SAME: tensor<8x2xf32> {of.name = "adam_vmax_w", of.update = {{[0-9]+}} : i64}
+// AMS: %[[MAX:.*]] = of.maximum %[[VMAX]], %{{.*}} : (tensor<8x2xf32>, tensor<8x2xf32>)
+// AMS: %[[VHAT:.*]] = of.div %[[MAX]], %{{.*}} : (tensor<8x2xf32>, tensor<f32>)
+// AMS: of.sqrt %[[VHAT]]
 
 func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x2xf32> {of.param, of.name = "w"},
                 %b: tensor<2xf32> {of.param, of.name = "b", of.weight_decay = 0.0 : f64}) -> tensor<f32> {

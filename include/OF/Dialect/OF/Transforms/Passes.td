@@ -232,6 +232,8 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
            "Weight decay (added to the gradient; AdamW: decoupled)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW first-moment decay">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW second-moment decay">,
+    Option<"amsgrad", "amsgrad", "bool", "false",
+           "Adam/AdamW: divide by the running maximum of the second moment">,
     Option<"epsilon", "epsilon", "double", "1.0e-8",
            "Denominator term (AdamW, Adagrad, RMSprop, Adadelta)">,
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 
-from .. import _ops
-from .._grad_mode import no_grad
-from .._jit import CompiledFunction
-from .._tensor import Tensor
+from ... import _ops
+from ..._grad_mode import no_grad
+from ..._jit import CompiledFunction
+from ..._tensor import Tensor
+from . import rnn  # noqa: F401
 
 
 def _tensors(parameters):
