@@ -1632,6 +1632,28 @@ def xlogy(input, other):  # noqa: A002
     return where(_and(zero, logical_not(isnan(y))), _zero_like(out), out)
 
 
+def _unfold_windows(self, dimension, size, step):
+    """Tensor.unfold: the windows of `size` elements every `step` along
+    `dimension`, as a new last dimension (one gather of the window
+    positions)."""
+    d = _norm_dim(dimension, builtins.max(self.ndim, 1)) if self.ndim else 0
+    n = self.shape[d] if self.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (n - size) // step + 1
+    positions = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    x = self if self.ndim else reshape(self, (1,))
+    picked = index_select(x, d, _constant(positions, dt.int64, x))
+    shape = tuple(x.shape[:d]) + (count, size) + tuple(x.shape[d + 1:])
+    y = reshape(picked, shape)
+    # the window dimension goes last
+    order = list(range(d + 1)) + list(range(d + 2, len(shape))) + [d + 1]
+    return permute(y, order)
+
+
 def _bitwise(api, logical):
     """PyTorch's bitwise_<op> for bool tensors (the logical op); integer
     bit operations have no of op yet and say so."""
@@ -1696,6 +1718,7 @@ def _install():
                hypot, deg2rad, rad2deg, xlogy):
         setattr(T, fn.__name__, fn)
     T.take = lambda self, indices: take(self, indices)
+    T.unfold = _unfold_windows
     T.nansum = lambda self, dim=None, keepdim=False, dtype=None: nansum(self, dim, keepdim,
                                                                          dtype=dtype)
     T.true_divide = lambda self, other: div(self, other)

@@ -1144,3 +1144,23 @@ def test_amsgrad(rng, name, kwargs):
         model(of.tensor(x)).backward()
         opt.step()
     np.testing.assert_allclose(net.w.detach().numpy(), finals[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("args", [(1, 3, 2), (0, 2, 1), (2, 4, 1), (-2, 10, 3)])
+def test_tensor_unfold_windows(rng, args):
+    """Tensor.unfold (sliding windows; PyTorch's DQN tutorial averages the
+    last 100 episode durations with it): values and gradients."""
+    x = rng.standard_normal((3, 10, 4)).astype(np.float32)
+    o, t = of.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = o.unfold(*args), t.unfold(*args)
+    np.testing.assert_array_equal(yo.numpy(), yt.detach().numpy())
+    w = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    (yo * of.tensor(w)).sum().backward()
+    (yt * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="maximum size"):
+        of.tensor(x).unfold(1, 11, 1)
+
+
+def test_backends_mps_is_not_available():
+    assert of.backends.mps.is_available() is False and of.backends.mps.is_built() is False

@@ -5,6 +5,6 @@ so `cudnn.allow_tf32` is accepted with PyTorch's default True and convolutions
 follow the matmul switch: with it off they stay full f32, more precise than
 PyTorch's default). Nothing here changes CPU results. `cuda` and `cudnn`
 are modules, as PyTorch's, so that `import torch.backends.cudnn as cudnn`
-works."""
+works. `mps` (Apple's GPUs) answers that it is not available."""
 
-from . import cuda, cudnn  # noqa: F401
+from . import cuda, cudnn, mps  # noqa: F401
