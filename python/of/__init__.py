@@ -19,7 +19,7 @@ from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: 
                          is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._dist import device, placement, sbp
 from ._dtype import (bfloat16, bool, double, dtype, float, float16, float32, float64,  # noqa: A004
-                     half, int, int8, int32, int64, long)
+                     half, int, int8, int32, int64, long, uint8)
 from ._ops import (abs, add, addcdiv, addcmul, amax, amin, arange, argmax,  # noqa: F401,A004
                    argmin, argsort, bernoulli, bmm, cat, chunk, clamp, clamp_max, clamp_min,
                    clip, cos, empty, exp, flip, from_numpy, full, gather, index_select,
@@ -185,7 +185,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
 
 
 from . import accelerator, backends, distributed, distributions, jit, onnx, sparse  # noqa: E402,F401,E501
-from ._ops import (BoolTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
+from ._ops import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
                    IntTensor, LongTensor)
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402,F401
 

@@ -11,14 +11,21 @@ except ImportError:  # bf16 tensors then need ml_dtypes; everything else works
 
 
 class dtype:
-    __slots__ = ("name", "mlir", "np", "is_floating_point", "itemsize")
+    """`np` is how a tensor of the dtype is stored (its NumPy dtype), `mlir`
+    the element type its programs compute in and `carrier` that type's
+    NumPy dtype: the same type, except for uint8, which the compiler (whose
+    integers are signless) computes as i32 and which is narrowed back, with
+    wraparound, when a value is read (see of.uint8)."""
 
-    def __init__(self, name, mlir, np_dtype, is_float):
+    __slots__ = ("name", "mlir", "np", "is_floating_point", "itemsize", "carrier")
+
+    def __init__(self, name, mlir, np_dtype, is_float, carrier=None):
         self.name = name
         self.mlir = mlir
         self.np = np_dtype
         self.is_floating_point = is_float
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+        self.carrier = np.dtype(carrier) if carrier is not None else np_dtype
 
     def __repr__(self):
         return "of." + self.name
@@ -35,6 +42,11 @@ int64 = dtype("int64", "i64", np.dtype(np.int64), False)
 int32 = dtype("int32", "i32", np.dtype(np.int32), False)
 int8 = dtype("int8", "i8", np.dtype(np.int8), False)
 bool = dtype("bool", "i1", np.dtype(np.bool_), False)  # noqa: A001 (torch's name)
+# Stored as bytes, computed as i32: the compiler has signless integers only,
+# and every uint8 value (0..255) is an i32. Results are narrowed modulo 256
+# (PyTorch's wraparound) where they are made: uint8 add/sub/mul and casts
+# to uint8 in the ops, and a value read from a run.
+uint8 = dtype("uint8", "i32", np.dtype(np.uint8), False, carrier=np.int32)
 
 float = float32  # noqa: A001
 double = float64
@@ -42,8 +54,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 
-ALL = (float32, float64, float16, bfloat16, int64, int32, int8, bool)
-_BY_MLIR = {d.mlir: d for d in ALL}
+ALL = (float32, float64, float16, bfloat16, int64, int32, int8, bool, uint8)
+_BY_MLIR = {d.mlir: d for d in ALL if d.carrier == d.np or d.np is None}
 _BY_NAME = {d.name: d for d in ALL}
 
 

@@ -108,6 +108,9 @@ class _Executable:
         self.lr_index = runner.input_index.get("lr") if train else None
         self.seed = None
         self.traced = None  # (program, result refs): a forward's, for autograd
+        # output index -> the traced result's dtype, where the plan's differs
+        # (a uint8 result, which the plan computes as i32)
+        self.result_dtypes = {}
         self.initialised = False
         # the module state a run replaces (parameters, optimizer-independent
         # state such as running statistics)
@@ -192,8 +195,8 @@ class _Executable:
         r = self.runner
         info = r.outputs[index]
         shape = info["global_shape"] if plc is not None else info["shape"]
-        return output_tensor(data, tuple(shape), dt.from_mlir(info["dtype"]), plc,
-                             r.output_dist(index), r.device)
+        dtype = self.result_dtypes.get(index) or dt.from_mlir(info["dtype"])
+        return output_tensor(data, tuple(shape), dtype, plc, r.output_dist(index), r.device)
 
 
 def _flatten(out, loss=None):
@@ -626,6 +629,7 @@ class CompiledFunction:
             name = program.bindings[id(buffer)][0]
             attrs.append(f'of.name = "{name}", of.update = {index} : i64')
         program.result_refs = [ref for ref, _ in refs[:len(names)]]
+        program.result_dtypes = [r.dtype for r in results]
         text = program.text(refs, attrs)
         device = program.device or "cpu"
         plan = compile_program(text, self._pipeline(device), self.name,
@@ -649,6 +653,9 @@ class CompiledFunction:
         log_debug(f"{self.name}: traced and compiled in {time.perf_counter() - start:.2f} s")
         executable = _Executable(runner, data_inputs, state, self.optimizer is not None,
                                  self.optimizer, outputs, seed_index, plan)
+        executable.result_dtypes = {out_map[n]: d for n, d in
+                                    zip(names, program.result_dtypes)
+                                    if d.carrier != d.np and d.np is not None}
         if self.optimizer is None:
             executable.traced = program
         return executable, layout

@@ -76,6 +76,8 @@ def _promote_types(a, b):
         return a
     if _kind(a) != _kind(b):
         return a if _kind(a) > _kind(b) else b
+    if {a, b} == {dt.uint8, dt.int8}:
+        return dt.int32  # PyTorch's int16, which of has not: the next wider integer
     if a.is_floating_point:
         if _FLOAT_WIDTH[a] == _FLOAT_WIDTH[b]:  # float16 with bfloat16
             return dt.float32
@@ -268,7 +270,12 @@ def _binary(name, a, b):
     a, b = promoted([a, b])
     _check_same_dtype(a, b, name)
     shape = _broadcast(a, b, name)
-    return apply1(OpSpec(f"of.{name} {{0}}, {{1}}", "", [(shape, a.dtype)]), [a, b])
+    out = apply1(OpSpec(f"of.{name} {{0}}, {{1}}", "", [(shape, a.dtype)]), [a, b])
+    return _wrap_uint8(out) if a.dtype is dt.uint8 and name in _WRAPPING else out
+
+
+# the ops whose uint8 results may leave 0..255 (PyTorch wraps them)
+_WRAPPING = ("add", "sub", "mul", "pow")
 
 
 # PyTorch's parameter names (input, other, ...), so keywords work as there.
@@ -304,7 +311,41 @@ def div(input, other, *, rounding_mode=None):
 
 @autocast_op("pow")
 def pow(input, exponent):  # noqa: A001
-    return _binary("pow", input, exponent)
+    """PyTorch's pow. of.pow is floating point; integer powers are exact:
+    by repeated squaring for a Python int exponent, else through float64
+    (exact while the result is below 2^53)."""
+    tensors = [t for t in (input, exponent) if isinstance(t, Tensor)]
+    integral = all(not t.dtype.is_floating_point for t in tensors) and all(
+        isinstance(v, (int, np.integer)) for v in (input, exponent) if not isinstance(v, Tensor))
+    if not integral:
+        return _binary("pow", input, exponent)
+    if isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        e = int(exponent)
+        if e < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        base = input if input.dtype is not dt.bool else cast(input, dt.int64)
+        result, square = None, base
+        while True:
+            if e & 1:
+                result = square if result is None else _binary("mul", result, square)
+            e >>= 1
+            if not e:
+                break
+            square = _binary("mul", square, square)
+        return result if result is not None else _binary("maximum", _binary(
+            "mul", base, 0), as_tensor_like(1, base))
+    a = input if isinstance(input, Tensor) else as_tensor_like(input, exponent)
+    b = exponent if isinstance(exponent, Tensor) else as_tensor_like(exponent, a)
+    target = _result_type([a, b])
+    if target is dt.bool:
+        target = dt.int64
+    if not _traced(a, b) and (b._value() < 0).any():
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    wide = _binary("pow", cast(a, dt.float64), cast(b, dt.float64))
+    # rounded to the nearest integer (the cast truncates towards zero)
+    half = where(_compare("lt", wide, as_tensor_like(0.0, wide)), as_tensor_like(-0.5, wide),
+                 as_tensor_like(0.5, wide))
+    return cast(_binary("add", wide, half), target)
 
 
 def maximum(input, other):
@@ -335,7 +376,8 @@ def _unary(name, x, attrs=""):
 
 
 def neg(x):
-    return _unary("neg", x)
+    out = _unary("neg", x)
+    return _wrap_uint8(out) if x.dtype is dt.uint8 else out
 
 
 @autocast_op("exp")
@@ -403,7 +445,19 @@ def gelu(x, approximate="none"):
 def cast(x, dtype):
     if x.dtype is dtype:
         return x
-    return apply1(OpSpec("of.cast {0}", "", [(x.shape, dtype)], sig="cast"), [x])
+    out = apply1(OpSpec("of.cast {0}", "", [(x.shape, dtype)], sig="cast"), [x])
+    return _wrap_uint8(out) if dtype is dt.uint8 and x.dtype is not dt.bool else out
+
+
+def _wrap_uint8(t):
+    """A uint8 result (computed as i32, see of.uint8) modulo 256, as PyTorch
+    wraps: x - 256 * floor(x / 256), through an int32 view of the same
+    values (of.cast between the two is the identity)."""
+    x = apply1(OpSpec("of.cast {0}", "", [(t.shape, dt.int32)], sig="cast"), [t])
+    base = as_tensor_like(256, x)
+    r = _binary("sub", x, _binary("mul", _binary("div", x, base), base))
+    r = where(_compare("lt", r, as_tensor_like(0, r)), _binary("add", r, base), r)
+    return apply1(OpSpec("of.cast {0}", "", [(r.shape, dt.uint8)], sig="cast"), [r])
 
 
 def where(condition, input, other):
@@ -866,7 +920,7 @@ def dropout_with_seed(x, seed, p):
 # (Tensor.type()).
 _SCALAR_NAMES = {dt.float32: "Float", dt.float64: "Double", dt.float16: "Half",
                  dt.bfloat16: "BFloat16", dt.int64: "Long", dt.int32: "Int", dt.int8: "Char",
-                 dt.bool: "Bool"}
+                 dt.bool: "Bool", dt.uint8: "Byte"}
 _TYPE_NAMES = {d: n + "Tensor" for d, n in _SCALAR_NAMES.items()}
 _BY_TYPE_NAME = {n: d for d, n in _TYPE_NAMES.items()}
 
@@ -1248,7 +1302,8 @@ def _numel(shape):
 
 
 # The float type that holds every value of a dtype of.embedding cannot gather.
-_GATHER_AS = {dt.bool: dt.float32, dt.int8: dt.float64, dt.int32: dt.float64}
+_GATHER_AS = {dt.bool: dt.float32, dt.int8: dt.float64, dt.int32: dt.float64,
+              dt.uint8: dt.float32}
 
 
 def _gather_rows(table, rows):
@@ -2385,9 +2440,11 @@ HalfTensor = _legacy_class("HalfTensor", dt.float16)
 LongTensor = _legacy_class("LongTensor", dt.int64)
 IntTensor = _legacy_class("IntTensor", dt.int32)
 CharTensor = _legacy_class("CharTensor", dt.int8)
+ByteTensor = _legacy_class("ByteTensor", dt.uint8)
 BoolTensor = _legacy_class("BoolTensor", dt.bool)
 _LEGACY_NAMES = {c.dtype: c.__name__ for c in (FloatTensor, DoubleTensor, HalfTensor,
-                                               LongTensor, IntTensor, CharTensor, BoolTensor)}
+                                               LongTensor, IntTensor, CharTensor, BoolTensor,
+                                               ByteTensor)}
 _LEGACY_NAMES[dt.float32] = "Tensor"  # of.Tensor(...) reports as torch.Tensor(...)
 Tensor._legacy_new = staticmethod(
     lambda *args, device=None: _legacy_tensor(dt.float32, args, device))

@@ -172,7 +172,7 @@ class Program:
             v = array.reshape(-1)[0]
             lit = _float_literal(v, dtype) if dtype.is_floating_point else str(int(v))
         else:
-            raw = np.ascontiguousarray(array.astype(dtype.np)).tobytes()
+            raw = np.ascontiguousarray(array.astype(dtype.carrier)).tobytes()
             lit = f'"0x{raw.hex().upper()}"'
         self.lines.append(f"{ssa} = of.constant dense<{lit}> : {ty}")
         self._types[ssa] = ty

@@ -43,8 +43,11 @@ class Runner:
 
         self._out_np = [(tuple(d["shape"]), dt.from_mlir(d["dtype"]).np)
                         for d in self.outputs]
+        self._in_np = [dt.from_mlir(d["dtype"]).np for d in self.inputs]
 
     def set(self, index, array, global_value=False):
+        if array.dtype != self._in_np[index]:  # a uint8 tensor's bytes: computed as i32
+            array = array.astype(self._in_np[index])
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
         self.session.set_input(index, _raw(array), global_value)
@@ -56,9 +59,9 @@ class Runner:
     def input(self, index, dtype):
         """This rank's part of input `index` as the session holds it now (a
         parameter a training step updated), read as `dtype`."""
-        out = np.empty(self.inputs[index]["shape"], dtype=dtype.np)
+        out = np.empty(self.inputs[index]["shape"], dtype=self._in_np[index])
         self.session.get_input(index, _raw(out))
-        return out
+        return out if out.dtype == dtype.np else out.astype(dtype.np)
 
     def output(self, index):
         shape, np_dtype = self._out_np[index]

@@ -438,7 +438,10 @@ def output_tensor(data, shape, dtype, plc, dist, device):
     """A plan's output as a tensor: `data` is this rank's part (None: not
     computed yet) of the global tensor of `shape` on `plc` with the output's
     distribution `dist` (all B where the plan gives none), or, without a
-    placement, the local tensor on `device`."""
+    placement, the local tensor on `device`. A uint8 result, computed as
+    i32, is narrowed modulo 256 (PyTorch's wraparound)."""
+    if data is not None and data.dtype != dtype.np and dtype.np is not None:
+        data = data.astype(dtype.np)
     if plc is not None:
         return Tensor(data, shape=shape, dtype=dtype, placement=plc,
                       sbp=dist or (sbp.broadcast,) * plc.ndim)
@@ -454,6 +457,8 @@ def as_tensor_like(value, like):
     truncation."""
     if isinstance(value, Tensor):
         return value
+    if like.dtype is dt.uint8 and isinstance(value, int) and not isinstance(value, bool):
+        value %= 256  # PyTorch casts a number to the tensor's uint8: -1 is 255
     array = np.array(value, dtype=like.dtype.np)
     if not like.dtype.is_floating_point and array.item() != value:
         raise TypeError(f"{value!r} cannot be represented as {like.dtype}; convert the "

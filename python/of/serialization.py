@@ -70,7 +70,7 @@ from ._dist import device
 from ._tensor import Parameter, Size, Tensor, _c_order
 
 _ST_NAMES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
-             "int64": "I64", "int32": "I32", "int8": "I8", "bool": "BOOL"}
+             "int64": "I64", "int32": "I32", "int8": "I8", "bool": "BOOL", "uint8": "U8"}
 _FROM_ST = {v: k for k, v in _ST_NAMES.items()}
 
 STRUCTURE_KEY = "of.structure"

@@ -158,8 +158,12 @@ def test_torch_tensor_samples_become_of_tensors(rng, torch):
     assert batch.dtype is of.bfloat16
     np.testing.assert_array_equal(batch.numpy().astype(np.float32),
                                   half[:2].float().numpy())
-    with pytest.raises(TypeError, match="uint8"):
-        od.default_collate([np.zeros(2, np.uint8)])
+    images = [np.full((2, 2), 200, np.uint8), np.full((2, 2), 7, np.uint8)]
+    batch = od.default_collate(images)
+    same(batch, torch.utils.data.default_collate(images), torch)
+    assert batch.dtype is of.uint8
+    with pytest.raises(TypeError, match="int16"):
+        od.default_collate([np.zeros(2, np.int16)])
 
 
 def test_dataset_combinators_like_torch(rng, torch):

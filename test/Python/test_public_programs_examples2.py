@@ -186,7 +186,7 @@ def _torchvision(fw, images, labels):
 
 def _mnist(seed, n):
     rng = np.random.default_rng(seed)
-    return rng.integers(0, 256, (n, 28, 28)).astype(np.int64), rng.integers(0, 10, n)
+    return rng.integers(0, 256, (n, 28, 28)).astype(np.uint8), rng.integers(0, 10, n)
 
 
 # -- regression/main.py -------------------------------------------------------------
@@ -1036,9 +1036,9 @@ def test_onnx_names():
 # -- siamese_network/main.py ------------------------------------------------------------
 
 def _siamese_torchvision(fw, images, labels):
-    """torchvision for siamese_network: datasets.MNIST with .data and
-    .targets (int64: of has no uint8 dtype yet), models.resnet18 (the
-    torchvision definition in programs/resnet, for the framework)."""
+    """torchvision for siamese_network: datasets.MNIST with .data (uint8,
+    as torchvision's) and .targets, models.resnet18 (the torchvision
+    definition in programs/resnet, for the framework)."""
     mod = _framework(fw)
     resnet = load(fw, "resnet/resnet.py", flat=True)["resnet"]
 
@@ -1082,7 +1082,7 @@ def test_siamese_network():
     largest), and the rest of the run must print every loss and both test
     passes."""
     rng = np.random.default_rng(23)
-    images = rng.integers(0, 256, (20, 28, 28)).astype(np.int64)
+    images = rng.integers(0, 256, (20, 28, 28)).astype(np.uint8)
     labels = np.arange(20) % 10
     store = {}
     torch_printed = run_siamese("torch", images, labels, store)
@@ -1164,3 +1164,60 @@ def test_tensor_unfold_windows(rng, args):
 
 def test_backends_mps_is_not_available():
     assert of.backends.mps.is_available() is False and of.backends.mps.is_built() is False
+
+
+def test_uint8_as_pytorch(rng):
+    """uint8 tensors (images, torchvision's MNIST.data): stored as bytes,
+    computed as i32, wrapped modulo 256 as PyTorch wraps; eager and in a
+    compiled function."""
+    a = rng.integers(0, 256, (3, 4)).astype(np.uint8)
+    cases = [
+        lambda m, t: t(a) + t(a), lambda m, t: t(a) * 3, lambda m, t: t(a) - 10,
+        lambda m, t: -t(a), lambda m, t: t(a) ** 2, lambda m, t: t(a) // 3,
+        lambda m, t: t(a).float() / 255, lambda m, t: t(a) > -1, lambda m, t: t(a) == 7,
+        lambda m, t: t(a).sum(), lambda m, t: t(a).sum(1), lambda m, t: t(a).max(),
+        lambda m, t: t(a)[1], lambda m, t: t(a)[:, [2, 0]], lambda m, t: t(a)[t(a) > 100],
+        lambda m, t: t(a).unsqueeze(0).clone(), lambda m, t: t(a).permute(1, 0),
+        lambda m, t: t(a).long() * 2, lambda m, t: t(a) + t(np.arange(4)),
+        lambda m, t: m.from_numpy(a).to(m.float32).div(255),
+        lambda m, t: t(np.array([300, -1, 7])).to(m.uint8), lambda m, t: t(a).to(m.int32),
+        lambda m, t: m.cat([t(a), t(a)]), lambda m, t: m.stack([t(a), t(a)], 2),
+        lambda m, t: m.where(t(a) > 50, t(a), t(a) // 2),
+    ]
+    for k, case in enumerate(cases):
+        o, r = case(of, of.tensor), case(torch, torch.tensor)
+        assert o.dtype.name == str(r.dtype).removeprefix("torch."), (k, o.dtype, r.dtype)
+        np.testing.assert_array_equal(o.numpy(), r.numpy(), err_msg=str(k))
+    x, y = of.tensor(a), torch.tensor(a)
+    x += 200
+    y += 200
+    np.testing.assert_array_equal(x.numpy(), y.numpy())
+    assert of.tensor(a).type() == "torch.ByteTensor" and isinstance(x, of.ByteTensor)
+    assert of.ByteTensor([1, 2]).dtype is of.uint8 and of.tensor(a).element_size() == 1
+    # uint8 with int8 is PyTorch's int16, which of has not: the next wider, int32
+    assert (of.tensor(a) + of.tensor(a.astype(np.int8))).dtype is of.int32
+    doubled = of.compile(lambda v: (v + v, v.float() / 255))(of.tensor(a))
+    assert doubled[0].dtype is of.uint8 and doubled[1].dtype is of.float32
+    np.testing.assert_array_equal(doubled[0].numpy(), (a + a).astype(np.uint8))
+    buffer = io.BytesIO()
+    of.save({"image": of.tensor(a)}, buffer)
+    buffer.seek(0)
+    loaded = of.load(buffer)["image"]
+    assert loaded.dtype is of.uint8
+    np.testing.assert_array_equal(loaded.numpy(), a)
+
+
+def test_integer_pow_as_pytorch():
+    a = np.array([[-3, 0, 2], [5, 1, 7]])
+    cases = [lambda m, t: t(a) ** 2, lambda m, t: t(a) ** 0, lambda m, t: t(a) ** 3,
+             lambda m, t: 2 ** t(np.abs(a)), lambda m, t: t(a) ** t(np.abs(a)),
+             lambda m, t: t(a) ** 2.0, lambda m, t: t(a.astype(np.int32)) ** 5,
+             lambda m, t: m.pow(t(a), 2)]
+    for k, case in enumerate(cases):
+        o, r = case(of, of.tensor), case(torch, torch.tensor)
+        assert o.dtype.name == str(r.dtype).removeprefix("torch."), k
+        np.testing.assert_array_equal(o.numpy(), r.numpy(), err_msg=str(k))
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        of.tensor([2]) ** -1
+    step = of.compile(lambda v: v ** 3 + 1)
+    np.testing.assert_array_equal(step(of.tensor(a)).numpy(), a ** 3 + 1)

@@ -305,7 +305,7 @@ class Config:
     ({"s": {1, 2}}, "builtins.set"),
     ({"c": 1j}, "builtins.complex"),
     ({"d": collections.defaultdict(list)}, "defaultdict"),
-    ({"u8": np.zeros(3, np.uint8)}, "dtype uint8"),
+    ({"i16": np.zeros(3, np.int16)}, "dtype int16"),
     ({object(): 1}, "a dict key"),
     ({"k": {of.ones(1): 1}}, "a dict key"),
 ])
@@ -439,7 +439,7 @@ CORRUPT = {
     "header a JSON array": (_file([1, 2]), "JSON list, not an object"),
     "NaN in the header": (_file(b'{"a": NaN}'), "not JSON"),
     "a name twice": (_file(b'{"a": {}, "a": {}}'), "appears twice"),
-    "unknown dtype": (_file({"a": dict(T, dtype="U8")}, b"\0" * 8), "bad or unsupported"),
+    "unknown dtype": (_file({"a": dict(T, dtype="U16")}, b"\0" * 8), "bad or unsupported"),
     "entry not an object": (_file({"a": [1, 2]}), "bad or unsupported"),
     "bool in a shape": (_file({"a": dict(T, shape=[True, 2])}, b"\0" * 8), "bad or unsup"),
     "negative dimension": (_file({"a": dict(T, shape=[-2])}, b"\0" * 8), "bad or unsupported"),

@@ -1104,7 +1104,7 @@ def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction,
 # PyTorch's scalar type names, for its dtype messages.
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int8": "Char",
-                 "bool": "Bool"}
+                 "bool": "Bool", "uint8": "Byte"}
 
 
 @_ops.autocast_op("nll_loss")

@@ -8,7 +8,7 @@ tensor on the elements' device; a torch tensor is copied out through NumPy
 (`t.detach().cpu().numpy()`; bfloat16 through its bits), so nothing of the
 batch shares memory with the dataset. dtypes are PyTorch's: Python floats
 make float64, ints int64, bools bool, NumPy values keep their dtype; a dtype
-of has no tensors for (uint8, int16, complex) is a TypeError naming it.
+of has no tensors for (int16, uint16, complex) is a TypeError naming it.
 """
 
 import collections.abc
