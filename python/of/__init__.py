@@ -209,7 +209,8 @@ from ._torch_functions import (atleast_1d, atleast_2d, bitwise_and, bitwise_not,
                                var_mean, vstack)
 from ._torch_functions import broadcast_to, concatenate, swapdims  # noqa: E402,F401
 from ._torch_functions import (argwhere, as_tensor, asarray, clone, column_stack,  # noqa: E402,F401
-                               deg2rad, detach, diff, dstack, fliplr, flipud, get_rng_state,
+                               deg2rad, detach, diff, dstack, fliplr, flipud, get_num_threads,
+                               get_rng_state, set_num_threads,
                                hypot, initial_seed, kron, logspace, median, nanmean, nansum,
                                normal, rad2deg, randint_like, rot90, seed, set_default_dtype,
                                set_rng_state, take, tensor_split, tril_indices, triu_indices,

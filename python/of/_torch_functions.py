@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as dt
-from . import _ops, _random
+from . import _ops, _random, _runtime
 from ._compat import unsupported
 from ._ops import _inplace_method
 from ._ops import masked_fill as _masked_fill
@@ -1418,6 +1418,22 @@ def seed():
     value = int.from_bytes(os.urandom(8), "little") >> 1
     _random.manual_seed(value)
     return value
+
+
+def get_num_threads():
+    """The threads a CPU step uses (libofrt's: $OMP_NUM_THREADS, else this
+    process's CPUs divided among the job's ranks on the machine)."""
+    return _runtime._C().num_threads()
+
+
+def set_num_threads(int):  # noqa: A002 (PyTorch's parameter name)
+    """The threads CPU steps use from now on: of's kernels, oneDNN and an
+    OpenMP OpenBLAS."""
+    if isinstance(int, bool) or not isinstance(int, (builtins.int, np.integer)):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(int).__name__}")
+    if int < 1:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _runtime._C().set_num_threads(builtins.int(int))
 
 
 def get_rng_state():

@@ -367,6 +367,14 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("entries", &Plan::entries);
 
   m.def(
+      "num_threads", [] { return ofrt_num_threads(); },
+      "The threads a CPU step may use");
+  m.def(
+      "set_num_threads",
+      [](int threads) { check(ofrt_set_num_threads(threads)); },
+      py::arg("threads"),
+      "Sets the threads CPU steps use from now on (at least 1)");
+  m.def(
       "cuda_device_count",
       [] {
         int count = 0;

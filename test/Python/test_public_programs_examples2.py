@@ -1221,3 +1221,23 @@ def test_integer_pow_as_pytorch():
         of.tensor([2]) ** -1
     step = of.compile(lambda v: v ** 3 + 1)
     np.testing.assert_array_equal(step(of.tensor(a)).numpy(), a ** 3 + 1)
+
+
+def test_num_threads():
+    """torch.set_num_threads / get_num_threads: the threads CPU steps use;
+    a step gives the same result on one thread."""
+    before = of.get_num_threads()
+    assert before >= 1
+    x = of.tensor(np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32))
+    reference = (x @ x).numpy()
+    try:
+        of.set_num_threads(1)
+        assert of.get_num_threads() == 1
+        np.testing.assert_allclose((x @ x).numpy(), reference, rtol=1e-5, atol=1e-4)
+    finally:
+        of.set_num_threads(before)
+    assert of.get_num_threads() == before
+    for bad, message in [(0, "positive integer"), (1.5, "expects an int")]:
+        for mod in (of, torch):
+            with pytest.raises(RuntimeError, match=message):
+                mod.set_num_threads(bad)

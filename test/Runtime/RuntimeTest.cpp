@@ -280,6 +280,18 @@ TEST(Runtime, KernelRangeRunsEveryIterationOnce) {
   }
 }
 
+TEST(Runtime, NumThreads) {
+  int before = ofrt_num_threads();
+  EXPECT_GE(before, 1);
+  EXPECT_NE(take(ofrt_set_num_threads(0)), "");
+  EXPECT_EQ(ofrt_num_threads(), before);
+  ASSERT_EQ(take(ofrt_set_num_threads(1)), "");
+  EXPECT_EQ(ofrt_num_threads(), 1);
+  ASSERT_EQ(take(ofrt_set_num_threads(3)), "");
+  EXPECT_EQ(ofrt_num_threads(), 3);
+  ASSERT_EQ(take(ofrt_set_num_threads(before)), "");
+}
+
 TEST(PlanErrors, NegativeKernelRange) {
   SamplePlan sample = makeSamplePlan(kernelObject());
   auto &launch = *mainProgram(sample).steps[0]->detail.AsLaunch();

@@ -96,6 +96,12 @@ ofrt_error *ofrt_library_check(const char *name, const char **path);
  * saying why, when the driver cannot be loaded or initialised (no NVIDIA
  * driver, a build without the CUDA headers, no device). */
 ofrt_error *ofrt_cuda_device_count(int *count);
+/* The threads a CPU step may use (at first $OMP_NUM_THREADS, else this
+ * process's CPUs divided among the job's ranks on the machine), and setting
+ * it (at least 1) for the steps that start after the call: torch's
+ * get_num_threads / set_num_threads. */
+int ofrt_num_threads(void);
+ofrt_error *ofrt_set_num_threads(int threads);
 /* The compute capability (major, minor) of CUDA device `ordinal`: 9.0 is
  * an H100/H200, whose kernels --of-pipeline=cuda,chip=sm_90a builds. */
 ofrt_error *ofrt_cuda_device_capability(int ordinal, int *major, int *minor);

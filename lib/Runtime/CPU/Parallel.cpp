@@ -13,6 +13,7 @@
 #include "Plan/DynamicLibrary.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <sched.h>
@@ -59,10 +60,11 @@ struct Gomp {
                    unsigned flags) = nullptr;
   int (*threadNum)() = nullptr;
   int (*numThreads)() = nullptr;
-  int threads = 1; // what parallelThreads() returns
+  void (*setThreads)(int) = nullptr;
+  std::atomic<int> threads{1}; // what parallelThreads() returns
 };
 
-const Gomp &gomp() {
+Gomp &gomp() {
   static Gomp g;
   static std::once_flag once;
   std::call_once(once, [] {
@@ -83,18 +85,20 @@ const Gomp &gomp() {
       g.parallel = nullptr;
       return;
     }
+    int threads = 1;
     if (const char *set = std::getenv("OMP_NUM_THREADS"); set && *set)
-      g.threads = maxThreads();
+      threads = maxThreads();
     else
-      g.threads = availableCpus() / localRanks();
-    g.threads = std::max(g.threads, 1);
+      threads = availableCpus() / localRanks();
+    g.threads = std::max(threads, 1);
     // Where libgomp was loaded before prepareOpenMp (a Python process that
     // imported another OpenMP user first), its default team is every CPU:
     // this thread's regions, oneDNN's and OpenBLAS's included, take the
     // share instead.
-    if (auto setThreads = reinterpret_cast<void (*)(int)>(
-            ::dlsym(library, "omp_set_num_threads")))
-      setThreads(g.threads);
+    g.setThreads = reinterpret_cast<void (*)(int)>(
+        ::dlsym(library, "omp_set_num_threads"));
+    if (g.setThreads)
+      g.setThreads(g.threads);
   });
   return g;
 }
@@ -118,6 +122,14 @@ void runSlice(void *data) {
 } // namespace
 
 int parallelThreads() { return gomp().threads; }
+
+void setParallelThreads(int threads) {
+  Gomp &g = gomp();
+  // (without libgomp parallelFor runs every step on the calling thread)
+  g.threads = std::max(threads, 1);
+  if (g.setThreads)
+    g.setThreads(g.threads);
+}
 
 void parallelFor(int64_t count, int threads,
                  void (*body)(void *context, int64_t begin, int64_t end),

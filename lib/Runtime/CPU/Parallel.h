@@ -39,6 +39,10 @@ int localRanks();
 /// machine (Open MPI's or MPICH's local size); 1 without libgomp.
 int parallelThreads();
 
+/// Sets what parallelThreads() returns (at least 1), and OpenMP's team
+/// size for oneDNN and OpenBLAS, for the steps that start after the call.
+void setParallelThreads(int threads);
+
 /// Calls `body(context, begin, end)` on `threads` contiguous, nearly equal
 /// slices of [0, count) at once, one per thread, and returns when all are
 /// done; on the calling thread alone when `threads` < 2 or libgomp is

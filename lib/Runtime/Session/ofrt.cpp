@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPU/KernelFaults.h"
+#include "CPU/Parallel.h"
 #include "Checkpoint/Checkpoint.h"
 #include "Comm/Communicator.h"
 #include "Plan/DynamicLibrary.h"
@@ -420,6 +421,17 @@ ofrt_error *ofrt_cuda_device_count(int *count) {
   if (!count)
     return makeError("ofrt_cuda_device_count: the output pointer is NULL");
   return toError(cudaDeviceCount(*count));
+}
+
+int ofrt_num_threads(void) { return parallelThreads(); }
+
+ofrt_error *ofrt_set_num_threads(int threads) {
+  if (threads < 1)
+    return toError(fail("ofrt_set_num_threads: the number of threads must be "
+                        "at least 1, not ",
+                        threads));
+  setParallelThreads(threads);
+  return nullptr;
 }
 
 ofrt_error *ofrt_cuda_device_capability(int ordinal, int *major, int *minor) {
