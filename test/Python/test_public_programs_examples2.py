@@ -62,7 +62,8 @@ import pytest
 
 import of
 from test_public_programs import load
-from test_public_programs_examples import _framework, _gymnasium, _stub_module, run_program
+from test_public_programs_examples import (_framework, _gymnasium, _stand_ins, _stub_module,
+                                          run_program)
 
 torch = pytest.importorskip("torch")
 
@@ -131,20 +132,33 @@ def _fixed_linear(fw, seed):
 
 # -- torchvision's MNIST, as the programs use it ------------------------------------
 
+class _Compose:
+    """torchvision.transforms.Compose."""
+
+    def __init__(self, transforms):
+        self.transforms = transforms
+
+    def __call__(self, x):
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+
+class _Lambda:
+    """torchvision.transforms.Lambda."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
 def _torchvision(fw, images, labels):
     """torchvision.datasets.MNIST (the k-th access returns item k whatever
     the index, so both frameworks' shuffled loaders see the same batches),
     transforms.Compose/ToTensor/Normalize/Lambda."""
     mod = _framework(fw)
-
-    class Compose:
-        def __init__(self, transforms):
-            self.transforms = transforms
-
-        def __call__(self, x):
-            for t in self.transforms:
-                x = t(x)
-            return x
 
     class ToTensor:
         def __call__(self, image):
@@ -156,13 +170,6 @@ def _torchvision(fw, images, labels):
 
         def __call__(self, x):
             return (x - self.mean) / self.std
-
-    class Lambda:
-        def __init__(self, fn):
-            self.fn = fn
-
-        def __call__(self, x):
-            return self.fn(x)
 
     class MNIST:
         def __init__(self, root, train=True, download=False, transform=None):
@@ -176,8 +183,8 @@ def _torchvision(fw, images, labels):
             self.served += 1
             return self.transform(images[k]), int(labels[k])
 
-    transforms = _stub_module("torchvision.transforms", Compose=Compose, ToTensor=ToTensor,
-                              Normalize=Normalize, Lambda=Lambda)
+    transforms = _stub_module("torchvision.transforms", Compose=_Compose, ToTensor=ToTensor,
+                              Normalize=Normalize, Lambda=_Lambda)
     datasets = _stub_module("torchvision.datasets", MNIST=MNIST)
     package = _stub_module("torchvision", datasets=datasets, transforms=transforms, __path__=[])
     return {"torchvision": package, "torchvision.datasets": datasets,
@@ -895,15 +902,6 @@ class _Image:
 def _neural_style_modules(fw, images, style, saved):
     mod = _framework(fw)
 
-    class Compose:
-        def __init__(self, transforms):
-            self.transforms = transforms
-
-        def __call__(self, x):
-            for t in self.transforms:
-                x = t(x)
-            return x
-
     class Resize:
         def __init__(self, size):
             self.size = size
@@ -917,13 +915,6 @@ def _neural_style_modules(fw, images, style, saved):
     class ToTensor:
         def __call__(self, image):
             return mod.tensor(image.array.transpose(2, 0, 1).astype(np.float32) / 255)
-
-    class Lambda:
-        def __init__(self, fn):
-            self.fn = fn
-
-        def __call__(self, x):
-            return self.fn(x)
 
     class ImageFolder:
         def __init__(self, root, transform):
@@ -943,8 +934,8 @@ def _neural_style_modules(fw, images, style, saved):
         assert weights == "IMAGENET1K_V1"
         return types.SimpleNamespace(features=_vgg16_features(fw))
 
-    transforms = _stub_module("torchvision.transforms", Compose=Compose, Resize=Resize,
-                              CenterCrop=CenterCrop, ToTensor=ToTensor, Lambda=Lambda)
+    transforms = _stub_module("torchvision.transforms", Compose=_Compose, Resize=Resize,
+                              CenterCrop=CenterCrop, ToTensor=ToTensor, Lambda=_Lambda)
     datasets = _stub_module("torchvision.datasets", ImageFolder=ImageFolder)
     models = _stub_module("torchvision.models", vgg16=vgg16, VGG16_Weights=weights)
     package = _stub_module("torchvision", datasets=datasets, transforms=transforms,
@@ -972,7 +963,7 @@ def run_neural_style(fw, folder, images, style, store):
     saved = {}
     modules = _neural_style_modules(fw, images, style, saved)
     files = ["utils.py", "transformer_net.py", "vgg.py"]
-    with _stand_in_modules(modules):
+    with _stand_ins(modules):
         modules.update({name[:-3]: load(fw, f"fast_neural_style/neural_style/{name}",
                                         flat=True)[name[:-3]] for name in files})
     out = os.path.join(folder, fw)
@@ -987,20 +978,6 @@ def run_neural_style(fw, folder, images, style, store):
             "--output-image", os.path.join(out, "out.jpg")]
     run_program(fw, "fast_neural_style/neural_style/neural_style.py", argv, modules=modules)
     return printed, saved["out.jpg"]
-
-
-@contextlib.contextmanager
-def _stand_in_modules(modules):
-    saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)
-    try:
-        yield
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
 
 
 def test_fast_neural_style(tmp_path):
