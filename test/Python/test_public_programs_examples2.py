@@ -544,6 +544,27 @@ def test_small_habits_the_programs_use(rng):
     np.testing.assert_array_equal(out[1], out[0])
 
 
+def _train_compiled(w0, xs, make_optimizer):
+    """The weight of `(x @ w).square().mean()` trained from `w0` over the
+    batches `xs` by the standard loop under of.compile (one compiled step)."""
+    class Net(of.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = of.nn.Parameter(of.tensor(w0))
+
+        def forward(self, x):
+            return (x @ self.w).square().mean()
+
+    net = Net()
+    model = of.compile(net)
+    opt = make_optimizer(net.parameters())
+    for x in xs:
+        opt.zero_grad()
+        model(of.tensor(x)).backward()
+        opt.step()
+    return net.w.detach().numpy()
+
+
 @pytest.mark.parametrize("decoupled", [False, True])
 def test_adam_weight_decay(rng, decoupled):
     """Adam's L2 weight decay (added to the gradient) and its decoupled one,
@@ -562,23 +583,9 @@ def test_adam_weight_decay(rng, decoupled):
         assert opt.state_dict()["param_groups"][0]["decoupled_weight_decay"] is decoupled
     np.testing.assert_allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)
 
-    class Net(of.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = of.nn.Parameter(of.tensor(w0))
-
-        def forward(self, x):
-            return (x @ self.w).square().mean()
-
-    net = Net()
-    model = of.compile(net)  # the standard loop, captured as one compiled step
-    opt = of.optim.Adam(net.parameters(), lr=0.1, weight_decay=0.3,
-                        decoupled_weight_decay=decoupled)
-    for x in xs:
-        opt.zero_grad()
-        model(of.tensor(x)).backward()
-        opt.step()
-    np.testing.assert_allclose(net.w.detach().numpy(), finals[0], rtol=1e-5, atol=1e-6)
+    trained = _train_compiled(w0, xs, lambda params: of.optim.Adam(
+        params, lr=0.1, weight_decay=0.3, decoupled_weight_decay=decoupled))
+    np.testing.assert_allclose(trained, finals[0], rtol=1e-5, atol=1e-6)
 
 
 def test_small_functions_as_pytorch(rng):
@@ -1105,22 +1112,9 @@ def test_amsgrad(rng, name, kwargs):
     np.testing.assert_allclose(states[1]["state"][0]["max_exp_avg_sq"].numpy(),
                                states[0]["state"][0]["max_exp_avg_sq"].numpy(), rtol=1e-5)
 
-    class Net(of.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = of.nn.Parameter(of.tensor(w0))
-
-        def forward(self, x):
-            return (x @ self.w).square().mean()
-
-    net = Net()
-    model = of.compile(net)
-    opt = getattr(of.optim, name)(net.parameters(), lr=0.1, **kwargs)
-    for x in xs:
-        opt.zero_grad()
-        model(of.tensor(x)).backward()
-        opt.step()
-    np.testing.assert_allclose(net.w.detach().numpy(), finals[0], rtol=1e-5, atol=1e-6)
+    trained = _train_compiled(w0, xs, lambda params: getattr(of.optim, name)(
+        params, lr=0.1, **kwargs))
+    np.testing.assert_allclose(trained, finals[0], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("args", [(1, 3, 2), (0, 2, 1), (2, 4, 1), (-2, 10, 3)])
