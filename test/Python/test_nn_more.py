@@ -605,3 +605,63 @@ def test_eye_and_dirac_init():
     of.nn.init.eye_(o)
     torch.nn.init.eye_(t)
     np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def _pack_both(x, lengths, enforce_sorted):
+    return [mod.nn.utils.rnn.pack_padded_sequence(mod.tensor(x), lengths, batch_first=True,
+                                                  enforce_sorted=enforce_sorted)
+            for mod in (torch, of)]
+
+
+def test_packed_sequences_as_pytorch(rng):
+    x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    for lengths, enforce_sorted in [([5, 4, 2, 1], True), ([3, 5, 1, 4], False)]:
+        t, o = _pack_both(x, lengths, enforce_sorted)
+        for name in ("data", "batch_sizes", "sorted_indices", "unsorted_indices"):
+            a, b = getattr(o, name), getattr(t, name)
+            assert (a is None) == (b is None), name
+            if b is not None:
+                np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+        for total in (None, 7):
+            (po, lo), (pt, lt) = (mod.nn.utils.rnn.pad_packed_sequence(
+                p, batch_first=True, padding_value=-2.0, total_length=total)
+                for mod, p in ((of, o), (torch, t)))
+            np.testing.assert_array_equal(po.numpy(), pt.numpy())
+            np.testing.assert_array_equal(lo.numpy(), lt.numpy())
+    seqs = [x[0, :2], x[1], x[2, :4]]
+    po = of.nn.utils.rnn.pack_sequence([of.tensor(s) for s in seqs], enforce_sorted=False)
+    pt = torch.nn.utils.rnn.pack_sequence([torch.tensor(s) for s in seqs],
+                                          enforce_sorted=False)
+    np.testing.assert_array_equal(po.data.numpy(), pt.data.numpy())
+    for a, b in zip(of.nn.utils.rnn.unpack_sequence(po), seqs):
+        np.testing.assert_array_equal(a.numpy(), b)
+    with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+        of.nn.utils.rnn.pack_padded_sequence(of.tensor(x), [3, 5, 1, 4], batch_first=True)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_take_packed_sequences(rng, kind):
+    """A packed batch through 2 bidirectional layers, with an initial
+    state: the padded outputs, the final states (in the batch's order) and
+    every gradient, against PyTorch."""
+    x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    lengths = [3, 5, 1, 4]
+    h0 = rng.standard_normal((4, 4, 6)).astype(np.float32)
+    tm = getattr(torch.nn, kind)(3, 6, num_layers=2, bidirectional=True, batch_first=True)
+    om = getattr(of.nn, kind)(3, 6, num_layers=2, bidirectional=True, batch_first=True)
+    om.load_state_dict({k: of.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    results = []
+    for mod, m in ((torch, tm), (of, om)):
+        xt = mod.tensor(x, requires_grad=True)
+        packed = mod.nn.utils.rnn.pack_padded_sequence(xt, lengths, batch_first=True,
+                                                       enforce_sorted=False)
+        hx = (mod.tensor(h0), mod.tensor(h0 * 0.5)) if kind == "LSTM" else mod.tensor(h0)
+        out, h = m(packed, hx)
+        assert isinstance(out, mod.nn.utils.rnn.PackedSequence)
+        padded, _ = mod.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        states = h if isinstance(h, tuple) else (h,)
+        (padded.square().sum() + sum(s.square().sum() for s in states)).backward()
+        results.append([padded.detach().numpy()] + [s.detach().numpy() for s in states] +
+                       [xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters()])
+    for k, (a, b) in enumerate(zip(results[1], results[0])):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=str(k))

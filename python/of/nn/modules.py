@@ -14,6 +14,7 @@ from .._tensor import Parameter, Tensor, _c_order
 from ..serialization import register_module_class
 from . import functional as F
 from . import init
+from .utils import rnn as rnn_utils
 
 
 class Module:
@@ -1394,8 +1395,10 @@ class RNNBase(Module):
     uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) initialisation),
     cell arithmetic, argument checks and results. The input projection of
     each layer is one matmul over all steps; each step adds the hidden
-    state's projection, as PyTorch's CPU kernels do. PackedSequence inputs
-    are not supported (TypeError, as for any other non-tensor)."""
+    state's projection, as PyTorch's CPU kernels do. A PackedSequence runs
+    on its padded form with each sequence's state held after its last step
+    (outputs there are zero), and comes back packed; its final states are
+    in the batch's original order, as PyTorch's."""
 
     _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -1492,12 +1495,12 @@ class RNNBase(Module):
     def _expected_hidden(self, batch, size):
         return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
 
-    def _check_input(self, input, hx, name):  # noqa: A002
+    def _check_input(self, input, hx, name, time_major=False):  # noqa: A002
         """PyTorch's checks; returns input as [T, N, I], hx as [L*D, N, H]
         (a tuple for LSTM) and whether the input was unbatched."""
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: the input must be a tensor, not {type(input).__name__} "
-                            "(PackedSequence is not supported yet)")
+            raise TypeError(f"{name}: the input must be a tensor or a PackedSequence, not "
+                            f"{type(input).__name__}")
         if input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
                              "tensor instead")
@@ -1521,7 +1524,7 @@ class RNNBase(Module):
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w}). Convert input: input.to({w}), or convert model: "
                              f"model.to({input.dtype})")
-        if self.batch_first:
+        if self.batch_first and not time_major:
             input = _ops.transpose(input, 0, 1)
         if input.shape[-1] != self.input_size:
             raise RuntimeError("input.size(-1) must be equal to input_size. Expected "
@@ -1544,7 +1547,18 @@ class RNNBase(Module):
         return _cell_step(self.mode, xg, state, w)
 
     def _run(self, input, hx, name):  # noqa: A002
-        x, states, batched = self._check_input(input, hx, name)
+        packed, masks = None, None
+        if isinstance(input, rnn_utils.PackedSequence):
+            packed = input
+            input, lengths = rnn_utils._padded(packed)
+            if hx is not None and packed.sorted_indices is not None:
+                order = packed.sorted_indices
+                hx = tuple(_ops.index_select(h, 1, order) for h in hx) \
+                    if isinstance(hx, tuple) else _ops.index_select(hx, 1, order)
+            # step t updates the sequences longer than t
+            lengths = np.asarray(lengths).reshape(-1, 1)
+            masks = [_ops.tensor(lengths > t) for t in range(input.shape[0])]
+        x, states, batched = self._check_input(input, hx, name, time_major=packed is not None)
         directions = 2 if self.bidirectional else 1
         steps = x.shape[0]
         finals = [[] for _ in states]
@@ -1561,17 +1575,26 @@ class RNNBase(Module):
                 state = tuple(s[k] for s in states)
                 out = [None] * steps
                 for t in (range(steps - 1, -1, -1) if direction else range(steps)):
-                    state = self._cell(xg[t], state, w)
-                    out[t] = _ops.unsqueeze(state[0], 0)
+                    new = self._cell(xg[t], state, w)
+                    if masks is None:
+                        state = new
+                        out[t] = _ops.unsqueeze(state[0], 0)
+                    else:  # a packed batch: ended sequences keep their state
+                        state = tuple(_ops.where(masks[t], n, o) for n, o in zip(new, state))
+                        out[t] = _ops.unsqueeze(_ops.where(masks[t], state[0], 0.0), 0)
                 outputs.append(_ops.cat(out, 0))
                 for final, s in zip(finals, state):
                     final.append(_ops.unsqueeze(s, 0))
             x = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
             if self.dropout and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, self.training)
+        finals = [_ops.cat(f, 0) for f in finals]
+        if packed is not None:
+            if packed.unsorted_indices is not None:
+                finals = [_ops.index_select(f, 1, packed.unsorted_indices) for f in finals]
+            return rnn_utils._repack(x, packed), finals
         if self.batch_first:
             x = _ops.transpose(x, 0, 1)
-        finals = [_ops.cat(f, 0) for f in finals]
         if not batched:
             x = _ops.squeeze(x, 0 if self.batch_first else 1)
             finals = [_ops.squeeze(f, 1) for f in finals]
