@@ -280,8 +280,8 @@ def test_a_missing_name_raises_naming_the_pytorch_api():
     with of.mock_torch.enable():
         import torch
         with pytest.raises(AttributeError,
-                           match=r"^torch\.nn\.Bilinear is not provided by of \(of\.mock_torch\)$"):
-            torch.nn.Bilinear
+                           match=r"^torch\.nn\.LazyLinear is not provided by of \(of\.mock_torch\)$"):
+            torch.nn.LazyLinear
         with pytest.raises(AttributeError, match=r"^torch\.fft is not provided by of"):
             torch.fft
         with pytest.raises(AttributeError, match=r"^torch\._C is not provided by of"):
@@ -289,9 +289,9 @@ def test_a_missing_name_raises_naming_the_pytorch_api():
         with pytest.raises(AttributeError, match=r"^torch\.nn\.functional\._ops is not"):
             torch.nn.functional._ops
         assert not hasattr(torch, "fft") and hasattr(torch.nn, "Linear")
-        assert getattr(torch.nn, "Bilinear", None) is None
-        with pytest.raises(ImportError, match=r"cannot import name 'Bilinear' from 'torch\.nn'"):
-            from torch.nn import Bilinear  # noqa: F401
+        assert getattr(torch.nn, "LazyLinear", None) is None
+        with pytest.raises(ImportError, match=r"cannot import name 'LazyLinear' from 'torch\.nn'"):
+            from torch.nn import LazyLinear  # noqa: F401
         # of's own NotImplementedError for a PyTorch name comes through as it is
         with pytest.raises(NotImplementedError, match="DataPipes"):
             torch.utils.data.IterDataPipe
@@ -328,8 +328,8 @@ def test_of_modules_are_untouched_by_the_mock():
     with of.mock_torch.enable():
         import torch
         assert type(of.nn) is types.ModuleType and of.nn is not torch.nn
-        with pytest.raises(AttributeError, match=r"module 'of\.nn' has no attribute 'Bilinear'"):
-            of.nn.Bilinear
+        with pytest.raises(AttributeError, match=r"module 'of\.nn' has no attribute 'LazyLinear'"):
+            of.nn.LazyLinear
         assert sys.modules["of.nn"] is of.nn
         # assigning through a torch name assigns of's attribute, as patching
         # torch.nn.functional patches what torch's own code calls

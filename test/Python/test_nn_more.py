@@ -665,3 +665,57 @@ def test_recurrent_layers_take_packed_sequences(rng, kind):
                        [xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters()])
     for k, (a, b) in enumerate(zip(results[1], results[0])):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=str(k))
+
+
+def _functional(m):
+    return m.nn.functional
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_more_losses_as_pytorch(rng, reduction):
+    """MultiLabelSoftMarginLoss, PoissonNLLLoss, GaussianNLLLoss: values and
+    gradients in float64 against PyTorch."""
+    x = rng.standard_normal((4, 5))
+    y = (rng.random((4, 5)) > 0.5).astype(np.float64)
+    w = rng.random(5)
+    counts = rng.integers(0, 5, (4, 5))  # int: PyTorch's target gradient at 0 is NaN
+    var = rng.random((4, 5)) + 0.1
+    var[0, 0] = 1e-9  # below eps: clamped in value, gradient passed through
+    compare(lambda m, a, b: _functional(m).multilabel_soft_margin_loss(
+        a, b, reduction=reduction), x, y)
+    compare(lambda m, a, b, c: m.nn.MultiLabelSoftMarginLoss(
+        weight=c, reduction=reduction)(a, b), x, y, w)
+    for log_input in (True, False):
+        for full in (False, True):
+            compare(lambda m, a, b: m.nn.PoissonNLLLoss(log_input, full, reduction=reduction)(
+                a if log_input else a.abs() + 0.1, b.double()), x, counts)
+    compare(lambda m, a, b: _functional(m).poisson_nll_loss(a, b.double(), reduction=reduction),
+            x, counts)
+    for full in (False, True):
+        compare(lambda m, a, b, v: m.nn.GaussianNLLLoss(full=full, reduction=reduction)(
+            a, b, v), x, y, var)
+    compare(lambda m, a, b, v: _functional(m).gaussian_nll_loss(a, b, v[:, 0],
+                                                                reduction=reduction),
+            x, y, var)
+    with pytest.raises(ValueError, match="negative"):
+        of.nn.functional.gaussian_nll_loss(of.ones(2), of.ones(2), -of.ones(2))
+
+
+def test_more_layers_as_pytorch(rng):
+    x = rng.standard_normal((2, 6, 4, 3))
+    compare(lambda m, a: m.nn.Softmax2d()(a), x)
+    compare(lambda m, a: m.nn.ChannelShuffle(3)(a), x)
+    compare(lambda m, a: _functional(m).channel_shuffle(a, 2), x)
+    for size in (1, 2, 3, 5):
+        compare(lambda m, a: m.nn.LocalResponseNorm(size, alpha=0.1, beta=0.75, k=2.0)(a), x)
+        compare(lambda m, a: _functional(m).local_response_norm(a, size), x[:, :, :, 0])
+    a1, a2 = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 2, 5))
+    w, b = rng.standard_normal((6, 4, 5)), rng.standard_normal(6)
+    compare(lambda m, p, q, r, s: _functional(m).bilinear(p, q, r, s), a1, a2, w, b)
+    layer = of.nn.Bilinear(4, 5, 6)
+    assert tuple(layer.weight.shape) == (6, 4, 5) and tuple(layer.bias.shape) == (6,)
+    assert float(layer.weight.abs().max()) <= 0.5  # uniform(+-1/sqrt(4))
+    with pytest.raises(ValueError, match="3D or 4D"):
+        of.nn.Softmax2d()(of.ones(2, 2))
+    with pytest.raises(RuntimeError, match="divisible by groups"):
+        of.nn.ChannelShuffle(4)(of.ones(1, 6, 2))

@@ -19,7 +19,7 @@ What a torch name gives (_importer.py):
   classes. `torch.device`, the dtypes, `torch.cuda.is_available()` are
   of's.
 - A name of lacks raises AttributeError naming the PyTorch API
-  ("torch.nn.Bilinear is not provided by of (of.mock_torch)"), and a
+  ("torch.nn.LazyLinear is not provided by of (of.mock_torch)"), and a
   module of lacks (torch.fft, torch._C) ModuleNotFoundError naming it. No
   placeholder stands in for a missing name.
 - `torch.__version__` is "2.0.0+of.<of's version>": the PyTorch API level

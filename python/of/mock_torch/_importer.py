@@ -7,7 +7,7 @@ module behind it. of's modules are never changed, so `of.nn.Foo` looks up
 as it always does, with or without the mock; only the torch names say,
 for a name of lacks, that it is a PyTorch API of does not provide:
 
-    torch.nn.Bilinear    AttributeError: torch.nn.Bilinear is not provided
+    torch.nn.LazyLinear  AttributeError: torch.nn.LazyLinear is not provided
                          by of (of.mock_torch)
     import torch.fft     ModuleNotFoundError: No module named 'torch.fft':
                          torch.fft is not provided by of (of.mock_torch) ...

@@ -1242,6 +1242,112 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, reduction)
 
 
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  # noqa: A002
+                                reduce=None, reduction="mean"):
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted per class,
+    averaged over the classes, then reduced over the batch."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    loss = _ops.neg(_ops.add(_ops.mul(target, logsigmoid(input)),
+                             _ops.mul(_ops.sub(1.0, target), logsigmoid(_ops.neg(input)))))
+    if weight is not None:
+        loss = _ops.mul(loss, weight)
+    loss = _ops.div(_ops.sum(loss, input.ndim - 1), float(input.shape[-1]))
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
+                     eps=1e-8, reduce=None, reduction="mean"):
+    """exp(x) - y x (log_input), else x - y log(x + eps); with `full`, the
+    Stirling term y log y - y + log(2 pi y) / 2 where y > 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = _ops.sub(_ops.exp(input), _ops.mul(target, input))
+    else:
+        loss = _ops.sub(input, _ops.mul(target, _ops.log(_ops.add(input, eps))))
+    if full:
+        safe = _ops.where(_ops.gt(target, 1.0), target, _ops.ones_like(target))
+        stirling = _ops.add(_ops.sub(_ops.mul(safe, _ops.log(safe)), safe),
+                            _ops.mul(_ops.log(_ops.mul(safe, 2 * math.pi)), 0.5))
+        loss = _ops.add(loss, _ops.where(_ops.gt(target, 1.0), stirling,
+                                         _ops.zeros_like(stirling)))
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """(log(max(var, eps)) + (x - y)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2
+    with `full`); the clamp passes gradients through, as PyTorch's (it
+    clamps a copy under no_grad). `var` may lack the last dimension of a
+    homoscedastic input, or have it of size 1."""
+    if isinstance(var, (int, float)):
+        var = _ops.full(tuple(input.shape), float(var), dtype=input.dtype)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = _ops.unsqueeze(var, -1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if var._program is None and bool(_tf.any(_ops.lt(var, 0.0))):
+        raise ValueError("var has negative entry/entries")
+    # max(var, eps) in value, the identity in gradient
+    clamped = _ops.add(var, _ops.sub(_ops.clamp_min(var, eps), var).detach())
+    loss = _ops.mul(_ops.add(_ops.log(clamped), _ops.div(_ops.square(_ops.sub(input, target)),
+                                                         clamped)), 0.5)
+    if full:
+        loss = _ops.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta,
+    the window zero-padded (size // 2 before, (size - 1) // 2 after)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    if input.numel() == 0:
+        return input
+    channels = input.shape[1]
+    squares = _ops.square(input)
+    before, after = size // 2, (size - 1) // 2
+    zeros = [_ops.zeros((input.shape[0], n) + tuple(input.shape[2:]), dtype=input.dtype)
+             for n in (before, after)]
+    padded = _ops.cat([z for z in (zeros[0],) if before] + [squares] +
+                      [z for z in (zeros[1],) if after], 1)
+    total = None
+    for offset in range(size):
+        part = _ops.narrow(padded, 1, offset, channels)
+        total = part if total is None else _ops.add(total, part)
+    div = _ops.pow(_ops.add(_ops.mul(total, alpha / size), k), beta)
+    return _ops.div(input, div)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """x1^T A_o x2 (+ b_o) for each output o: weight (out, in1, in2)."""
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    lead = tuple(input1.shape[:-1])
+    x1 = _ops.reshape(input1, (-1, input1.shape[-1]))
+    x2 = _ops.reshape(input2, (-1, input2.shape[-1]))
+    out = _tf.einsum("bi,oij,bj->bo", x1, weight, x2)
+    if bias is not None:
+        out = _ops.add(out, bias)
+    return _ops.reshape(out, lead + (weight.shape[0],))
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    """(N, C, *) with C = g k: the channels read as g x k, transposed."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = _ops.reshape(input, (n, groups, c // groups) + rest)
+    return _ops.reshape(_ops.transpose(x, 1, 2), (n, c) + rest)
+
+
 def _reduce(loss, reduction):
     """A per-element loss reduced as PyTorch's losses do ("none", "mean",
     "sum")."""

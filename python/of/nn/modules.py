@@ -1180,6 +1180,62 @@ class Softmax(_AlongDim):
     _fn = staticmethod(F.softmax)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3)
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):  # noqa: A002
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, A (out_features, in1_features, in2_features),
+    initialised uniform(-1/sqrt(in1_features), 1/sqrt(in1_features)) as PyTorch's."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in1_features)
+        self.weight = _param(out_features, in1_features, in2_features, bound=bound)
+        self.bias = _param(out_features, bound=bound) if bias else None
+        _place(self, device, dtype)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class Softmin(_AlongDim):
     _fn = staticmethod(F.softmin)
 
@@ -1276,6 +1332,33 @@ class HuberLoss(_Loss):
 
     def forward(self, input, target):  # noqa: A002
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    def forward(self, input, target):  # noqa: A002
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(None, None, reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):  # noqa: A002
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
 
 
 class BCELoss(_WeightedLoss):
@@ -1980,7 +2063,9 @@ class ParameterDict(Module):
 # of.save writes a whole module (torch.save(model)) as its class and attributes
 register_module_class(Module)
 
-__all__ = ["Module", "ParameterList", "ParameterDict", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+__all__ = ["Module", "ParameterList", "ParameterDict", "Softmax2d", "ChannelShuffle",
+           "LocalResponseNorm", "Bilinear", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "Unfold", "Fold", "AlphaDropout", "FeatureAlphaDropout",
            "LayerNorm", "RMSNorm", "Embedding", "EmbeddingBag", "Dropout",
            "Dropout1d", "Dropout2d", "Dropout3d",
