@@ -719,3 +719,29 @@ def test_more_layers_as_pytorch(rng):
         of.nn.Softmax2d()(of.ones(2, 2))
     with pytest.raises(RuntimeError, match="divisible by groups"):
         of.nn.ChannelShuffle(4)(of.ones(1, 6, 2))
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode,padding_mode", [("bilinear", "zeros"), ("bilinear", "border"),
+                                               ("nearest", "zeros"), ("nearest", "border")])
+def test_affine_grid_and_grid_sample(rng, align_corners, mode, padding_mode):
+    """A spatial transformer's sampling (PyTorch's STN tutorial): affine_grid
+    of a rotation-and-shift, grid_sample of the input there; values and the
+    gradients of the input and (bilinear) the affine matrices, in float64."""
+    x = rng.standard_normal((2, 3, 5, 6))
+    theta = rng.standard_normal((2, 2, 3)) * 0.7
+    results = []
+    for mod in (torch, of):
+        xt, th = mod.tensor(x, requires_grad=True), mod.tensor(theta, requires_grad=True)
+        grid = mod.nn.functional.affine_grid(th, (2, 3, 4, 7), align_corners=align_corners)
+        y = mod.nn.functional.grid_sample(xt, grid, mode=mode, padding_mode=padding_mode,
+                                          align_corners=align_corners)
+        w = np.random.default_rng(1).standard_normal(tuple(y.shape))
+        (y * mod.tensor(w)).sum().backward()
+        results.append([grid.detach().numpy(), y.detach().numpy(), xt.grad.numpy()] +
+                       ([th.grad.numpy()] if mode == "bilinear" else []))
+    for k, (a, b) in enumerate(zip(results[1], results[0])):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9, err_msg=str(k))
+    with pytest.raises(NotImplementedError, match="padding_mode='reflection'"):
+        of.nn.functional.grid_sample(of.ones(1, 1, 2, 2), of.zeros(1, 1, 1, 2),
+                                     padding_mode="reflection")

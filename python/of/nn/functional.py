@@ -1337,6 +1337,96 @@ def bilinear(input1, input2, weight, bias=None):
     return _ops.reshape(out, lead + (weight.shape[0],))
 
 
+def _base_coordinates(size, align_corners):
+    """The normalised coordinates of `size` pixel centres (-1..1)."""
+    values = np.linspace(-1.0, 1.0, size) if size > 1 else np.zeros(1)
+    return values if align_corners else values * (size - 1) / size
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) of the 2-D affine maps `theta`
+    (N, 2, 3) for an output of `size` (N, C, H, W): each output pixel's
+    normalised (x, y, 1) times theta^T."""
+    align_corners = bool(align_corners)
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D sizes, for 2D affine "
+                                  f"transforms (got size {list(size)})")
+    n, _, h, w = (int(s) for s in size)
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+    if theta.shape[0] != n:
+        raise ValueError(f"affine_grid: theta has {theta.shape[0]} matrices for a size of "
+                         f"batch {n}")
+    xs, ys = np.meshgrid(_base_coordinates(w, align_corners), _base_coordinates(h, align_corners))
+    base = np.stack([xs, ys, np.ones_like(xs)], -1).reshape(1, h * w, 3)
+    base = Tensor(base.astype(theta.dtype.np), dtype=theta.dtype, device=theta.device)
+    grid = _ops.matmul(_ops.broadcast_to(base, (n, h * w, 3)), _ops.transpose(theta, 1, 2))
+    return _ops.reshape(grid, (n, h, w, 2))
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros",  # noqa: A002
+                align_corners=None):
+    """input (N, C, H, W) sampled at grid (N, Ho, Wo, 2) (x, y in -1..1):
+    bilinear (or nearest) interpolation of the pixels around each point,
+    outside ones 0 (padding_mode="zeros") or the border's ("border"). The
+    corners are gathered (their gradient is the scatter-add), the weights
+    are differentiable in the grid, as PyTorch's."""
+    unsupported("grid_sample", padding_mode=(padding_mode if padding_mode != "border" else
+                                             "zeros", "zeros"))
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample(mode={mode!r}) is not supported yet: of has "
+                                  "'bilinear' and 'nearest'")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise NotImplementedError("grid_sample: of supports 4-D input (N, C, H, W) with a "
+                                  f"grid (N, Ho, Wo, 2), not {list(input.shape)} and "
+                                  f"{list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    align_corners = bool(align_corners)
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+
+    def pixel(coord, size):
+        if align_corners:
+            return _ops.mul(_ops.add(coord, 1.0), (size - 1) / 2)
+        return _ops.div(_ops.sub(_ops.mul(_ops.add(coord, 1.0), size), 1.0), 2.0)
+
+    ix = pixel(_ops.reshape(_tf.select(grid, 3, 0), (n, ho * wo)), w)
+    iy = pixel(_ops.reshape(_tf.select(grid, 3, 1), (n, ho * wo)), h)
+    if padding_mode == "border":
+        ix = _ops.clamp(ix, 0.0, float(w - 1))
+        iy = _ops.clamp(iy, 0.0, float(h - 1))
+    flat = _ops.reshape(input, (n, c, h * w))
+
+    def corner(xc, yc):
+        """The pixels at integer (float-valued) coordinates xc, yc, 0 outside."""
+        inside = _tf.logical_and(_tf.logical_and(_ops.ge(xc, 0.0), _ops.le(xc, w - 1.0)),
+                                 _tf.logical_and(_ops.ge(yc, 0.0), _ops.le(yc, h - 1.0)))
+        xi = _ops.cast(_ops.clamp(xc, 0.0, float(w - 1)), dt.int64)
+        yi = _ops.cast(_ops.clamp(yc, 0.0, float(h - 1)), dt.int64)
+        index = _ops.add(_ops.mul(yi, w), xi)
+        index = _ops.broadcast_to(_ops.unsqueeze(index, 1), (n, c, ho * wo))
+        values = _ops.gather(flat, 2, index)
+        return _ops.where(_ops.unsqueeze(inside, 1), values, _ops.zeros_like(values))
+
+    if mode == "nearest":
+        out = corner(_tf.round(ix), _tf.round(iy))
+    else:
+        x0, y0 = _tf.floor(ix), _tf.floor(iy)
+        x1, y1 = _ops.add(x0, 1.0), _ops.add(y0, 1.0)
+        wx1, wy1 = _ops.sub(ix, x0), _ops.sub(iy, y0)
+        wx0, wy0 = _ops.sub(x1, ix), _ops.sub(y1, iy)
+        out = None
+        for xc, yc, weight in ((x0, y0, _ops.mul(wx0, wy0)), (x1, y0, _ops.mul(wx1, wy0)),
+                               (x0, y1, _ops.mul(wx0, wy1)), (x1, y1, _ops.mul(wx1, wy1))):
+            term = _ops.mul(corner(xc, yc), _ops.unsqueeze(weight, 1))
+            out = term if out is None else _ops.add(out, term)
+    return _ops.reshape(out, (n, c, ho, wo))
+
+
 def channel_shuffle(input, groups):  # noqa: A002
     """(N, C, *) with C = g k: the channels read as g x k, transposed."""
     n, c = input.shape[0], input.shape[1]
