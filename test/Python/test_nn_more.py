@@ -745,3 +745,45 @@ def test_affine_grid_and_grid_sample(rng, align_corners, mode, padding_mode):
     with pytest.raises(NotImplementedError, match="padding_mode='reflection'"):
         of.nn.functional.grid_sample(of.ones(1, 1, 2, 2), of.zeros(1, 1, 1, 2),
                                      padding_mode="reflection")
+
+
+def test_rrelu_as_pytorch(rng):
+    x = rng.standard_normal((50, 40)).astype(np.float32)
+    for lower, upper in [(1 / 8, 1 / 3), (0.1, 0.2)]:
+        o = of.nn.functional.rrelu(of.tensor(x), lower, upper)  # training=False: the mean slope
+        t = torch.nn.functional.rrelu(torch.tensor(x), lower, upper)
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-6)
+        m = of.nn.RReLU(lower, upper)
+        y = m(of.tensor(x)).numpy()
+        negative = x < 0
+        slopes = y[negative] / x[negative]
+        assert slopes.min() >= lower - 1e-6 and slopes.max() <= upper + 1e-6
+        assert slopes.std() > 0.2 * (upper - lower) / np.sqrt(12)  # drawn per element
+        np.testing.assert_array_equal(y[~negative], x[~negative])
+        m.eval()
+        np.testing.assert_allclose(m(of.tensor(x)).numpy(), t.numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="compiled function"):
+        of.compile(lambda v: of.nn.functional.rrelu(v, training=True))(of.tensor(x))
+
+
+def test_gumbel_softmax():
+    """Soft samples sum to 1; hard ones are one-hot at the soft sample's
+    largest element with the soft sample's gradient (straight-through): the
+    same noise (same seed) gives the same gradient."""
+    logits = np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32)
+    w = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    grads, samples = [], []
+    for hard in (False, True):
+        of.manual_seed(11)
+        x = of.tensor(logits, requires_grad=True)
+        y = of.nn.functional.gumbel_softmax(x, tau=0.5, hard=hard)
+        (y * of.tensor(w)).sum().backward()
+        grads.append(x.grad.numpy())
+        samples.append(y.detach().numpy())
+    soft, hard = samples
+    np.testing.assert_allclose(soft.sum(-1), 1.0, rtol=1e-5)
+    assert set(np.unique(hard)) == {0.0, 1.0} and (hard.sum(-1) == 1).all()
+    np.testing.assert_array_equal(hard.argmax(-1), soft.argmax(-1))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+    t = torch.nn.functional.gumbel_softmax(torch.tensor(logits), hard=True)
+    assert tuple(t.shape) == hard.shape

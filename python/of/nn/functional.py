@@ -47,6 +47,44 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace("leaky_relu", input, out) if inplace else out
 
 
+def _eager_random(api, input):  # noqa: A002
+    if input._program is not None:
+        raise NotImplementedError(
+            f"{api} draws its random numbers eagerly; inside a compiled function they would be "
+            "drawn once, at tracing: call it outside the compiled function")
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """x where x >= 0, else a x: a drawn uniformly from [lower, upper] per
+    element in training, (lower + upper) / 2 otherwise (PyTorch's; the
+    functional form's default is training=False)."""
+    if training:
+        _eager_random("rrelu(training=True)", input)
+        slope = _ops.add(_ops.mul(_ops.rand(*input.shape, dtype=input.dtype,
+                                            device=input.device), upper - lower), lower)
+    else:
+        slope = (lower + upper) / 2
+    out = _ops.where(_ops.ge(input, 0), input, _ops.mul(input, slope))
+    return _inplace("rrelu", input, out) if inplace else out
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) with Gumbel noise g = -log(E), E ~ Exp(1);
+    with `hard`, the one-hot of its largest element, whose gradient is the
+    soft sample's (straight-through)."""
+    del eps  # unused, as in PyTorch
+    _eager_random("gumbel_softmax", logits)
+    uniform = _ops.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
+    # E = -log(1 - U), U in [0, 1), so E > 0 and g = -log(E) is finite
+    gumbels = _ops.neg(_ops.log(_ops.neg(_ops.log(_ops.sub(1.0, uniform)))))
+    y_soft = softmax(_ops.div(_ops.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = _ops.argmax(y_soft, dim, keepdim=True)
+    y_hard = _tf.scatter(_ops.zeros_like(y_soft), dim, index, value=1.0)
+    return _ops.add(_ops.sub(y_hard, y_soft.detach()), y_soft)
+
+
 # -- the activations PyTorch composes elementwise: each is a where over of ops
 # whose branches give PyTorch's gradient at the kinks (its *_backward kernels'
 # conditions), so eager backward and compiled steps agree with it there too.

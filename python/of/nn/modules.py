@@ -756,6 +756,19 @@ Sigmoid = _activation("Sigmoid", F.sigmoid, False)
 Tanh = _activation("Tanh", F.tanh, False)
 
 
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                           else "")
+
+
 class LeakyReLU(Module):
     def __init__(self, negative_slope=1e-2, inplace=False):
         super().__init__()
@@ -2063,7 +2076,7 @@ class ParameterDict(Module):
 # of.save writes a whole module (torch.save(model)) as its class and attributes
 register_module_class(Module)
 
-__all__ = ["Module", "ParameterList", "ParameterDict", "Softmax2d", "ChannelShuffle",
+__all__ = ["Module", "ParameterList", "ParameterDict", "Softmax2d", "ChannelShuffle", "RReLU",
            "LocalResponseNorm", "Bilinear", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "Unfold", "Fold", "AlphaDropout", "FeatureAlphaDropout",
