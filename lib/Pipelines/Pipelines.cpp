@@ -92,7 +92,8 @@ LogicalResult mlir::of::parsePipelineOptions(
     return failure();
   if (!options.train.empty() &&
       failed(oneOf("train", options.train,
-                   {"sgd", "adam", "adamw", "adagrad", "rmsprop", "adadelta"})))
+                   {"sgd", "adam", "adamw", "adamax", "nadam", "radam",
+                    "adagrad", "rmsprop", "adadelta"})))
     return failure();
   if (!options.amp.empty() &&
       failed(oneOf("amp", options.amp, {"bf16", "f16"})))
@@ -112,6 +113,7 @@ LogicalResult mlir::of::parsePipelineOptions(
         {"alpha", options.alpha},
         {"rho", options.rho},
         {"lr-decay", options.lrDecay},
+        {"momentum-decay", options.momentumDecay},
         {"memory-budget", options.memoryBudget}})
     if (!(value >= 0))
       return errorHandler("--of-pipeline: " + key +
@@ -158,6 +160,7 @@ void mlir::of::buildPipeline(OpPassManager &pm,
       train.alpha = options.alpha;
       train.centered = options.centered;
       train.amsgrad = options.amsgrad;
+      train.momentumDecay = options.momentumDecay;
       train.rho = options.rho;
       train.lrDecay = options.lrDecay;
       train.weightDecay = options.weightDecay;

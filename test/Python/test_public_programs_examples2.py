@@ -1212,3 +1212,35 @@ def test_num_threads():
         for mod in (of, torch):
             with pytest.raises(RuntimeError, match=message):
                 mod.set_num_threads(bad)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adamax", dict(lr=0.05)), ("Adamax", dict(lr=0.05, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.05)), ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.01)),
+    ("RAdam", dict(lr=0.05)), ("RAdam", dict(lr=0.05, weight_decay=0.1))])
+def test_adamax_nadam_radam(rng, name, kwargs):
+    """8 steps (RAdam rectifies from its 6th), eager and compiled, against
+    PyTorch: the weights and every state_dict entry."""
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    xs = [rng.standard_normal((5, 3)).astype(np.float32) * s
+          for s in (3.0, 1.0, 0.3, 0.1, 1.0, 2.0, 0.5, 1.0)]
+    finals, states = [], []
+    for mod in (torch, of):
+        p = mod.tensor(w0, requires_grad=True)
+        opt = getattr(mod.optim, name)([p], **kwargs)
+        for x in xs:
+            opt.zero_grad()
+            (mod.tensor(x) @ p).square().mean().backward()
+            opt.step()
+        finals.append(p.detach().numpy())
+        states.append(opt.state_dict())
+    np.testing.assert_allclose(finals[1], finals[0], rtol=1e-5, atol=1e-6)
+    ours, theirs = states[1]["state"][0], states[0]["state"][0]
+    assert sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        np.testing.assert_allclose(ours[key].numpy(), value.numpy(), rtol=1e-5, atol=1e-7,
+                                   err_msg=key)
+    trained = _train_compiled(w0, xs, lambda params: getattr(of.optim, name)(params, **kwargs))
+    np.testing.assert_allclose(trained, finals[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Invalid beta parameter"):
+        getattr(of.optim, name)([of.nn.Parameter(of.ones(2))], betas=(1.0, 0.9))

@@ -26,6 +26,10 @@ inline constexpr std::string_view kAdamFirstMoment = "adam_m_";
 inline constexpr std::string_view kAdamSecondMoment = "adam_v_";
 /// AMSGrad's running maximum of the second moment.
 inline constexpr std::string_view kAdamMaxSecondMoment = "adam_vmax_";
+/// Adamax's exponentially weighted infinity norm.
+inline constexpr std::string_view kAdamaxInfNorm = "adamax_inf_";
+/// NAdam's product of its momentum coefficients (a scalar).
+inline constexpr std::string_view kNadamMuProduct = "nadam_mu_product";
 inline constexpr std::string_view kMomentum = "momentum_";
 inline constexpr std::string_view kAdamStep = "adam_step";
 inline constexpr std::string_view kAdagradSum = "adagrad_sum_";
@@ -42,14 +46,14 @@ inline constexpr std::string_view kLossScaleGoodSteps = "loss_scale_good_steps";
 /// parameter, a buffer or data).
 inline bool isOptimizerState(std::string_view name) {
   for (std::string_view prefix :
-       {kAdamFirstMoment, kAdamSecondMoment, kAdamMaxSecondMoment, kMomentum,
-        kAdagradSum,
-        kRmspropSquareAvg, kRmspropGradAvg, kAdadeltaSquareAvg,
-        kAdadeltaAccDelta})
+       {kAdamFirstMoment, kAdamSecondMoment, kAdamMaxSecondMoment,
+        kAdamaxInfNorm, kMomentum, kAdagradSum, kRmspropSquareAvg,
+        kRmspropGradAvg, kAdadeltaSquareAvg, kAdadeltaAccDelta})
     if (name.substr(0, prefix.size()) == prefix && name.size() > prefix.size())
       return true;
   return name == kAdamStep || name == kAdagradStep || name == kSgdStep ||
-         name == kLossScaleLog2 || name == kLossScaleGoodSteps;
+         name == kNadamMuProduct || name == kLossScaleLog2 ||
+         name == kLossScaleGoodSteps;
 }
 
 } // namespace of::state

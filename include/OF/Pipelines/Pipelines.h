@@ -45,7 +45,8 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
   Option<std::string> train{
       *this, "train",
-      llvm::cl::desc("sgd, adam, adamw, adagrad, rmsprop or adadelta: also run "
+      llvm::cl::desc("sgd, adam, adamw, adamax, nadam, radam, adagrad, rmsprop "
+                     "or adadelta: also run "
                      "--of-training-step (implies "
                      "autodiff), so each differentiated @f gets "
                      "@f_train_step")};
@@ -60,6 +61,9 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
   Option<double> alpha{*this, "alpha",
                        llvm::cl::desc("RMSprop smoothing constant"),
                        llvm::cl::init(0.99)};
+  Option<double> momentumDecay{*this, "momentum-decay",
+                               llvm::cl::desc("NAdam's momentum decay"),
+                               llvm::cl::init(4e-3)};
   Option<bool> amsgrad{*this, "amsgrad",
                        llvm::cl::desc("Adam/AdamW: AMSGrad's maximum second "
                                       "moment"),

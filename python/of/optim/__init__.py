@@ -108,6 +108,89 @@ class Adam(AdamW):
         return options
 
 
+def _check_adam_arguments(lr, betas, eps, weight_decay):
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class _AdamVariant(Optimizer):
+    """Adamax, NAdam and RAdam: Adam's moments and step count, each its own
+    update in --of-training-step (train=adamax|nadam|radam), L2 weight
+    decay (decoupled_weight_decay=True is not supported yet)."""
+
+    _TRAIN = None
+
+    def _pipeline_options(self, group=None):
+        g = group or self.param_groups[0]
+        options = [f"train={self._TRAIN}", f"beta1={_number(g['betas'][0])}",
+                   f"beta2={_number(g['betas'][1])}", f"epsilon={_number(g['eps'])}",
+                   f"weight-decay={_number(g['weight_decay'])}"]
+        if "momentum_decay" in g:
+            options.append(f"momentum-decay={_number(g['momentum_decay'])}")
+        return options
+
+
+class Adamax(_AdamVariant):
+    """torch.optim.Adamax: u = max(beta2 u, |g| + eps), p -= lr / (1 -
+    beta1^t) m / u."""
+
+    _TRAIN = "adamax"
+    _STATE_NAMES = {"adam_m_": "exp_avg", "adamax_inf_": "exp_inf", "adam_step": "step"}
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _check_adam_arguments(lr, betas, eps, weight_decay)
+        unsupported("Adamax", maximize=(maximize, False), differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay))
+
+
+class NAdam(_AdamVariant):
+    """torch.optim.NAdam: Nesterov momentum in Adam, with PyTorch's momentum
+    schedule mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2)."""
+
+    _TRAIN = "nadam"
+    _STATE_NAMES = {"adam_m_": "exp_avg", "adam_v_": "exp_avg_sq", "adam_step": "step",
+                    "nadam_mu_product": "mu_product"}
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check_adam_arguments(lr, betas, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        unsupported("NAdam", decoupled_weight_decay=(decoupled_weight_decay, False),
+                    maximize=(maximize, False), differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=False))
+
+
+class RAdam(_AdamVariant):
+    """torch.optim.RAdam: Adam with the variance rectification, plain
+    momentum SGD while rho_t <= 5 (PyTorch's)."""
+
+    _TRAIN = "radam"
+    _STATE_NAMES = {"adam_m_": "exp_avg", "adam_v_": "exp_avg_sq", "adam_step": "step"}
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _check_adam_arguments(lr, betas, eps, weight_decay)
+        unsupported("RAdam", decoupled_weight_decay=(decoupled_weight_decay, False),
+                    maximize=(maximize, False), differentiable=(differentiable, False))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, decoupled_weight_decay=False))
+
+
 class Adagrad(Optimizer):
     """torch.optim.Adagrad; initial_accumulator_value other than 0 is not
     supported yet (the compiled state starts at zero)."""

@@ -146,11 +146,13 @@ struct TrainingStepPass
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
-    if (!llvm::is_contained(
-            {"sgd", "adam", "adamw", "adagrad", "rmsprop", "adadelta"},
-            optimizer)) {
+    if (!llvm::is_contained({"sgd", "adam", "adamw", "adamax", "nadam", "radam",
+                             "adagrad", "rmsprop", "adadelta"},
+                            optimizer)) {
       getOperation().emitError("--of-training-step: unknown optimizer '")
-          << optimizer << "' (sgd, adam, adamw, adagrad, rmsprop, adadelta)";
+          << optimizer
+          << "' (sgd, adam, adamw, adamax, nadam, radam, adagrad, rmsprop, "
+             "adadelta)";
       return signalPassFailure();
     }
     if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
@@ -224,10 +226,16 @@ struct TrainingStepPass
     // Adam and AdamW differ only in their weight decay: Adam's is L2 (added
     // to the gradient), AdamW's decoupled (applied to the parameter).
     bool adam = optimizer == "adamw" || optimizer == "adam",
-         adagrad = optimizer == "adagrad",
-         rmsprop = optimizer == "rmsprop", adadelta = optimizer == "adadelta";
+         adamax = optimizer == "adamax", nadam = optimizer == "nadam",
+         radam = optimizer == "radam",
+         // the optimizers with Adam's first moment and step count
+        adamFamily = adam || adamax || nadam || radam,
+         adagrad = optimizer == "adagrad", rmsprop = optimizer == "rmsprop",
+         adadelta = optimizer == "adadelta";
     SmallVector<StringRef> kinds;
-    if (adam)
+    if (adamax)
+      kinds = {names::kAdamFirstMoment, names::kAdamaxInfNorm};
+    else if (adamFamily)
       kinds = {names::kAdamFirstMoment, names::kAdamSecondMoment};
     if (adam && amsgrad)
       kinds.push_back(names::kAdamMaxSecondMoment);
@@ -253,13 +261,18 @@ struct TrainingStepPass
                              : primal.getArgumentTypes()[p],
                          kind.str() + paramName(p)});
     // Scalars of the state, each at its index in `state`.
-    std::optional<unsigned> countState, scaleLog2State, goodStepsState;
-    if (adam) {
+    std::optional<unsigned> countState, scaleLog2State, goodStepsState,
+        muProductState;
+    if (adamFamily) {
       countState = state.size();
       state.push_back({scalarType, std::string(names::kAdamStep)});
     } else if (adagrad) {
       countState = state.size(); // the step count, for lr-decay
       state.push_back({scalarType, std::string(names::kAdagradStep)});
+    }
+    if (nadam) { // NAdam's product of its momentum coefficients
+      muProductState = state.size();
+      state.push_back({scalarType, std::string(names::kNadamMuProduct)});
     }
     // SGD with dampening: the step count tells the first step, whose
     // buffer is the gradient itself.
@@ -537,6 +550,10 @@ struct TrainingStepPass
     };
 
     Value stepCount, bias1, bias2, decayedLr, firstStep;
+    // NAdam's momentum coefficients of this step and the next, and their
+    // running products; RAdam's rectification (0 while the variance is not
+    // yet tractable) and whether it applies.
+    Value mu, muNext, muProduct, muProductNext, rect, rectified;
     if (sgdStepState) {
       stepCount = u.add(stateArgAt(*sgdStepState), u.scalarLike(lr, 1.0));
       firstStep = u.compare(CompareDirection::eq, stateArgAt(*sgdStepState),
@@ -548,7 +565,7 @@ struct TrainingStepPass
       decayedLr = u.div(lr, u.add(u.scalarLike(lr, 1.0),
                                   u.scale(stateArgAt(*countState), lrDecay)));
     }
-    if (adam) {
+    if (adamFamily) {
       stepCount = u.add(stateArgAt(*countState), u.scalarLike(lr, 1.0));
       // 1 - beta^t, in f64 as PyTorch computes it: in f32 it cancels
       // (1 - 0.999f is 4.7e-5 off 1e-3, and Adam's steps with it).
@@ -559,6 +576,44 @@ struct TrainingStepPass
       };
       bias1 = correction(beta1);
       bias2 = correction(beta2);
+    }
+    if (nadam) {
+      // mu_t = beta1 (1 - 0.96^(t psi) / 2), the product of mu_1..mu_t (the
+      // state starts at 0, read as the empty product 1), in f64 as PyTorch's
+      // Python floats.
+      Value t = u.castTo(stepCount, b.getF64Type());
+      auto coefficient = [&](Value step) {
+        Value power = PowOp::create(b, loc, u.scalarLike(step, 0.96),
+                                    u.scale(step, momentumDecay));
+        return u.scale(u.sub(u.scalarLike(step, 1.0), u.scale(power, 0.5)),
+                       beta1);
+      };
+      mu = coefficient(t);
+      muNext = coefficient(u.add(t, u.scalarLike(t, 1.0)));
+      Value old = u.castTo(stateArgAt(*muProductState), b.getF64Type());
+      Value first = u.compare(CompareDirection::eq, stateArgAt(*countState),
+                              u.scalarLike(lr, 0.0));
+      muProduct = u.mul(u.select(first, u.scalarLike(old, 1.0), old), mu);
+      muProductNext = u.mul(muProduct, muNext);
+    }
+    if (radam) {
+      // rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t); the rectified update
+      // where rho_t > 5 (PyTorch's), in f64.
+      Value t = u.castTo(stepCount, b.getF64Type());
+      double rhoInf = 2 / (1 - beta2) - 1;
+      Value power = PowOp::create(b, loc, u.scalarLike(t, beta2), t);
+      Value rho = u.sub(u.scalarLike(t, rhoInf),
+                        u.div(u.mul(u.scale(t, 2.0), power),
+                              u.sub(u.scalarLike(t, 1.0), power)));
+      rectified = u.compare(CompareDirection::gt, rho, u.scalarLike(rho, 5.0));
+      Value ratio = u.div(u.mul(u.mul(u.sub(rho, u.scalarLike(rho, 4.0)),
+                                      u.sub(rho, u.scalarLike(rho, 2.0))),
+                                u.scalarLike(rho, rhoInf)),
+                          u.scale(rho, (rhoInf - 4) * (rhoInf - 2)));
+      // (the square root of a negative ratio is never selected)
+      rect = u.castLike(u.select(rectified, SqrtOp::create(b, loc, ratio),
+                                 u.scalarLike(rho, 0.0)),
+                        lr);
     }
 
     // With loss scaling, a step whose gradients are not finite keeps the
@@ -604,6 +659,58 @@ struct TrainingStepPass
         next = u.sub(decayed, u.mul(lrp, u.div(mhat, denom)));
         newState[k] = m;
         newState[params.size() + k] = v;
+      } else if (adamax || nadam || radam) {
+        // Adamax, NAdam, RAdam: L2 weight decay, Adam's first moment
+        if (weightDecay != 0.0)
+          g = u.add(g, u.scale(param, weightDecay));
+        Value m = u.add(u.scale(stateArg(0, k), beta1), u.scale(g, 1 - beta1));
+        newState[k] = m;
+        Value eps = u.scalarLike(param, epsilon);
+        if (adamax) {
+          // u = max(beta2 u, |g| + eps); p -= lr / (1 - beta1^t) m / u
+          Value absG = MaximumOp::create(b, loc, g, NegOp::create(b, loc, g));
+          Value inf = MaximumOp::create(b, loc, u.scale(stateArg(1, k), beta2),
+                                        u.add(absG, eps));
+          newState[params.size() + k] = inf;
+          Value clr = u.div(lrp, u.castLike(here(bias1, param), param));
+          next = u.sub(param, u.mul(clr, u.div(m, inf)));
+        } else {
+          Value v = u.add(u.scale(stateArg(1, k), beta2),
+                          u.scale(u.mul(g, g), 1 - beta2));
+          newState[params.size() + k] = v;
+          if (nadam) {
+            // p -= lr (1 - mu) / (1 - prod) g / d + lr mu' / (1 - prod') m / d
+            Value denom = u.add(
+                SqrtOp::create(b, loc,
+                               u.div(v, u.castLike(here(bias2, param), param))),
+                eps);
+            auto factor = [&](Value numerator, Value product) {
+              Value one = u.scalarLike(product, 1.0);
+              return u.castLike(
+                  here(u.div(numerator, u.sub(one, product)), param), param);
+            };
+            Value gradPart =
+                u.mul(factor(u.sub(u.scalarLike(mu, 1.0), mu), muProduct),
+                      u.div(g, denom));
+            Value momentumPart =
+                u.mul(factor(muNext, muProductNext), u.div(m, denom));
+            next = u.sub(param, u.mul(lrp, u.add(gradPart, momentumPart)));
+          } else {
+            // RAdam: p -= lr mhat (rect sqrt(1 - beta2^t) / (sqrt(v) + eps)),
+            // or lr mhat while the variance is not tractable
+            Value mhat = u.div(m, u.castLike(here(bias1, param), param));
+            Value adaptive = u.div(
+                SqrtOp::create(b, loc, u.castLike(here(bias2, param), param)),
+                u.add(SqrtOp::create(b, loc, v), eps));
+            Value scaled =
+                u.mul(u.castLike(here(rect, param), param), adaptive);
+            // (the select's branches have the parameter's shape: rect is 0
+            // where it is not rectified, so 0 * scaled + 1 is finite)
+            Value ones = u.add(u.scale(scaled, 0.0), u.scalarLike(param, 1.0));
+            Value factor = u.select(here(rectified, param), scaled, ones);
+            next = u.sub(param, u.mul(lrp, u.mul(mhat, factor)));
+          }
+        }
       } else {
         if (weightDecay != 0.0)
           g = u.add(g, u.scale(param, weightDecay));
@@ -670,6 +777,8 @@ struct TrainingStepPass
     }
     if (countState)
       newState[*countState] = stepCount;
+    if (muProductState)
+      newState[*muProductState] = u.castLike(muProduct, lr);
     if (sgdStepState)
       newState[*sgdStepState] = stepCount;
     for (auto [i, s] : llvm::enumerate(state))

@@ -8,6 +8,10 @@
 // AMSGrad: the second moment's running maximum is state, and the update
 // divides by it.
 // RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamw amsgrad=true" | FileCheck %s --check-prefix=AMS
+// Adamax keeps the infinity norm (a running maximum) instead of the second
+// moment; NAdam keeps the product of its momentum coefficients, a scalar.
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=adamax" | FileCheck %s --check-prefix=ADAMAX
+// RUN: of-opt %s --of-autodiff --of-training-step="optimizer=nadam" | FileCheck %s --check-prefix=NADAM
 
 // CHECK-LABEL: func.func @loss_train_step(
 // CHECK-SAME: %[[W:[^:]*]]: tensor<8x2xf32> {of.name = "w", of.param}, %[[B:[^:]*]]: tensor<2xf32> {of.name = "b", of.param, of.weight_decay = 0.000000e+00 : f64}
@@ -41,6 +45,17 @@
 // AMS: %[[MAX:.*]] = of.maximum %[[VMAX]], %{{.*}} : (tensor<8x2xf32>, tensor<8x2xf32>)
 // AMS: %[[VHAT:.*]] = of.div %[[MAX]], %{{.*}} : (tensor<8x2xf32>, tensor<f32>)
 // AMS: of.sqrt %[[VHAT]]
+
+// ADAMAX-LABEL: func.func @loss_train_step(
+// ADAMAX-SAME: {of.name = "adam_m_w"}
+// ADAMAX-SAME: %[[INF:[^:]*]]: tensor<8x2xf32> {of.name = "adamax_inf_w"}
+// ADAMAX-NOT: adam_v_
+// ADAMAX: of.maximum %{{.*}}, %{{.*}} : (tensor<8x2xf32>, tensor<8x2xf32>)
+
+// NADAM-LABEL: func.func @loss_train_step(
+// NADAM-SAME: {of.name = "adam_v_w"}
+// NADAM-SAME: tensor<f32> {of.name = "adam_step"}, %{{[^:]*}}: tensor<f32> {of.name = "nadam_mu_product"}
+// NADAM-SAME: tensor<f32> {of.name = "nadam_mu_product", of.update = {{[0-9]+}} : i64}
 
 func.func @loss(%x: tensor<4x8xf32> {of.name = "x"}, %w: tensor<8x2xf32> {of.param, of.name = "w"},
                 %b: tensor<2xf32> {of.param, of.name = "b", of.weight_decay = 0.0 : f64}) -> tensor<f32> {

@@ -38,7 +38,7 @@
 // PLAN: ofrt.output "w" = @{{.*}} {updates = "w"}
 // PLAN: ofrt.output "momentum_w" = @{{.*}} {updates = "momentum_w"}
 
-// BAD: unknown optimizer 'lion' (sgd, adam, adamw, adagrad, rmsprop, adadelta)
+// BAD: unknown optimizer 'lion' (sgd, adam, adamw, adamax, nadam, radam, adagrad, rmsprop, adadelta)
 // NESTEROV: nesterov needs a momentum and zero dampening
 
 // With dampening, the step count tells the first step (whose buffer is the

@@ -218,7 +218,8 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "sgd, adam, adamw, adagrad, rmsprop or adadelta">,
+           "sgd, adam, adamw, adamax, nadam, radam, adagrad, rmsprop or "
+           "adadelta">,
     Option<"momentum", "momentum", "double", "0.0",
            "SGD and RMSprop momentum">,
     Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
@@ -232,6 +233,8 @@ def TrainingStepPass : Pass<"of-training-step", "::mlir::ModuleOp"> {
            "Weight decay (added to the gradient; AdamW: decoupled)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW first-moment decay">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW second-moment decay">,
+    Option<"momentumDecay", "momentum-decay", "double", "4.0e-3",
+           "NAdam's momentum decay (psi)">,
     Option<"amsgrad", "amsgrad", "bool", "false",
            "Adam/AdamW: divide by the running maximum of the second moment">,
     Option<"epsilon", "epsilon", "double", "1.0e-8",
