@@ -154,6 +154,23 @@ class _Lambda:
         return self.fn(x)
 
 
+class _InOrder:
+    """A dataset stand-in whose k-th access returns item k whatever the
+    index, so both frameworks' shuffled loaders see the same batches:
+    `item(k)` makes item k."""
+
+    def __init__(self, count, item):
+        self.count, self.item, self.served = count, item, 0
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        k = self.served % self.count
+        self.served += 1
+        return self.item(k)
+
+
 def _torchvision(fw, images, labels):
     """torchvision.datasets.MNIST (the k-th access returns item k whatever
     the index, so both frameworks' shuffled loaders see the same batches),
@@ -171,17 +188,8 @@ def _torchvision(fw, images, labels):
         def __call__(self, x):
             return (x - self.mean) / self.std
 
-    class MNIST:
-        def __init__(self, root, train=True, download=False, transform=None):
-            self.transform, self.served = transform, 0
-
-        def __len__(self):
-            return len(images)
-
-        def __getitem__(self, index):
-            k = self.served % len(images)
-            self.served += 1
-            return self.transform(images[k]), int(labels[k])
+    def MNIST(root, train=True, download=False, transform=None):  # noqa: N802
+        return _InOrder(len(images), lambda k: (transform(images[k]), int(labels[k])))
 
     transforms = _stub_module("torchvision.transforms", Compose=_Compose, ToTensor=ToTensor,
                               Normalize=Normalize, Lambda=_Lambda)
@@ -923,17 +931,8 @@ def _neural_style_modules(fw, images, style, saved):
         def __call__(self, image):
             return mod.tensor(image.array.transpose(2, 0, 1).astype(np.float32) / 255)
 
-    class ImageFolder:
-        def __init__(self, root, transform):
-            self.transform, self.served = transform, 0
-
-        def __len__(self):
-            return len(images)
-
-        def __getitem__(self, index):
-            k = self.served % len(images)
-            self.served += 1
-            return self.transform(_Image(images[k])), 0
+    def ImageFolder(root, transform):  # noqa: N802
+        return _InOrder(len(images), lambda k: (transform(_Image(images[k])), 0))
 
     weights = types.SimpleNamespace(IMAGENET1K_V1="IMAGENET1K_V1")
 
