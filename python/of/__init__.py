@@ -185,6 +185,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):  # noqa: 
 
 
 from . import accelerator, backends, distributed, distributions, jit, onnx, sparse  # noqa: E402,F401,E501
+from . import multiprocessing  # noqa: E402,F401
 from ._ops import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
                    IntTensor, LongTensor)
 from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402,F401

@@ -30,6 +30,9 @@ programs/LICENSE.pytorch-examples) at commit
   nearest upsampling; VGG16 features for the content and Gram-matrix style
   losses; Adam; in-place `div_` of the batch; `import torch.onnx`), then
   `eval` of the weights it saved.
+- imagenet/main.py --dummy -a resnet18: SGD with momentum and weight decay,
+  StepLR, top-k accuracy, checkpoints with shutil; `import
+  torch.multiprocessing`, torch.backends.mps and torch.accelerator.
 - siamese_network/main.py: a ResNet-18 trunk (torchvision's definition,
   programs/resnet) on pairs of MNIST-shaped images the dataset draws with
   Python's `random`, BCELoss, Adadelta, StepLR, `torch.where(c, 1, 0)`.
@@ -1243,3 +1246,104 @@ def test_adamax_nadam_radam(rng, name, kwargs):
     np.testing.assert_allclose(trained, finals[0], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="Invalid beta parameter"):
         getattr(of.optim, name)([of.nn.Parameter(of.ones(2))], betas=(1.0, 0.9))
+
+
+def test_multiprocessing_spawn(tmp_path):
+    """torch.multiprocessing.spawn: fn(i, *args) in new processes (each
+    computing with of), and a failing one reported with its traceback."""
+    import _spawn_helpers
+    assert of.multiprocessing.spawn(_spawn_helpers.write_rank, args=(str(tmp_path), 1.5),
+                                    nprocs=2) is None
+    for i in range(2):
+        assert (tmp_path / f"rank{i}.txt").read_text() == f"{2.0 * i} 3.0"
+    with pytest.raises(of.multiprocessing.ProcessRaisedException, match="rank one fails"):
+        of.multiprocessing.spawn(_spawn_helpers.fail_on_one, nprocs=2)
+    assert of.multiprocessing.cpu_count() >= 1 and of.multiprocessing.Queue is not None
+
+
+def test_data_parallel_on_one_device(rng):
+    """nn.DataParallel on one device calls the module; its state_dict keys
+    are prefixed "module.", as PyTorch's; several GPUs are refused."""
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for mod in (torch, of):
+        torch.manual_seed(0)
+        inner = torch.nn.Linear(3, 2)
+        net = mod.nn.Linear(3, 2)
+        net.load_state_dict({k: mod.tensor(v.detach().numpy()) for k, v in
+                             inner.state_dict().items()})
+        wrapped = mod.nn.DataParallel(net)
+        assert wrapped.module is net
+        assert list(wrapped.state_dict()) == ["module.weight", "module.bias"]
+        results.append(wrapped(mod.tensor(x)).detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="one process per GPU"):
+        of.nn.DataParallel(of.nn.Linear(2, 2), device_ids=[0, 1])
+
+
+# -- imagenet/main.py -------------------------------------------------------------------
+
+def _imagenet_torchvision(fw, images, store):
+    """torchvision for imagenet/main.py --dummy: models (resnet18, the
+    torchvision definition in programs/resnet, made with PyTorch's initial
+    weights: recorded in `store` by PyTorch's run, loaded in of's; on the
+    CPU the script never calls .to), datasets.FakeData (`images` whatever
+    the size asked, labels k % 10, in access order) and
+    transforms.ToTensor."""
+    mod = _framework(fw)
+    resnet = load(fw, "resnet/resnet.py", flat=True)["resnet"]
+
+    def resnet18():
+        model = resnet.resnet18()
+        if fw == "torch":
+            store["resnet18"] = {k: v.detach().numpy().copy()
+                                 for k, v in model.state_dict().items()}
+        else:
+            model.load_state_dict({k: of.tensor(v) for k, v in store["resnet18"].items()})
+        return model
+
+    def fake_data(size, image_size, num_classes, transform):
+        assert tuple(image_size) == (3, 224, 224) and num_classes == 1000
+        return _InOrder(len(images), lambda k: (transform(images[k]), k % 10))
+
+    class ToTensor:
+        def __call__(self, image):
+            return mod.tensor(image)
+
+    models = _stub_module("torchvision.models", resnet18=resnet18)
+    datasets = _stub_module("torchvision.datasets", FakeData=fake_data)
+    transforms = _stub_module("torchvision.transforms", ToTensor=ToTensor)
+    package = _stub_module("torchvision", models=models, datasets=datasets,
+                           transforms=transforms, __path__=[])
+    return {"torchvision": package, "torchvision.models": models,
+            "torchvision.datasets": datasets, "torchvision.transforms": transforms}
+
+
+@pytest.mark.filterwarnings("ignore:You have chosen to seed training")
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")  # PyTorch's, on a CPU
+def test_imagenet(tmp_path):
+    """imagenet/main.py --dummy -a resnet18: one epoch of 2 batches (SGD
+    momentum, weight decay, StepLR), the validation pass (top-1/top-5 with
+    topk), checkpoint.pth.tar and model_best.pth.tar written; the printed
+    training losses and accuracies against PyTorch's."""
+    rng = np.random.default_rng(31)
+    images = [rng.random((3, 32, 32)).astype(np.float32) for _ in range(8)]
+    argv = ["--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1", "-j", "0", "-p", "1",
+            "--seed", "1", "--no-accel"]
+    store, printed = {}, {}
+    for fw in ("torch", "of"):
+        folder = tmp_path / fw
+        folder.mkdir()
+        printed[fw] = run_program(fw, "imagenet/main.py", argv, cwd=str(folder),
+                                  modules=_imagenet_torchvision(fw, images, store))[1]
+        assert sorted(os.listdir(folder)) == ["checkpoint.pth.tar", "model_best.pth.tar"]
+    train = r"^Epoch: \[0\]\[\d/2\].*Loss (\S+) \(.*Acc@1\s+(\S+) \(.*Acc@5\s+(\S+) \("
+    ours = np.array(re.findall(train, printed["of"], re.M), float)
+    theirs = np.array(re.findall(train, printed["torch"], re.M), float)
+    assert ours.shape == theirs.shape == (2, 3)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
+    final = r"^ \* +Acc@1 (\S+) Acc@5 (\S+)$"
+    assert re.findall(final, printed["of"], re.M) == re.findall(final, printed["torch"], re.M)
+    checkpoint = of.load(str(tmp_path / "of" / "checkpoint.pth.tar"))
+    assert checkpoint["epoch"] == 1 and checkpoint["arch"] == "resnet18"
+    assert set(checkpoint) >= {"state_dict", "optimizer", "scheduler", "best_acc1"}
