@@ -1558,15 +1558,21 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
 
 def median(input, dim=None, keepdim=False):  # noqa: A002
     """The lower of the two middle values (PyTorch's median); along `dim`
-    with its index. NaN propagates, as PyTorch's."""
+    with its index. A row holding NaN gives NaN and the index of its first
+    NaN, as PyTorch's: the stable sort puts NaNs last in their order, so the
+    first one is where the row's non-NaN values end."""
     if dim is None:
-        flat = reshape(input, (-1,))
-        values, _ = _ops.sort(flat)
-        return select(values, 0, (flat.shape[0] - 1) // 2)
+        return squeeze(median(reshape(input, (-1,)), 0, keepdim=True).values, 0)
     d = _norm_dim(dim, input.ndim)
     values, indices = _ops.sort(input, d)
-    k = (input.shape[d] - 1) // 2
-    v, i = narrow(values, d, k, 1), narrow(indices, d, k, 1)
+    n = input.shape[d]
+    middle = _ops.full(tuple(input.shape[:d]) + (1,) + tuple(input.shape[d + 1:]),
+                       (n - 1) // 2, dtype=dt.int64, device=input.device)
+    if input.dtype.is_floating_point:
+        nans = sum(isnan(input), d, True)  # int64 counts
+        middle = where(_compare("gt", nans, 0), sub(as_tensor_like(n, nans), nans), middle)
+    v = _ops.take_along_dim(values, middle, d)
+    i = _ops.take_along_dim(indices, middle, d)
     if not keepdim:
         v, i = squeeze(v, d), squeeze(i, d)
     return _ops.return_types.median(v, i)
@@ -1596,19 +1602,19 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _factory(np.power(base, exponents), dtype or dt.float32, device, requires_grad)
 
 
-def _triangle_indices(api, row, col, offset, lower, dtype, device):
+def _triangle_indices(row, col, offset, lower, dtype, device):
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     return _factory(np.stack([r, c]).astype(np.int64), dtype or dt.int64, device, False)
 
 
 def tril_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
     unsupported("tril_indices", layout=(layout, strided))
-    return _triangle_indices("tril_indices", row, col, offset, True, dtype, device)
+    return _triangle_indices(row, col, offset, True, dtype, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
     unsupported("triu_indices", layout=(layout, strided))
-    return _triangle_indices("triu_indices", row, col, offset, False, dtype, device)
+    return _triangle_indices(row, col, offset, False, dtype, device)
 
 
 def kron(input, other):  # noqa: A002
