@@ -188,7 +188,8 @@ from . import accelerator, backends, distributed, distributions, jit, onnx, spar
 from . import multiprocessing  # noqa: E402,F401
 from ._ops import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,  # noqa: E402,F401
                    IntTensor, LongTensor)
-from .sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402,F401
+from ._dtype import layout, sparse_coo, strided  # noqa: E402,F401
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401
 
 # PyTorch's math functions composed of of's ops (_torch_functions.py,
 # docs/python.md "Math functions"), and the torch.* names of Tensor methods

@@ -30,6 +30,13 @@ class dtype:
     def __repr__(self):
         return "of." + self.name
 
+    def stored(self, array):
+        """`array`, a value read from a run (in the carrier type), as this
+        dtype stores it: a uint8 value narrowed modulo 256."""
+        if self.np is None or array.dtype == self.np:
+            return array
+        return array.astype(self.np)
+
     def __reduce__(self):
         return (_by_name, (self.name,))
 
@@ -47,6 +54,20 @@ bool = dtype("bool", "i1", np.dtype(np.bool_), False)  # noqa: A001 (torch's nam
 # (PyTorch's wraparound) where they are made: uint8 add/sub/mul and casts
 # to uint8 in the ops, and a value read from a run.
 uint8 = dtype("uint8", "i32", np.dtype(np.uint8), False, carrier=np.int32)
+
+class layout:
+    """A tensor's storage layout (torch.layout): of.strided, or of.sparse_coo
+    (of.sparse: stored densely)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"of.{self._name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 
 float = float32  # noqa: A001
 double = float64

@@ -54,8 +54,7 @@ def move(value, shape, dtype, src_plc, src_sbp, dst_plc, dst_sbp, global_value=F
                      dst_plc.type)
     runner.set(0, value, global_value=global_value)
     runner.run()
-    out = runner.output(0)
-    return out if out.dtype == dtype.np else out.astype(dtype.np)  # uint8: computed as i32
+    return dtype.stored(runner.output(0))
 
 
 def materialize(t):

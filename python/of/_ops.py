@@ -463,11 +463,9 @@ def _wrap_uint8(t):
 def where(condition, input, other):
     x, y = input, other
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-        # two numbers: PyTorch's dtype for Python scalars (float32 if either
-        # is a float, else int64; bool for two bools), on the condition's device
-        kinds = [dt.default_for(v) for v in (x, y)]
-        dtype = dt.float32 if dt.float32 in kinds else dt.int64 if dt.int64 in kinds \
-            else dt.bool
+        # two numbers: the promotion of PyTorch's dtypes for Python scalars
+        # (float32, int64, bool), on the condition's device
+        dtype = _promote_types(dt.default_for(x), dt.default_for(y))
         x = Tensor(np.array(x, dtype.np), dtype=dtype, device=condition._local_device)
     if not isinstance(x, Tensor):
         x = as_tensor_like(x, y)
@@ -2337,9 +2335,7 @@ def _size_keyword(api, size, kwargs):
         if size:
             raise TypeError(f"{api}() got multiple values for argument 'size'")
         size = (kwargs.pop("size"),)
-    layout = kwargs.pop("layout", None)
-    unsupported(api, layout=(None if getattr(layout, "_name", None) == "strided" else layout,
-                             None),
+    unsupported(api, layout=(kwargs.pop("layout", None) or dt.strided, dt.strided),
                 pin_memory=(kwargs.pop("pin_memory", False), False),
                 memory_format=(kwargs.pop("memory_format", None), None),
                 out=(kwargs.pop("out", None), None))

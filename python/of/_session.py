@@ -61,7 +61,7 @@ class Runner:
         parameter a training step updated), read as `dtype`."""
         out = np.empty(self.inputs[index]["shape"], dtype=self._in_np[index])
         self.session.get_input(index, _raw(out))
-        return out if out.dtype == dtype.np else out.astype(dtype.np)
+        return dtype.stored(out)
 
     def output(self, index):
         shape, np_dtype = self._out_np[index]

@@ -440,8 +440,8 @@ def output_tensor(data, shape, dtype, plc, dist, device):
     distribution `dist` (all B where the plan gives none), or, without a
     placement, the local tensor on `device`. A uint8 result, computed as
     i32, is narrowed modulo 256 (PyTorch's wraparound)."""
-    if data is not None and data.dtype != dtype.np and dtype.np is not None:
-        data = data.astype(dtype.np)
+    if data is not None:
+        data = dtype.stored(data)
     if plc is not None:
         return Tensor(data, shape=shape, dtype=dtype, placement=plc,
                       sbp=dist or (sbp.broadcast,) * plc.ndim)

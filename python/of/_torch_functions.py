@@ -31,7 +31,6 @@ from ._ops import broadcast_to as _ops_broadcast_to
 from ._ops import mean as _ops_mean
 from ._ops import transpose as _ops_transpose
 from ._tensor import Tensor, _device_arg, as_tensor_like
-from .sparse import strided
 
 
 def _and(a, b):
@@ -1607,13 +1606,13 @@ def _triangle_indices(row, col, offset, lower, dtype, device):
     return _factory(np.stack([r, c]).astype(np.int64), dtype or dt.int64, device, False)
 
 
-def tril_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
-    unsupported("tril_indices", layout=(layout, strided))
+def tril_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=dt.strided):
+    unsupported("tril_indices", layout=(layout, dt.strided))
     return _triangle_indices(row, col, offset, True, dtype, device)
 
 
-def triu_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=strided):
-    unsupported("triu_indices", layout=(layout, strided))
+def triu_indices(row, col, offset=0, *, dtype=dt.int64, device="cpu", layout=dt.strided):
+    unsupported("triu_indices", layout=(layout, dt.strided))
     return _triangle_indices(row, col, offset, False, dtype, device)
 
 

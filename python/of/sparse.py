@@ -18,24 +18,10 @@ from . import _ops
 from ._tensor import Tensor
 
 
-class layout:
-    """A tensor's storage layout (torch.layout): of.strided or of.sparse_coo."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"of.{self._name}"
-
-
-strided = layout("strided")
-sparse_coo = layout("sparse_coo")
-
-
 def _flagged(t):
     """`t`'s value as a tensor whose layout is sparse_coo."""
     out = t.clone()
-    out._layout = sparse_coo
+    out._layout = dt.sparse_coo
     return out
 
 
@@ -77,12 +63,12 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     dense = np.zeros(size, dtype.np)
     np.add.at(dense, tuple(idx), vals.astype(dtype.np, copy=False))
     t = Tensor(dense, dtype=dtype, device=device)
-    t._layout = sparse_coo
+    t._layout = dt.sparse_coo
     return t.requires_grad_() if requires_grad else t
 
 
 def _to_sparse(self, *args, layout=None, **kwargs):
-    if args or kwargs or layout not in (None, sparse_coo):
+    if args or kwargs or layout not in (None, dt.sparse_coo):
         raise NotImplementedError("to_sparse: of has the sparse COO layout only "
                                   "(to_sparse() with no arguments)")
     return _flagged(self)
@@ -90,14 +76,14 @@ def _to_sparse(self, *args, layout=None, **kwargs):
 
 def _to_dense(self, dtype=None, *, masked_grad=True):
     del masked_grad
-    if self._layout is not sparse_coo:
+    if self._layout is not dt.sparse_coo:
         return self if dtype is None else _ops.cast(self, dtype)
     out = self.clone()
     return out if dtype is None else _ops.cast(out, dtype)
 
 
 def _require_sparse(self, what):
-    if self._layout is not sparse_coo:
+    if self._layout is not dt.sparse_coo:
         raise RuntimeError(f"{what}: expected a sparse COO tensor, got a strided one")
 
 
@@ -144,9 +130,9 @@ def sum(input, dim=None, dtype=None):  # noqa: A001,A002
     return out if dtype is None else _ops.cast(out, dtype)
 
 
-Tensor._layout = strided
+Tensor._layout = dt.strided
 Tensor.layout = property(lambda self: self._layout)
-Tensor.is_sparse = property(lambda self: self._layout is sparse_coo)
+Tensor.is_sparse = property(lambda self: self._layout is dt.sparse_coo)
 Tensor.to_sparse = _to_sparse
 Tensor.to_sparse_coo = lambda self: _to_sparse(self)
 Tensor.to_dense = _to_dense
