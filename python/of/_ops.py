@@ -332,8 +332,9 @@ def pow(input, exponent):  # noqa: A001
             if not e:
                 break
             square = _binary("mul", square, square)
-        return result if result is not None else _binary("maximum", _binary(
-            "mul", base, 0), as_tensor_like(1, base))
+        if result is None:  # x ** 0: ones of x's shape, in its graph
+            result = _binary("add", _binary("mul", base, 0), 1)
+        return result
     a = input if isinstance(input, Tensor) else as_tensor_like(input, exponent)
     b = exponent if isinstance(exponent, Tensor) else as_tensor_like(exponent, a)
     target = _result_type([a, b])

@@ -1348,11 +1348,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
         return input
     channels = input.shape[1]
     squares = _ops.square(input)
-    before, after = size // 2, (size - 1) // 2
-    zeros = [_ops.zeros((input.shape[0], n) + tuple(input.shape[2:]), dtype=input.dtype)
-             for n in (before, after)]
-    padded = _ops.cat([z for z in (zeros[0],) if before] + [squares] +
-                      [z for z in (zeros[1],) if after], 1)
+    # the channels zero-padded by size // 2 before and (size - 1) // 2 after
+    padded = pad(squares, (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
     total = None
     for offset in range(size):
         part = _ops.narrow(padded, 1, offset, channels)
