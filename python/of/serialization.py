@@ -54,6 +54,7 @@ leaves one out) is a ValueError naming the problem.
 
 import base64
 import collections
+import contextlib
 import importlib
 import io
 import json
@@ -247,17 +248,24 @@ class _Encoder:
             return self.module(value, path)
         if kind not in (list, tuple, dict, collections.OrderedDict):
             self.refuse(value, path)
-        if id(value) in self.open:
-            raise ValueError(f"of.save: {_where(path)} contains itself; an of file holds "
-                             "trees (torch.save would pickle the cycle)")
-        self.open.add(id(value))
-        try:
+        with self.inside(value, path):
             if kind is list:
                 return [self.node(v, path + (i,)) for i, v in enumerate(value)]
             if kind is tuple:
                 return {"tuple": [self.node(v, path + (i,)) for i, v in enumerate(value)]}
             return {kind.__name__: [[self.key(k, path), self.node(v, path + (k,))]
                                     for k, v in value.items()]}
+
+    @contextlib.contextmanager
+    def inside(self, value, path):
+        """Encoding the container (or module) `value`: one that holds itself
+        is refused (a cycle would recurse forever)."""
+        if id(value) in self.open:
+            raise ValueError(f"of.save: {_where(path)} contains itself; an of file holds "
+                             "trees (torch.save would pickle the cycle)")
+        self.open.add(id(value))
+        try:
+            yield
         finally:
             self.open.discard(id(value))
 
@@ -267,15 +275,9 @@ class _Encoder:
             raise TypeError(f"of.save: {_where(path)} is a module of class {cls.__qualname__}, "
                             "defined inside a function, which loading could not find; define "
                             "it at module level, or save its state_dict()")
-        if id(value) in self.open:
-            raise ValueError(f"of.save: {_where(path)} contains itself; an of file holds "
-                             "trees (torch.save would pickle the cycle)")
-        self.open.add(id(value))
-        try:
+        with self.inside(value, path):
             return {"module": f"{cls.__module__}:{cls.__qualname__}",
                     "state": self.node(dict(value.__dict__), path)}
-        finally:
-            self.open.discard(id(value))
 
     def key(self, value, path):
         kind = type(value)
